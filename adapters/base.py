@@ -1,0 +1,161 @@
+"""Normalized chat types and the protocol every platform adapter implements.
+
+Everything past `Adapter.parse` reads these values, never a raw platform payload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Platform = Literal["slack", "mattermost", "telegram"]
+Addressed = Literal["mention", "reply", "direct", "thread", "command"]
+"""Why the bot answers a message; `None` on an `Inbound` means it was not addressed."""
+
+ChannelLookup = Literal["get_channel_info", "list_channel_members", "search_channels", "read_channel_history"]
+
+
+class VerificationError(Exception):
+    """A webhook call failed verification; the message names why, never the secret."""
+
+
+class MalformedPayload(Exception):
+    """A platform payload could not be read as any known event."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatAddress:
+    bot_id: str
+    """The configured bot's name: one adapter instance per bot."""
+    platform: Platform
+    channel_id: str
+    """The room: a Slack channel, a Mattermost channel, a Telegram chat."""
+    thread_id: str | None = None
+    """Slack thread root `ts`, Mattermost `root_id`, Telegram forum `message_thread_id`."""
+    is_direct: bool = False
+
+    @property
+    def room_key(self) -> str:
+        return f"{self.platform}:{self.bot_id}:{self.channel_id}"
+
+    @property
+    def conversation_key(self) -> str:
+        return f"{self.room_key}:{self.thread_id or '-'}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Speaker:
+    platform: Platform
+    platform_user_id: str
+    handle: str | None = None
+    display_name: str
+    is_bot: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileRef:
+    """A handle to a file on the platform; the bytes are fetched only when needed."""
+
+    file_id: str
+    name: str
+    mime_type: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageRef:
+    address: ChatAddress
+    message_id: str
+    """Slack `ts`, Mattermost post id, Telegram `message_id`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Inbound:
+    address: ChatAddress
+    speaker: Speaker
+    text: str
+    """The words the model reads, with the bot's own mention stripped."""
+    message_id: str
+    addressed: Addressed | None
+    attachments: tuple[FileRef, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def logical_id(self) -> str:
+        """The platform's identity of this message; the inbox dedupes on it."""
+        return f"{self.address.room_key}:{self.message_id}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalClick:
+    approval_id: str
+    verb: Literal["approve", "deny"]
+    clicker: Speaker
+    card: MessageRef
+    logical_id: str
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlatformLimits:
+    max_text: int
+    """Characters one posted message may carry."""
+    max_edit_text: int
+    """Characters an edit may carry (Slack's `chat.update` takes fewer than a post)."""
+    edit_interval: float = 1.0
+    """Seconds between live edits of one message."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BotIdentity:
+    """Who the bot is on its platform, learned when the adapter opens."""
+
+    user_id: str
+    handle: str | None
+    display_name: str
+
+
+Deliver = Callable[[Mapping[str, Any]], Awaitable[None]]
+"""Commits one raw payload to the inbox; a transport acknowledges only after it returns."""
+
+
+class Adapter(Protocol):
+    platform: Platform
+    bot_id: str
+    limits: PlatformLimits
+    identity: BotIdentity | None
+    """Set by `open`; `None` until the bot is connected."""
+
+    @property
+    def has_transport(self) -> bool:
+        """True when events arrive over `run_transport` (socket, polling) rather than a webhook."""
+        ...
+
+    async def open(self) -> BotIdentity:
+        """Connect the client and learn the bot's own identity (needed before `parse`)."""
+        ...
+
+    async def close(self) -> None: ...
+
+    def parse(self, payload: Mapping[str, Any]) -> Inbound | ApprovalClick | None:
+        """Read one platform event. Pure: no I/O. Raises `MalformedPayload`; `None` means ignore."""
+        ...
+
+    def verify(self, headers: Mapping[str, str], body: bytes) -> None:
+        """Check a webhook call; raises `VerificationError` with a reason."""
+        ...
+
+    async def send(self, address: ChatAddress, text: str) -> MessageRef: ...
+
+    async def edit(self, ref: MessageRef, text: str) -> None: ...
+
+    async def show_typing(self, address: ChatAddress) -> None: ...
+
+    async def run_transport(self, deliver: Deliver) -> None:
+        """Hold one socket or polling connection, handing each payload to `deliver`."""
+        ...
+
+
+class PlatformConfigError(Exception):
+    """The platform refused the bot's settings (a revoked token, a wrong URL); retrying will not help."""

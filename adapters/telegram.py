@@ -1,0 +1,239 @@
+"""Telegram over python-telegram-bot: long polling or webhook, one parser for both."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
+from functools import partial
+from typing import Any, TypeVar
+
+from telegram import Bot, Message, MessageEntity, Update
+from telegram.constants import ChatAction, ChatType, MessageLimit, ParseMode
+from telegram.error import BadRequest, InvalidToken, RetryAfter, TimedOut
+from telegram.request import HTTPXRequest
+
+from adapters.base import (
+    Addressed,
+    BotIdentity,
+    ChatAddress,
+    Deliver,
+    FileRef,
+    Inbound,
+    MalformedPayload,
+    MessageRef,
+    PlatformConfigError,
+    PlatformLimits,
+    Speaker,
+    VerificationError,
+)
+from adapters.telegram_markup import render_telegram_html, render_telegram_plain
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+DEFAULT_API = "https://api.telegram.org"
+ALLOWED_UPDATES = ("message", "callback_query")
+MAX_RETRY_AFTER = 60.0
+_GROUPS = (ChatType.GROUP, ChatType.SUPERGROUP)
+
+
+class TelegramAdapter:
+    platform = "telegram"
+    limits = PlatformLimits(max_text=MessageLimit.MAX_TEXT_LENGTH, max_edit_text=MessageLimit.MAX_TEXT_LENGTH)
+
+    def __init__(self, *, bot_id: str, token: str, api_base_url: str | None = None,
+                 webhook_url: str | None = None, webhook_secret: str | None = None,
+                 poll_timeout: int = 30) -> None:
+        base = (api_base_url or DEFAULT_API).rstrip("/")
+        self.bot_id = bot_id
+        self.webhook_url = webhook_url
+        self._webhook_secret = webhook_secret
+        self._poll_timeout = poll_timeout
+        self._bot = Bot(token, base_url=f"{base}/bot", base_file_url=f"{base}/file/bot",
+                        request=HTTPXRequest(connection_pool_size=16),
+                        get_updates_request=HTTPXRequest(read_timeout=poll_timeout + 10))
+        self.identity: BotIdentity | None = None
+
+    async def open(self) -> BotIdentity:
+        try:
+            await self._call(self._bot.initialize)
+        except InvalidToken as exc:
+            raise PlatformConfigError(f"telegram refused the token of bot {self.bot_id!r}: {exc}") from None
+        me = self._bot.bot
+        self.identity = BotIdentity(user_id=str(me.id), handle=me.username, display_name=me.full_name)
+        if self.webhook_url:
+            await self._register_webhook()
+        return self.identity
+
+    async def close(self) -> None:
+        await self._bot.shutdown()
+
+    @property
+    def has_transport(self) -> bool:
+        return self.webhook_url is None
+
+    # -- from the wire -------------------------------------------------------------------------------
+
+    def parse(self, payload: Mapping[str, Any]) -> Inbound | None:
+        try:
+            update = Update.de_json(dict(payload), None)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise MalformedPayload(f"not a Telegram update: {type(exc).__name__}: {exc}") from None
+        message = update.message
+        if message is None or message.from_user is None:
+            return None
+        return self._parse_message(message, payload)
+
+    def _parse_message(self, message: Message, payload: Mapping[str, Any]) -> Inbound | None:
+        me = self._me()
+        sender = message.from_user
+        if sender is None or sender.is_bot or str(sender.id) == me.user_id:
+            return None
+        text = message.text or message.caption or ""
+        addressed = self._addressed(message, text)
+        address = ChatAddress(bot_id=self.bot_id, platform="telegram", channel_id=str(message.chat.id),
+                              thread_id=str(message.message_thread_id) if message.is_topic_message else None,
+                              is_direct=message.chat.type == ChatType.PRIVATE)
+        speaker = Speaker(platform="telegram", platform_user_id=str(sender.id), handle=sender.username,
+                          display_name=sender.full_name, is_bot=sender.is_bot)
+        return Inbound(address=address, speaker=speaker, text=self._strip_mention(text),
+                       message_id=str(message.message_id), addressed=addressed,
+                       attachments=_attachments(message), raw=payload)
+
+    def _addressed(self, message: Message, text: str) -> Addressed | None:
+        me = self._me()
+        if message.chat.type == ChatType.PRIVATE:
+            return "direct"
+        if message.chat.type not in _GROUPS:
+            return None
+        entities = message.parse_entities() if message.text else message.parse_caption_entities()
+        handle = f"@{me.handle}".lower() if me.handle else None
+        for entity, value in entities.items():
+            if entity.type == MessageEntity.MENTION and value.lower() == handle:
+                return "mention"
+            if entity.type == MessageEntity.TEXT_MENTION and entity.user and str(entity.user.id) == me.user_id:
+                return "mention"
+            if entity.type == MessageEntity.BOT_COMMAND and handle and value.lower().endswith(handle):
+                return "command"
+        replied = message.reply_to_message
+        if replied and replied.from_user and str(replied.from_user.id) == me.user_id:
+            return "reply"
+        return None
+
+    def _strip_mention(self, text: str) -> str:
+        handle = self._me().handle
+        if not handle:
+            return text.strip()
+        words = [w for w in text.split(" ") if w.lower() != f"@{handle}".lower()]
+        stripped = " ".join(words)
+        if stripped.startswith("/"):
+            command, _, rest = stripped.partition(" ")
+            stripped = f"{command.split('@', 1)[0]} {rest}".strip()
+        return stripped.strip()
+
+    def _me(self) -> BotIdentity:
+        if self.identity is None:
+            raise RuntimeError(f"adapter for bot {self.bot_id!r} parsed a message before open()")
+        return self.identity
+
+    def verify(self, headers: Mapping[str, str], body: bytes) -> None:
+        if not self._webhook_secret:
+            raise VerificationError(f"bot {self.bot_id!r} has no webhook secret; every call is refused")
+        given = {k.lower(): v for k, v in headers.items()}.get(SECRET_HEADER.lower(), "")
+        if not hmac.compare_digest(given.encode(), self._webhook_secret.encode()):
+            raise VerificationError("missing or wrong X-Telegram-Bot-Api-Secret-Token")
+
+    # -- to the wire ---------------------------------------------------------------------------------
+
+    async def send(self, address: ChatAddress, text: str) -> MessageRef:
+        thread = int(address.thread_id) if address.thread_id else None
+
+        async def post(body: str, parse_mode: str | None) -> Message:
+            return await self._bot.send_message(chat_id=address.channel_id, text=body, parse_mode=parse_mode,
+                                                message_thread_id=thread)
+        message = await self._formatted(post, text)
+        return MessageRef(address=address, message_id=str(message.message_id))
+
+    async def edit(self, ref: MessageRef, text: str) -> None:
+        async def change(body: str, parse_mode: str | None) -> Any:
+            return await self._bot.edit_message_text(chat_id=ref.address.channel_id,
+                                                     message_id=int(ref.message_id), text=body,
+                                                     parse_mode=parse_mode)
+        try:
+            await self._formatted(change, text)
+        except BadRequest as exc:
+            if "message is not modified" not in exc.message.lower():
+                raise
+
+    async def show_typing(self, address: ChatAddress) -> None:
+        thread = int(address.thread_id) if address.thread_id else None
+        await self._call(lambda: self._bot.send_chat_action(chat_id=address.channel_id,
+                                                            action=ChatAction.TYPING,
+                                                            message_thread_id=thread))
+
+    async def _formatted(self, call: Callable[[str, str | None], Awaitable[T]], text: str) -> T:
+        """Send as HTML; when Telegram cannot parse the entities, send the plain text instead."""
+        try:
+            return await self._call(lambda: call(render_telegram_html(text), ParseMode.HTML))
+        except BadRequest as exc:
+            if "can't parse entities" not in exc.message.lower():
+                raise
+            log.warning("telegram rejected the formatting for bot %r; sending plain text", self.bot_id)
+            return await self._call(lambda: call(render_telegram_plain(text), None))
+
+    async def _call(self, request: Callable[[], Awaitable[T]], *, attempts: int = 5) -> T:
+        """Run one Bot API call, waiting out 429 `retry_after` as Telegram asks."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return await request()
+            except RetryAfter as exc:
+                if attempt == attempts:
+                    raise
+                delay = _seconds(exc.retry_after)
+                log.warning("telegram asked bot %r to wait %.0fs (429)", self.bot_id, delay)
+            await asyncio.sleep(min(delay, MAX_RETRY_AFTER))
+        raise AssertionError("unreachable")
+
+    # -- transports ----------------------------------------------------------------------------------
+
+    async def _register_webhook(self) -> None:
+        await self._call(lambda: self._bot.set_webhook(url=self.webhook_url or "",
+                                                       secret_token=self._webhook_secret,
+                                                       allowed_updates=list(ALLOWED_UPDATES)))
+        log.info("telegram webhook registered for bot %r", self.bot_id)
+
+    async def run_transport(self, deliver: Deliver) -> None:
+        """Long polling: an update is confirmed (by the next offset) only after `deliver` committed it."""
+        await self._call(lambda: self._bot.delete_webhook(drop_pending_updates=False))
+        offset: int | None = None
+        while True:
+            poll = partial(self._bot.get_updates, offset=offset, timeout=self._poll_timeout,
+                           allowed_updates=list(ALLOWED_UPDATES))
+            try:
+                updates = await self._call(poll)
+            except TimedOut:
+                continue
+            for update in updates:
+                await deliver(update.to_dict())
+                offset = update.update_id + 1
+
+
+def _attachments(message: Message) -> tuple[FileRef, ...]:
+    files: list[FileRef] = []
+    if message.document:
+        doc = message.document
+        files.append(FileRef(file_id=doc.file_id, name=doc.file_name or "document",
+                             mime_type=doc.mime_type, size=doc.file_size))
+    if message.photo:
+        photo = message.photo[-1]
+        files.append(FileRef(file_id=photo.file_id, name="photo.jpg", mime_type="image/jpeg",
+                             size=photo.file_size))
+    return tuple(files)
+
+
+def _seconds(value: int | timedelta) -> float:
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)

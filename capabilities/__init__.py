@@ -1,0 +1,1 @@
+"""Agent capabilities. The registry of capability definitions arrives with its own module."""

@@ -1,0 +1,1 @@
+"""chat-gateway: pydantic-ai agents in Slack, Mattermost and Telegram chats."""

@@ -1,0 +1,187 @@
+"""Builds the whole gateway in one place and runs it: HTTP server, transports, workers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import uuid
+from collections.abc import Coroutine, Generator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+from sqlalchemy import text
+
+from adapters.base import Adapter
+from adapters.telegram import TelegramAdapter
+from gateway.bindings import BindingStore
+from gateway.config import BotSpec, GatewayConfig, Settings, resolve_secret
+from gateway.conversations import Conversations
+from gateway.http import build_http_app
+from gateway.inbox import Inbox
+from gateway.intake import Intake
+from gateway.logs import SecretRedactor
+from gateway.model_profiles import ModelResolver
+from gateway.router import Router
+from gateway.runtime import Runtime
+from gateway.secrets import SecretSource
+from gateway.supervisor import Supervisor
+from gateway.worker import Worker
+from storage.cache import build_cache
+from storage.db import Database
+from storage.migrate import upgrade
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tuning:
+    """Timings an operator rarely changes; tests shorten them."""
+
+    worker_lease: timedelta = timedelta(seconds=60)
+    worker_concurrency: int = 8
+    idle_poll: float = 1.0
+    shutdown_grace: float = 10.0
+    poll_timeout: int = 30
+    transport_first_delay: float = 5.0
+    transport_lease_ttl: float = 30.0
+
+
+class Gateway:
+    """One gateway process. `async with Gateway(...)` starts everything and stops it cleanly."""
+
+    def __init__(self, config: GatewayConfig, settings: Settings, *, secrets: SecretSource,
+                 models: ModelResolver | None = None, tuning: Tuning = Tuning(), migrate: bool = True) -> None:
+        self.config = config
+        self.settings = settings
+        self._secrets = secrets
+        self._models = models or ModelResolver(config.models, secrets)
+        self._tuning = tuning
+        self._migrate = migrate
+        self._stack = AsyncExitStack()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._essential: list[asyncio.Task[None]] = []
+        self.adapters: dict[str, Adapter] = {}
+        self.port: int | None = None
+        self.worker: Worker | None = None
+        self.redactor = SecretRedactor()
+
+    async def __aenter__(self) -> Gateway:
+        try:
+            await self.start()
+        except BaseException:
+            await self.abort()
+            raise
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.server.host}:{self.port}"
+
+    async def start(self) -> None:
+        self.redactor.install()
+        self._stack.callback(self.redactor.uninstall)
+        db = Database(self.settings.database_url)
+        self._stack.push_async_callback(db.close)
+        await (upgrade(db) if self._migrate else db.create_all())
+        cache = build_cache(self.settings.redis_url)
+        self._stack.push_async_callback(cache.close)
+        if self.settings.redis_url is None:
+            log.info("REDIS_URL is not set: rate limits and leases live in this process; run one replica only")
+        bindings = BindingStore(db)
+        await bindings.apply(self.config)
+        for index, bot in enumerate(self.config.bots):
+            self.adapters[bot.name] = await self._build_adapter(index, bot, bindings)
+        inbox = Inbox(db)
+        runtime = Runtime(models=self._models, db=db)
+        router = Router(adapters=self.adapters, bindings=bindings, conversations=Conversations(db),
+                        runtime=runtime, cache=cache, inbox=inbox)
+        tuning = self._tuning
+        self.worker = Worker(inbox, router.handle, concurrency=tuning.worker_concurrency,
+                             lease=tuning.worker_lease, idle_poll=tuning.idle_poll)
+        intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake)
+
+        async def readiness() -> dict[str, bool]:
+            return {"database": await _database_ok(db), "cache": await cache.ping(),
+                    "bots": all(getattr(a, "identity", None) is not None for a in self.adapters.values())}
+
+        http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness)
+        await self._serve_http(http)
+        self._essential.append(self._spawn(self.worker.run()))
+        owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        for adapter in self.adapters.values():
+            supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), cache=cache, owner=owner,
+                                    lease_ttl=tuning.transport_lease_ttl, first_delay=tuning.transport_first_delay)
+            self._spawn(supervisor.run())
+        for adapter in self.adapters.values():
+            self._stack.push_async_callback(adapter.close)
+
+    async def stop(self) -> None:
+        """Finish running turns within the grace period; queued messages stay in the inbox."""
+        if self.worker is not None:
+            await self.worker.drain(self._tuning.shutdown_grace)
+        await self.abort()
+
+    async def abort(self) -> None:
+        """Stop at once, as a crash would: leases are left to expire and be retried elsewhere."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        self._essential.clear()
+        await self._stack.aclose()
+
+    async def wait(self) -> None:
+        """Block until a component stops on its own (which only happens on a fatal error)."""
+        await asyncio.wait(self._essential, return_when=asyncio.FIRST_COMPLETED)
+
+    async def _build_adapter(self, index: int, bot: BotSpec, bindings: BindingStore) -> Adapter:
+        token = resolve_secret(bot.token, self._secrets, field=f"bots[{index}].token").get_secret_value()
+        self.redactor.add(token)
+        webhook_url = secret = None
+        if bot.transport == "webhook":
+            webhook_url = f"{(self.config.server.public_url or '').rstrip('/')}/telegram/{bot.name}/webhook"
+            secret = await bindings.webhook_secret(bot.name)
+            self.redactor.add(secret)
+        return TelegramAdapter(bot_id=bot.name, token=token, api_base_url=bot.api_base_url,
+                               webhook_url=webhook_url, webhook_secret=secret,
+                               poll_timeout=self._tuning.poll_timeout)
+
+    async def _serve_http(self, app: FastAPI) -> None:
+        server_spec = self.config.server
+        sock = socket.create_server((server_spec.host, server_spec.port), reuse_port=False)
+        self.port = sock.getsockname()[1]
+        server = _EmbeddedServer(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off"))
+        self._essential.append(self._spawn(server.serve(sockets=[sock])))
+        self._stack.callback(sock.close)
+        log.info("HTTP server listening on %s", self.url)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(work)
+        self._tasks.append(task)
+        return task
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """Leaves signal handling to `gateway serve`, which shuts the whole process down in order."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+async def _database_ok(db: Database) -> bool:
+    try:
+        async with db.session() as session:
+            await session.execute(text("SELECT 1"))
+    except Exception:  # readiness reports the failure; the reason is in the database's own log line
+        return False
+    return True

@@ -1,0 +1,234 @@
+"""`gateway.yaml` and the process environment, validated with errors that name the field."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from gateway.secrets import SecretSource
+
+_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message lists each problem with its field path."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OpenAIChatProfile(_Strict):
+    """An OpenAI-compatible chat-completions endpoint (vLLM, Ollama, LiteLLM, OpenAI itself)."""
+
+    provider: Literal["openai-chat"]
+    base_url: str
+    model: str
+    api_key: str | None = None
+    """A `${ENV_VAR}` reference; local servers often need none."""
+
+
+ModelProfile = Annotated[str | OpenAIChatProfile, Field(union_mode="left_to_right")]
+
+
+class CapabilityEntry(_Strict):
+    id: str = Field(min_length=1)
+    config: dict[str, Any] = Field(default_factory=dict)
+    approval: Literal["default", "required", "never"] = "default"
+    tool_approval: dict[str, Literal["default", "required", "never"]] = Field(default_factory=dict)
+    tool_overrides: dict[str, dict[str, str]] = Field(default_factory=dict)
+    secret_id: str | None = None
+    enabled: bool = True
+
+
+class AgentSpec(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    model: str
+    """A model profile name or a pydantic-ai model string such as `openai-chat:gpt-4o`."""
+    instructions: str = ""
+    capabilities: list[CapabilityEntry] = Field(default_factory=list)
+
+    @field_validator("capabilities", mode="before")
+    @classmethod
+    def _bare_ids(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"id": item} if isinstance(item, str) else item for item in value]
+        return value
+
+
+class RateLimit(_Strict):
+    messages: int = Field(gt=0)
+    per_seconds: int = Field(gt=0)
+
+
+class BindingSpec(_Strict):
+    instructions: str = ""
+    access: Literal["open", "allowlist"] = "open"
+    allow: list[str] = Field(default_factory=list)
+    """Platform user ids or `@handles` admitted when `access` is `allowlist`."""
+    rate_limit: RateLimit | None = RateLimit(messages=20, per_seconds=60)
+    """Per speaker; `null` turns it off."""
+    history_turns: int = Field(default=50, ge=0, le=500)
+
+    @model_validator(mode="after")
+    def _allowlist_named(self) -> BindingSpec:
+        if self.access == "allowlist" and not self.allow:
+            raise ValueError("access is 'allowlist' but 'allow' lists nobody; add user ids or @handles")
+        return self
+
+
+class BotSpec(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
+    platform: Literal["telegram"]
+    token: str
+    """A `${ENV_VAR}` reference to the bot token."""
+    api_base_url: str | None = None
+    transport: Literal["polling", "webhook"] = "polling"
+    agent: str
+    binding: BindingSpec = BindingSpec()
+
+    @field_validator("token")
+    @classmethod
+    def _by_reference(cls, value: str) -> str:
+        return _require_reference(value)
+
+    @field_validator("api_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^/@\s]+(/\S*)?$", value):
+            raise ValueError("must be an http(s) URL without credentials, e.g. http://127.0.0.1:8081")
+        return value.rstrip("/") if value else value
+
+
+class ServerSpec(_Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    public_url: str | None = None
+    """Where the platforms reach this server; webhook transports need it."""
+
+
+class GatewayConfig(_Strict):
+    models: dict[str, ModelProfile] = Field(default_factory=dict)
+    agents: list[AgentSpec]
+    bots: list[BotSpec]
+    server: ServerSpec = ServerSpec()
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> GatewayConfig:
+        problems = _unique("agents", [a.name for a in self.agents]) + _unique("bots", [b.name for b in self.bots])
+        agents = {a.name for a in self.agents}
+        for i, bot in enumerate(self.bots):
+            if bot.agent not in agents:
+                problems.append(f"bots[{i}].agent: {bot.agent!r} is not one of {_names(agents)}")
+            if bot.transport == "webhook" and not self.server.public_url:
+                problems.append(f"bots[{i}].transport: 'webhook' needs server.public_url")
+        for i, agent in enumerate(self.agents):
+            if agent.model not in self.models and ":" not in agent.model and agent.model != "test":
+                problems.append(
+                    f"agents[{i}].model: {agent.model!r} is neither a profile in models "
+                    f"({_names(self.models)}) nor a model string like 'openai-chat:gpt-4o'"
+                )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def agent(self, name: str) -> AgentSpec:
+        return next(a for a in self.agents if a.name == name)
+
+
+class Settings(BaseSettings):
+    """Process settings from the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore")
+
+    database_url: str = "sqlite+aiosqlite:///./gateway.db"
+    redis_url: str | None = None
+    secrets_file: Path | None = Field(default=None, alias="GATEWAY_SECRETS_FILE")
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, value: str) -> str:
+        for plain, driver in (("postgresql://", "postgresql+psycopg://"), ("postgres://", "postgresql+psycopg://"),
+                              ("sqlite://", "sqlite+aiosqlite://")):
+            if value.startswith(plain):
+                return driver + value.removeprefix(plain)
+        return value
+
+
+def load_config(path: Path) -> GatewayConfig:
+    """Read and validate a config file; raises `ConfigError` listing every problem."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    try:
+        return GatewayConfig.model_validate(data or {})
+    except ValidationError as exc:
+        raise ConfigError(f"{path}:\n" + format_errors(exc)) from None
+
+
+def format_errors(exc: ValidationError) -> str:
+    return "\n".join(f"  {_path(e['loc'])}: {_message(e)}" for e in exc.errors())
+
+
+def resolve_secret(reference: str, secrets: SecretSource, *, field: str) -> SecretStr:
+    """Look up a `${ENV_VAR}` reference; raises `ConfigError` naming the field and the variable."""
+    name = _REFERENCE.match(reference)
+    if name is None:
+        raise ConfigError(f"{field}: expected a ${{ENV_VAR}} reference")
+    value = secrets.get(name.group(1))
+    if not value:
+        raise ConfigError(f"{field}: {name.group(1)} is not set in the environment or the secrets file")
+    return SecretStr(value)
+
+
+def _require_reference(value: str) -> str:
+    if not _REFERENCE.match(value):
+        raise ValueError("write credentials as a ${ENV_VAR} reference, never the secret itself")
+    return value
+
+
+def _unique(section: str, names: list[str]) -> list[str]:
+    seen: set[str] = set()
+    repeated = [n for n in names if n in seen or seen.add(n)]
+    return [f"{section}: name {n!r} is used twice" for n in dict.fromkeys(repeated)]
+
+
+def _names(names: Any) -> str:
+    return ", ".join(sorted(names)) or "none defined"
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("str", "OpenAIChatProfile", "CapabilityEntry") or part.startswith("function-"):
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _message(error: Any) -> str:
+    if error["type"] == "literal_error":
+        allowed = error["ctx"]["expected"].replace("'", "").replace(" or ", ", ")
+        return f"{error['input']!r} is not one of {allowed}"
+    if error["type"] == "extra_forbidden":
+        return "unknown setting"
+    return str(error["msg"]).removeprefix("Value error, ")

@@ -1,0 +1,110 @@
+"""Conversations, speakers and their turns; history is read from the newest end."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from adapters.base import ChatAddress, Inbound, Speaker
+from storage.db import Database
+from storage.models import ConversationRow, IdentityRow, MessageRow, utcnow
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnRecord:
+    """The stored user turn that admitted a run, and the rows it belongs to."""
+
+    conversation_id: int
+    identity_id: int
+    message_id: int
+
+
+class Conversations:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def record_user_turn(self, inbound: Inbound) -> TurnRecord:
+        """Store the speaker, the conversation and the user's words once, even when a turn is retried."""
+        async def work(session: AsyncSession) -> TurnRecord:
+            conversation_id = await self._conversation(session, inbound.address)
+            identity_id = await self._identity(session, inbound.speaker)
+            existing = (await session.execute(
+                select(MessageRow.id).where(MessageRow.conversation_id == conversation_id,
+                                            MessageRow.role == "user",
+                                            MessageRow.platform_message_id == inbound.message_id))).scalar()
+            if existing is None:
+                row = MessageRow(conversation_id=conversation_id, role="user", identity_id=identity_id,
+                                 speaker_name=inbound.speaker.display_name, text=inbound.text,
+                                 platform_message_id=inbound.message_id)
+                session.add(row)
+                await session.flush()
+                existing = row.id
+            return TurnRecord(conversation_id=conversation_id, identity_id=identity_id, message_id=existing)
+        return await self._db.transaction(work)
+
+    async def record_answer(self, conversation_id: int, *, run_id: int, text: str, speaker_name: str,
+                            platform_message_id: str | None) -> None:
+        async def work(session: AsyncSession) -> None:
+            session.add(MessageRow(conversation_id=conversation_id, role="assistant", identity_id=None,
+                                   speaker_name=speaker_name, text=text, run_id=run_id,
+                                   platform_message_id=platform_message_id))
+        await self._db.transaction(work)
+
+    async def history(self, turn: TurnRecord, *, limit: int, name_speakers: bool) -> list[ModelMessage]:
+        """The `limit` most recent turns before this one, oldest first, as pydantic-ai messages."""
+        if limit <= 0:
+            return []
+
+        async def work(session: AsyncSession) -> list[MessageRow]:
+            rows = (await session.execute(
+                select(MessageRow).where(MessageRow.conversation_id == turn.conversation_id,
+                                         MessageRow.id < turn.message_id)
+                .order_by(MessageRow.id.desc()).limit(limit))).scalars().all()
+            return list(reversed(rows))
+        return [_as_model_message(row, name_speakers) for row in await self._db.transaction(work)]
+
+    async def _conversation(self, session: AsyncSession, address: ChatAddress) -> int:
+        values = {"key": address.conversation_key, "bot_name": address.bot_id, "platform": address.platform,
+                  "channel_id": address.channel_id, "thread_id": address.thread_id,
+                  "is_direct": address.is_direct, "created_at": utcnow()}
+        return await _get_or_insert(session, ConversationRow, values, ["key"],
+                                    ConversationRow.key == address.conversation_key)
+
+    async def _identity(self, session: AsyncSession, speaker: Speaker) -> int:
+        values = {"platform": speaker.platform, "platform_user_id": speaker.platform_user_id,
+                  "handle": speaker.handle, "display_name": speaker.display_name, "is_bot": speaker.is_bot,
+                  "updated_at": utcnow()}
+        where = (IdentityRow.platform == speaker.platform) & (IdentityRow.platform_user_id ==
+                                                               speaker.platform_user_id)
+        identity_id = await _get_or_insert(session, IdentityRow, values, ["platform", "platform_user_id"], where)
+        row = await session.get(IdentityRow, identity_id)
+        if row is not None and (row.handle, row.display_name) != (speaker.handle, speaker.display_name):
+            row.handle, row.display_name, row.updated_at = speaker.handle, speaker.display_name, utcnow()
+        return identity_id
+
+
+async def _get_or_insert(session: AsyncSession, table: type, values: dict, keys: list[str], where: object) -> int:
+    insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
+    inserted = (await session.execute(insert(table).values(**values)
+                                      .on_conflict_do_nothing(index_elements=keys)
+                                      .returning(table.id))).scalar()
+    if inserted is not None:
+        return int(inserted)
+    return int((await session.execute(select(table.id).where(where))).scalar_one())
+
+
+def _as_model_message(row: MessageRow, name_speakers: bool) -> ModelMessage:
+    if row.role == "assistant":
+        return ModelResponse(parts=[TextPart(row.text)], timestamp=row.created_at)
+    return ModelRequest(parts=[UserPromptPart(speaker_line(row.speaker_name, row.text, name_speakers),
+                                              timestamp=row.created_at)])
+
+
+def speaker_line(name: str, text: str, name_speakers: bool) -> str:
+    """In a group the model must tell speakers apart, so each user turn carries its speaker's name."""
+    return f"[{name}] {text}" if name_speakers else text

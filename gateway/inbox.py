@@ -1,0 +1,128 @@
+"""The durable inbox: accepted once per logical message, claimed under a lease, one turn per conversation."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+
+from storage.db import Database
+from storage.models import InboxRow, utcnow
+
+MAX_ATTEMPTS = 3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InboxItem:
+    id: int
+    bot_name: str
+    conversation_key: str
+    payload: Mapping[str, Any]
+    attempts: int
+    reply_message_id: str | None
+
+
+class Inbox:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def accept(self, *, logical_id: str, bot_name: str, conversation_key: str,
+                     payload: Mapping[str, Any]) -> bool:
+        """Commit one event; False when its logical id was accepted before (a redelivery)."""
+        values = {"logical_id": logical_id, "bot_name": bot_name, "conversation_key": conversation_key,
+                  "payload": dict(payload), "status": "pending", "created_at": utcnow()}
+        return await self._insert_once(values)
+
+    async def reject(self, *, logical_id: str, bot_name: str, payload: Mapping[str, Any], error: str) -> None:
+        """Keep an unreadable payload for inspection instead of dropping it."""
+        values = {"logical_id": logical_id, "bot_name": bot_name, "conversation_key": "-",
+                  "payload": dict(payload), "status": "rejected", "error": error,
+                  "created_at": utcnow(), "finished_at": utcnow()}
+        await self._insert_once(values)
+
+    async def claim(self, worker_id: str, *, lease: timedelta, limit: int) -> list[InboxItem]:
+        """Lease the oldest open item of each idle conversation, up to `limit` items."""
+        async def work(session: AsyncSession) -> list[InboxItem]:
+            now = utcnow()
+            candidates = (await session.execute(_claimable(now, limit, self._db.dialect))).scalars().all()
+            claimed = []
+            for row_id in candidates:
+                result = await session.execute(
+                    update(InboxRow).where(InboxRow.id == row_id, _open_or_expired(now))
+                    .values(status="running", lease_owner=worker_id, lease_until=now + lease,
+                            attempts=InboxRow.attempts + 1)
+                    .returning(InboxRow))
+                row = result.scalar_one_or_none()
+                if row is not None:
+                    claimed.append(_item(row))
+            return claimed
+        return await self._db.transaction(work)
+
+    async def extend_leases(self, worker_id: str, item_ids: Sequence[int], *, lease: timedelta) -> None:
+        if not item_ids:
+            return
+        async def work(session: AsyncSession) -> None:
+            await session.execute(
+                update(InboxRow).where(InboxRow.id.in_(item_ids), InboxRow.lease_owner == worker_id,
+                                       InboxRow.status == "running")
+                .values(lease_until=utcnow() + lease))
+        await self._db.transaction(work)
+
+    async def remember_reply(self, item_id: int, message_id: str) -> None:
+        async def work(session: AsyncSession) -> None:
+            await session.execute(update(InboxRow).where(InboxRow.id == item_id)
+                                  .values(reply_message_id=message_id))
+        await self._db.transaction(work)
+
+    async def complete(self, worker_id: str, item_id: int) -> None:
+        await self._finish(worker_id, item_id, status="done", error=None)
+
+    async def fail(self, worker_id: str, item: InboxItem, error: str) -> None:
+        """Give the item back for another attempt, or mark it failed once attempts run out."""
+        status = "failed" if item.attempts >= MAX_ATTEMPTS else "pending"
+        await self._finish(worker_id, item.id, status=status, error=error)
+
+    async def _finish(self, worker_id: str, item_id: int, *, status: str, error: str | None) -> None:
+        async def work(session: AsyncSession) -> None:
+            await session.execute(
+                update(InboxRow).where(InboxRow.id == item_id, InboxRow.lease_owner == worker_id)
+                .values(status=status, error=error, lease_owner=None, lease_until=None,
+                        finished_at=utcnow() if status != "pending" else None))
+        await self._db.transaction(work)
+
+    async def _insert_once(self, values: dict[str, Any]) -> bool:
+        insert = pg_insert if self._db.dialect == "postgresql" else sqlite_insert
+        statement = (insert(InboxRow).values(**values)
+                     .on_conflict_do_nothing(index_elements=["logical_id"]).returning(InboxRow.id))
+
+        async def work(session: AsyncSession) -> bool:
+            return (await session.execute(statement)).first() is not None
+        return await self._db.transaction(work)
+
+
+def _open_or_expired(now: Any) -> Any:
+    return or_(InboxRow.status == "pending", and_(InboxRow.status == "running", InboxRow.lease_until < now))
+
+
+def _claimable(now: Any, limit: int, dialect: str) -> Any:
+    """Heads of conversations: an item is claimable only if no older item of its conversation is open."""
+    older = aliased(InboxRow)
+    head = (select(func.min(older.id))
+            .where(older.conversation_key == InboxRow.conversation_key,
+                   older.status.in_(("pending", "running")))
+            .scalar_subquery())
+    query = (select(InboxRow.id).where(_open_or_expired(now), InboxRow.id == head)
+             .order_by(InboxRow.id).limit(limit))
+    return query.with_for_update(skip_locked=True) if dialect == "postgresql" else query
+
+
+def _item(row: InboxRow) -> InboxItem:
+    return InboxItem(id=row.id, bot_name=row.bot_name, conversation_key=row.conversation_key,
+                     payload=row.payload, attempts=row.attempts, reply_message_id=row.reply_message_id)

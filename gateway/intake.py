@@ -1,0 +1,53 @@
+"""Where every transport hands its payloads: parse once, drop what is not for the bot, commit the rest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from adapters.base import Adapter, Deliver, Inbound, MalformedPayload
+from gateway.inbox import Inbox
+
+log = logging.getLogger(__name__)
+
+IntakeResult = Literal["accepted", "duplicate", "ignored", "rejected"]
+
+
+class Intake:
+    def __init__(self, inbox: Inbox, adapters: Mapping[str, Adapter], *, on_accepted: Callable[[], None]) -> None:
+        self._inbox = inbox
+        self._adapters = adapters
+        self._on_accepted = on_accepted
+
+    async def deliver(self, bot_name: str, payload: Mapping[str, Any]) -> IntakeResult:
+        """Returns once the event is durable (or deliberately dropped); only then may the platform be acked."""
+        adapter = self._adapters[bot_name]
+        try:
+            event = adapter.parse(payload)
+        except MalformedPayload as exc:
+            log.error("bot %r received an unreadable payload, kept as rejected: %s", bot_name, exc)
+            await self._inbox.reject(logical_id=_fingerprint(bot_name, payload), bot_name=bot_name,
+                                     payload=payload, error=str(exc))
+            return "rejected"
+        if not isinstance(event, Inbound) or event.addressed is None:
+            return "ignored"
+        accepted = await self._inbox.accept(logical_id=event.logical_id, bot_name=bot_name,
+                                            conversation_key=event.address.conversation_key, payload=payload)
+        if not accepted:
+            log.info("bot %r: duplicate delivery of %s dropped", bot_name, event.logical_id)
+            return "duplicate"
+        self._on_accepted()
+        return "accepted"
+
+    def for_bot(self, bot_name: str) -> Deliver:
+        async def deliver(payload: Mapping[str, Any]) -> None:
+            await self.deliver(bot_name, payload)
+        return deliver
+
+
+def _fingerprint(bot_name: str, payload: Mapping[str, Any]) -> str:
+    body = json.dumps(payload, sort_keys=True, default=str).encode()
+    return f"rejected:{bot_name}:{hashlib.sha256(body).hexdigest()}"

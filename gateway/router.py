@@ -1,0 +1,84 @@
+"""One inbox item to one turn: bot ► binding ► access ► rate limit ► conversation ► runtime."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from functools import partial
+
+from adapters.base import Adapter, Inbound
+from gateway.bindings import Binding, BindingStore
+from gateway.conversations import Conversations, speaker_line
+from gateway.inbox import Inbox, InboxItem
+from gateway.live_reply import LiveReply
+from gateway.runtime import Answered, Runtime, Turn, TurnDeps
+from storage.cache import Cache
+
+log = logging.getLogger(__name__)
+
+NOT_ALLOWED = "Sorry, this bot only answers people on its allowlist."
+SLOW_DOWN = "You're sending messages faster than I can answer. Please wait a moment and try again."
+
+
+class Router:
+    def __init__(self, *, adapters: Mapping[str, Adapter], bindings: BindingStore, conversations: Conversations,
+                 runtime: Runtime, cache: Cache, inbox: Inbox) -> None:
+        self._adapters = adapters
+        self._bindings = bindings
+        self._conversations = conversations
+        self._runtime = runtime
+        self._cache = cache
+        self._inbox = inbox
+
+    async def handle(self, item: InboxItem) -> None:
+        adapter = self._adapters.get(item.bot_name)
+        if adapter is None:
+            log.error("inbox item %d is for bot %r, which this gateway does not run", item.id, item.bot_name)
+            return
+        inbound = adapter.parse(item.payload)
+        if not isinstance(inbound, Inbound) or inbound.addressed is None:
+            return
+        binding = await self._bindings.load(item.bot_name)
+        refusal = await self._refusal(inbound, binding)
+        if refusal is not None:
+            if refusal and item.reply_message_id is None:
+                await adapter.send(inbound.address, refusal)
+            return
+        await self._answer(adapter, inbound, binding, item)
+
+    async def _answer(self, adapter: Adapter, inbound: Inbound, binding: Binding, item: InboxItem) -> None:
+        record = await self._conversations.record_user_turn(inbound)
+        group = not inbound.address.is_direct
+        history = await self._conversations.history(record, limit=binding.spec.history_turns, name_speakers=group)
+        turn = Turn(deps=TurnDeps(address=inbound.address, speaker=inbound.speaker, binding=binding),
+                    prompt=speaker_line(inbound.speaker.display_name, inbound.text, group),
+                    history=history, conversation_id=record.conversation_id,
+                    identity_id=record.identity_id, inbox_id=item.id)
+        reply = LiveReply(adapter, inbound.address, placeholder_id=item.reply_message_id,
+                          on_started=partial(self._inbox.remember_reply, item.id))
+        outcome = await self._runtime.run(turn, reply)
+        if isinstance(outcome, Answered):
+            await self._conversations.record_answer(record.conversation_id, run_id=outcome.run_id,
+                                                    text=outcome.text, speaker_name=binding.agent.name,
+                                                    platform_message_id=outcome.message_id)
+
+    async def _refusal(self, inbound: Inbound, binding: Binding) -> str | None:
+        """None admits the message; a text refuses it with that answer; "" refuses it silently."""
+        speaker = inbound.speaker
+        if binding.spec.access == "allowlist" and not _allowed(binding.spec.allow, inbound):
+            log.info("bot %r refused %s: not on the allowlist", binding.bot_name, speaker.platform_user_id)
+            return NOT_ALLOWED
+        limit = binding.rate_limit
+        key = f"{binding.bot_name}:{speaker.platform_user_id}"
+        if limit and await self._cache.hit_rate_limit(key, limit=limit.messages, window=limit.per_seconds):
+            log.info("bot %r rate-limited %s", binding.bot_name, speaker.platform_user_id)
+            first = await self._cache.set_if_absent(f"slowdown:{key}", "1", ttl=limit.per_seconds)
+            return SLOW_DOWN if first else ""
+        return None
+
+
+def _allowed(allow: list[str], inbound: Inbound) -> bool:
+    speaker = inbound.speaker
+    names = {entry.lower() for entry in allow}
+    return speaker.platform_user_id in names or (
+        speaker.handle is not None and f"@{speaker.handle.lower()}" in names)

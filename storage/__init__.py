@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy models and database, the Redis-or-local cache, Alembic migrations."""

@@ -1,0 +1,32 @@
+"""Schema migrations (Alembic) applied over the gateway's own engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.engine import Connection
+
+from storage.db import Database
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    return config
+
+
+async def upgrade(db: Database, revision: str = "head") -> None:
+    async with db.engine.begin() as conn:
+        await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), revision))
+
+
+async def revise(db: Database, message: str) -> None:
+    """Write a new migration from the difference between the models and the database."""
+    async with db.engine.begin() as conn:
+        await conn.run_sync(lambda sync: command.revision(alembic_config(sync), message=message,
+                                                          autogenerate=True))

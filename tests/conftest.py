@@ -1,0 +1,70 @@
+"""Shared fixtures: a fresh database per test on SQLite and PostgreSQL, and both caches."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import pytest_asyncio
+from pydantic_ai import models
+
+from storage.cache import LocalCache, RedisCache
+from storage.db import Database
+
+models.ALLOW_MODEL_REQUESTS = False
+
+POSTGRES = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A URL to an empty database: a SQLite file, or a PostgreSQL schema of its own."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}"
+        return
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(POSTGRES, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        base = POSTGRES.replace("postgresql://", "postgresql+psycopg://", 1)
+        yield f"{base}?options=-csearch_path%3D{schema}"
+    finally:
+        with psycopg.connect(POSTGRES, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """For tests about behaviour that does not depend on the database."""
+    return f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}"
+
+
+@pytest_asyncio.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = Database(database_url)
+    await database.create_all()
+    yield database
+    checked_out = database.engine.pool.checkedout()
+    await database.close()
+    assert checked_out == 0, f"{checked_out} database connection(s) left checked out"
+
+
+@pytest.fixture(params=["redis", "local"])
+def redis_url(request: pytest.FixtureRequest) -> str | None:
+    """The cache a gateway under test uses: real Redis, or the single-process fallback."""
+    return REDIS if request.param == "redis" else None
+
+
+@pytest_asyncio.fixture
+async def cache(redis_url: str | None) -> AsyncIterator[RedisCache | LocalCache]:
+    if redis_url is None:
+        instance: RedisCache | LocalCache = LocalCache()
+    else:
+        instance = RedisCache(redis_url, prefix=f"test-{uuid.uuid4().hex[:8]}:")
+    yield instance
+    await instance.close()

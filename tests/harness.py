@@ -1,0 +1,70 @@
+"""Runs a real gateway against the fake Telegram, configured the way an operator would."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from pydantic_ai.models import Model
+
+from gateway.app import Gateway, Tuning
+from gateway.config import GatewayConfig, Settings
+from gateway.model_profiles import ModelResolver
+from gateway.secrets import SecretSource
+from tests.fakes.telegram import FakeTelegram
+
+FAST = Tuning(worker_lease=timedelta(seconds=5), idle_poll=0.2, shutdown_grace=2.0, poll_timeout=1,
+              transport_first_delay=0.2, transport_lease_ttl=3.0)
+
+
+@dataclass(kw_only=True)
+class TelegramBot:
+    """A bot registered with the fake Telegram, with the config that binds it to an agent."""
+
+    name: str = field(default_factory=lambda: f"tg{uuid.uuid4().hex[:10]}")
+    token: str = field(default_factory=lambda: f"{uuid.uuid4().int % 10**9}:{uuid.uuid4().hex}")
+    username: str = "helper_bot"
+    transport: str = "polling"
+    binding: dict[str, Any] = field(default_factory=dict)
+    user: dict[str, Any] = field(default_factory=dict)
+
+    def register(self, telegram: FakeTelegram) -> TelegramBot:
+        self.user = telegram.add_bot(self.token, username=self.username, first_name="Helper")
+        return self
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def gateway_config(telegram: FakeTelegram, bots: list[TelegramBot], *, port: int = 0,
+                   instructions: str = "You are a helpful assistant.") -> GatewayConfig:
+    public_url = f"http://127.0.0.1:{port}" if port else None
+    return GatewayConfig.model_validate({
+        "agents": [{"name": "assistant", "model": "function:scripted", "instructions": instructions}],
+        "bots": [{"name": bot.name, "platform": "telegram", "token": f"${{TOKEN_{bot.name.upper()}}}",
+                  "api_base_url": telegram.url, "transport": bot.transport, "agent": "assistant",
+                  "binding": bot.binding} for bot in bots],
+        "server": {"host": "127.0.0.1", "port": port, "public_url": public_url},
+    })
+
+
+@asynccontextmanager
+async def running_gateway(telegram: FakeTelegram, bots: list[TelegramBot], *, database_url: str,
+                          redis_url: str | None, model: Model, tuning: Tuning = FAST,
+                          instructions: str = "You are a helpful assistant.") -> AsyncIterator[Gateway]:
+    webhook = any(bot.transport == "webhook" for bot in bots)
+    config = gateway_config(telegram, bots, port=free_port() if webhook else 0, instructions=instructions)
+    secrets = SecretSource(environ={f"TOKEN_{bot.name.upper()}": bot.token for bot in bots})
+    settings = Settings(database_url=database_url, redis_url=redis_url)
+    models = ModelResolver(config.models, secrets, fixed={"function:scripted": model})
+    async with Gateway(config, settings, secrets=secrets, models=models, tuning=tuning, migrate=True) as gateway:
+        await telegram.wait_for(lambda: all(a.identity is not None for a in gateway.adapters.values()))
+        yield gateway

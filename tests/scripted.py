@@ -1,0 +1,65 @@
+"""Scripted pydantic-ai models, named for what they do."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+Reply = Callable[[list[ModelMessage], AgentInfo], str]
+
+
+def scripted(reply: Reply, *, chunk: int = 40) -> FunctionModel:
+    """A model whose answer is `reply(messages, info)`, streamed in chunks of `chunk` characters."""
+
+    def complete(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(reply(messages, info))])
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        text = reply(messages, info)
+        for start in range(0, len(text), chunk):
+            yield text[start:start + chunk]
+
+    return FunctionModel(complete, stream_function=stream)
+
+
+def answers(text: str) -> FunctionModel:
+    return scripted(lambda _messages, _info: text)
+
+
+def echoes() -> FunctionModel:
+    """Answers `echo: <the last user prompt>`."""
+    return scripted(lambda messages, _info: f"echo: {last_prompt(messages)}")
+
+
+def fails(error: Exception) -> FunctionModel:
+    def boom(_messages: list[ModelMessage], _info: AgentInfo) -> str:
+        raise error
+    return scripted(boom)
+
+
+def waits_for(gate: asyncio.Event, text: str) -> FunctionModel:
+    """Streams a first chunk, then holds until `gate` is set (a long model call)."""
+
+    async def stream(_messages: list[ModelMessage], _info: AgentInfo) -> AsyncIterator[str]:
+        yield "thinking "
+        await gate.wait()
+        yield text
+
+    def complete(_messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
+        raise AssertionError("this model only streams")
+
+    return FunctionModel(complete, stream_function=stream)
+
+
+def last_prompt(messages: list[ModelMessage]) -> str:
+    request = messages[-1]
+    assert isinstance(request, ModelRequest)
+    return " ".join(str(p.content) for p in request.parts if isinstance(p, UserPromptPart))
+
+
+def user_prompts(messages: list[ModelMessage]) -> list[str]:
+    return [str(p.content) for m in messages if isinstance(m, ModelRequest)
+            for p in m.parts if isinstance(p, UserPromptPart)]

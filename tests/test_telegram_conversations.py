@@ -1,0 +1,146 @@
+"""A message typed to the Telegram bot reaches the agent, and the answer lands in that chat."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from sqlalchemy import select
+
+from storage.db import Database
+from storage.models import MessageRow, RunRow
+from tests.fakes.telegram import FakeTelegram
+from tests.harness import TelegramBot, running_gateway
+from tests.scripted import echoes, scripted, user_prompts
+
+
+@pytest_asyncio.fixture
+async def telegram() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram() as fake:
+        yield fake
+
+
+def bot_texts(telegram: FakeTelegram, chat_id: int, thread_id: int | None = None) -> list[str]:
+    return [m["text"] for m in telegram.bot_messages(chat_id, thread_id=thread_id)]
+
+
+async def test_direct_message_is_answered_in_the_same_chat(telegram: FakeTelegram, database_url: str,
+                                                           redis_url: str | None) -> None:
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice", username="alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=redis_url, model=echoes()):
+        await telegram.user_says(bot.token, chat, alice, "hello there")
+        await telegram.wait_for(lambda: bot_texts(telegram, chat["id"]) == ["echo: hello there"])
+
+
+async def test_group_message_without_mention_is_ignored_and_with_mention_answered(
+        telegram: FakeTelegram, database_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    group = telegram.group(-2001, "Team", supergroup=True)
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=echoes()):
+        await telegram.user_says(bot.token, group, alice, "colleagues talking among themselves")
+        await telegram.user_says(bot.token, group, alice, "@helper_bot what is 2+2?")
+        await telegram.wait_for(lambda: bot_texts(telegram, group["id"]) == ["echo: [Alice] what is 2+2?"])
+    assert not any("colleagues" in text for text in bot_texts(telegram, group["id"]))
+
+
+async def test_reply_to_the_bot_and_addressed_command_are_answered(telegram: FakeTelegram, sqlite_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    group = telegram.group(-2002, "Team")
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
+                               model=echoes()):
+        await telegram.user_says(bot.token, group, alice, "/help@helper_bot")
+        await telegram.wait_for(lambda: len(bot_texts(telegram, group["id"])) == 1)
+        answer = telegram.bot_messages(group["id"])[0]
+        await telegram.user_says(bot.token, group, alice, "/help")  # not addressed to this bot
+        await telegram.user_says(bot.token, group, alice, "and more?", reply_to=answer)
+        await telegram.wait_for(lambda: len(bot_texts(telegram, group["id"])) == 2)
+    assert bot_texts(telegram, group["id"]) == ["echo: [Alice] /help", "echo: [Alice] and more?"]
+
+
+async def test_forum_topics_are_separate_conversations(telegram: FakeTelegram, database_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    forum = telegram.group(-3001, "Forum", forum=True)
+    seen: list[list[str]] = []
+
+    def remember(messages, _info) -> str:
+        seen.append(user_prompts(messages))
+        return f"answer {len(seen)}"
+
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
+                               model=scripted(remember)):
+        await telegram.user_says(bot.token, forum, alice, "@helper_bot topic one", message_thread_id=11)
+        await telegram.wait_for(lambda: len(bot_texts(telegram, forum["id"], thread_id=11)) == 1)
+        await telegram.user_says(bot.token, forum, alice, "@helper_bot topic two", message_thread_id=22)
+        await telegram.wait_for(lambda: len(bot_texts(telegram, forum["id"], thread_id=22)) == 1)
+    assert seen[1] == ["[Alice] topic two"], "topic two must not see topic one's history"
+
+
+async def test_other_bots_are_ignored(telegram: FakeTelegram, sqlite_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    other = telegram.add_user(5005, "OtherBot", username="other_bot", is_bot=True)
+    alice = telegram.add_user(1001, "Alice")
+    group = telegram.group(-2003, "Team")
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
+                               model=echoes()):
+        await telegram.user_says(bot.token, group, other, "@helper_bot please loop forever")
+        await telegram.user_says(bot.token, group, alice, "@helper_bot hi")
+        await telegram.wait_for(lambda: len(bot_texts(telegram, group["id"])) == 1)
+    assert bot_texts(telegram, group["id"]) == ["echo: [Alice] hi"]
+
+
+async def test_history_window_keeps_the_newest_turns(telegram: FakeTelegram, database_url: str) -> None:
+    bot = TelegramBot(binding={"history_turns": 4}).register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    seen: list[list[str]] = []
+
+    def remember(messages, _info) -> str:
+        seen.append(user_prompts(messages))
+        return f"answer {len(seen)}"
+
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
+                               model=scripted(remember)):
+        for n in range(1, 6):
+            await telegram.user_says(bot.token, chat, alice, f"message {n}")
+            await telegram.wait_for(lambda n=n: bot_texts(telegram, chat["id"])[-1:] == [f"answer {n}"])
+    # 4 turns of history = the two newest exchanges, then the new prompt
+    assert seen[-1] == ["message 3", "message 4", "message 5"]
+
+
+async def test_turns_and_runs_are_recorded_with_their_speaker(telegram: FakeTelegram, database_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice", username="alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=echoes()):
+        await telegram.user_says(bot.token, chat, alice, "remember me")
+        await telegram.wait_for(lambda: bot_texts(telegram, chat["id"]) == ["echo: remember me"])
+    db = Database(database_url)
+    try:
+        async with db.session() as session:
+            messages = (await session.execute(select(MessageRow).order_by(MessageRow.id))).scalars().all()
+            runs = (await session.execute(select(RunRow))).scalars().all()
+    finally:
+        await db.close()
+    assert [(m.role, m.speaker_name, m.text) for m in messages] == [
+        ("user", "Alice", "remember me"), ("assistant", "assistant", "echo: remember me")]
+    assert [(r.status, r.requests, r.model) for r in runs] == [("answered", 1, "function:scripted")]
+    assert runs[0].output_tokens > 0
+
+
+@pytest.mark.parametrize("transport", ["polling", "webhook"])
+async def test_both_transports_deliver(telegram: FakeTelegram, sqlite_url: str, transport: str) -> None:
+    bot = TelegramBot(transport=transport).register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
+                               model=echoes()):
+        await telegram.user_says(bot.token, chat, alice, f"via {transport}")
+        await telegram.wait_for(lambda: bot_texts(telegram, chat["id"]) == [f"echo: via {transport}"])
+    if transport == "webhook":
+        assert [status for status, _ in telegram.webhook_responses] == [200]
