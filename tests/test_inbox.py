@@ -1,0 +1,68 @@
+"""The inbox contract: dedupe by logical key, one turn per conversation, leases that expire."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from gateway.inbox import MAX_ATTEMPTS, Inbox
+from storage.db import Database
+
+LEASE = timedelta(seconds=30)
+
+
+async def accept(inbox: Inbox, logical_id: str, conversation: str = "c1") -> bool:
+    return await inbox.accept(logical_id=logical_id, bot_name="bot", conversation_key=conversation,
+                              payload={"id": logical_id})
+
+
+async def test_a_redelivered_message_is_accepted_once(db: Database) -> None:
+    inbox = Inbox(db)
+    assert await accept(inbox, "telegram:bot:1:10") is True
+    assert await accept(inbox, "telegram:bot:1:10") is False
+    claimed = await inbox.claim("w1", lease=LEASE, limit=10)
+    assert [item.payload for item in claimed] == [{"id": "telegram:bot:1:10"}]
+
+
+async def test_a_conversation_runs_one_turn_at_a_time_in_order(db: Database) -> None:
+    inbox = Inbox(db)
+    for n in range(3):
+        await accept(inbox, f"m{n}", conversation="c1")
+    await accept(inbox, "other", conversation="c2")
+    first = await inbox.claim("w1", lease=LEASE, limit=10)
+    assert sorted(i.payload["id"] for i in first) == ["m0", "other"]
+    assert await inbox.claim("w2", lease=LEASE, limit=10) == []
+    head = next(i for i in first if i.payload["id"] == "m0")
+    await inbox.complete("w1", head.id)
+    second = await inbox.claim("w2", lease=LEASE, limit=10)
+    assert [i.payload["id"] for i in second] == ["m1"]
+
+
+async def test_an_expired_lease_is_claimed_again_with_its_reply(db: Database) -> None:
+    inbox = Inbox(db)
+    await accept(inbox, "m0")
+    [item] = await inbox.claim("crashed", lease=timedelta(seconds=-1), limit=1)
+    await inbox.remember_reply(item.id, "555")
+    [again] = await inbox.claim("w2", lease=LEASE, limit=1)
+    assert (again.id, again.attempts, again.reply_message_id) == (item.id, 2, "555")
+    await inbox.complete("crashed", item.id)  # the crashed worker no longer owns it
+    assert await inbox.claim("w3", lease=LEASE, limit=1) == []
+
+
+async def test_a_failing_item_is_retried_then_given_up(db: Database) -> None:
+    inbox = Inbox(db)
+    await accept(inbox, "m0")
+    await accept(inbox, "m1")
+    for _ in range(MAX_ATTEMPTS):
+        [item] = await inbox.claim("w", lease=LEASE, limit=1)
+        assert item.payload["id"] == "m0"
+        await inbox.fail("w", item, "boom")
+    [next_item] = await inbox.claim("w", lease=LEASE, limit=1)
+    assert next_item.payload["id"] == "m1"
+
+
+async def test_live_leases_are_extended(db: Database) -> None:
+    inbox = Inbox(db)
+    await accept(inbox, "m0")
+    [item] = await inbox.claim("w1", lease=timedelta(seconds=-1), limit=1)
+    await inbox.extend_leases("w1", [item.id], lease=LEASE)
+    assert await inbox.claim("w2", lease=LEASE, limit=1) == []
