@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from functools import partial
@@ -14,6 +15,7 @@ from telegram import Bot, Message, MessageEntity, Update
 from telegram.constants import ChatAction, ChatType, MessageLimit, ParseMode
 from telegram.error import BadRequest, InvalidToken, RetryAfter, TimedOut
 from telegram.request import HTTPXRequest
+from telegram.warnings import PTBDeprecationWarning, PTBUserWarning
 
 from adapters.base import (
     Addressed,
@@ -33,6 +35,11 @@ from adapters.telegram_markup import render_telegram_html, render_telegram_plain
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+# Polling reads getUpdates through `do_api_request` on purpose (see `run_transport`); PTB warns about that.
+warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'", category=PTBUserWarning)
+# `RetryAfter` warns on construction that `retry_after` will become a timedelta; `_retry_after` reads both.
+warnings.filterwarnings("ignore", message=r".*attribute `retry_after` will be of type", category=PTBDeprecationWarning)
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 DEFAULT_API = "https://api.telegram.org"
@@ -54,8 +61,7 @@ class TelegramAdapter:
         self._webhook_secret = webhook_secret
         self._poll_timeout = poll_timeout
         self._bot = Bot(token, base_url=f"{base}/bot", base_file_url=f"{base}/file/bot",
-                        request=HTTPXRequest(connection_pool_size=16),
-                        get_updates_request=HTTPXRequest(read_timeout=poll_timeout + 10))
+                        request=HTTPXRequest(connection_pool_size=16))
         self.identity: BotIdentity | None = None
 
     async def open(self) -> BotIdentity:
@@ -193,7 +199,7 @@ class TelegramAdapter:
             except RetryAfter as exc:
                 if attempt == attempts:
                     raise
-                delay = _seconds(exc.retry_after)
+                delay = _retry_after(exc)
                 log.warning("telegram asked bot %r to wait %.0fs (429)", self.bot_id, delay)
             await asyncio.sleep(min(delay, MAX_RETRY_AFTER))
         raise AssertionError("unreachable")
@@ -207,19 +213,26 @@ class TelegramAdapter:
         log.info("telegram webhook registered for bot %r", self.bot_id)
 
     async def run_transport(self, deliver: Deliver) -> None:
-        """Long polling: an update is confirmed (by the next offset) only after `deliver` committed it."""
+        """Long polling: an update is confirmed (by the next offset) only after `deliver` committed it.
+
+        Updates are fetched as raw JSON so that one unreadable update reaches the parser (and is kept
+        as rejected) instead of failing the whole batch inside `Bot.get_updates`.
+        """
         await self._call(lambda: self._bot.delete_webhook(drop_pending_updates=False))
         offset: int | None = None
         while True:
-            poll = partial(self._bot.get_updates, offset=offset, timeout=self._poll_timeout,
-                           allowed_updates=list(ALLOWED_UPDATES))
+            poll = partial(self._bot.do_api_request, "getUpdates",
+                           api_kwargs={"offset": offset, "timeout": self._poll_timeout,
+                                       "allowed_updates": list(ALLOWED_UPDATES)},
+                           read_timeout=self._poll_timeout + 10)
             try:
                 updates = await self._call(poll)
             except TimedOut:
                 continue
             for update in updates:
-                await deliver(update.to_dict())
-                offset = update.update_id + 1
+                await deliver(update)
+                if isinstance(update.get("update_id"), int):
+                    offset = update["update_id"] + 1
 
 
 def _attachments(message: Message) -> tuple[FileRef, ...]:
@@ -235,5 +248,6 @@ def _attachments(message: Message) -> tuple[FileRef, ...]:
     return tuple(files)
 
 
-def _seconds(value: int | timedelta) -> float:
+def _retry_after(exc: RetryAfter) -> float:
+    value = exc.retry_after
     return value.total_seconds() if isinstance(value, timedelta) else float(value)

@@ -35,6 +35,7 @@ class SecretRedactor(logging.Filter):
 
     def install(self) -> None:
         """Attach to every root handler, so records from any library pass through it."""
+        quiet_leaky_loggers()
         for handler in logging.getLogger().handlers:
             if self not in handler.filters:
                 handler.addFilter(self)
@@ -47,6 +48,10 @@ class SecretRedactor(logging.Filter):
 def configure_logging(level: str = "INFO") -> None:
     logging.basicConfig(level=level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # httpx logs every request URL at INFO, and Telegram puts the bot token in the URL.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    logging.getLogger("httpcore").setLevel(logging.WARNING)
+    quiet_leaky_loggers()
+
+
+def quiet_leaky_loggers() -> None:
+    """Libraries that log what must not be logged: request URLs (Telegram puts the token there), SQL parameters."""
+    for name in ("httpx", "httpcore", "aiosqlite", "sqlalchemy.engine"):
+        logging.getLogger(name).setLevel(logging.WARNING)

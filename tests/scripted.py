@@ -40,10 +40,12 @@ def fails(error: Exception) -> FunctionModel:
     return scripted(boom)
 
 
-def waits_for(gate: asyncio.Event, text: str) -> FunctionModel:
-    """Streams a first chunk, then holds until `gate` is set (a long model call)."""
+def waits_for(gate: asyncio.Event, text: str, *, started: asyncio.Event | None = None) -> FunctionModel:
+    """Streams a first chunk, then holds until `gate` is set (a long model call); sets `started` when asked."""
 
     async def stream(_messages: list[ModelMessage], _info: AgentInfo) -> AsyncIterator[str]:
+        if started is not None:
+            started.set()
         yield "thinking "
         await gate.wait()
         yield text

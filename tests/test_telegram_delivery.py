@@ -121,12 +121,13 @@ async def test_a_turn_cut_by_a_crash_is_answered_once_after_restart(telegram: Fa
     bot = TelegramBot().register(telegram)
     alice = telegram.add_user(1001, "Alice")
     chat = telegram.private_chat(alice)
-    never = asyncio.Event()
+    never, model_called = asyncio.Event(), asyncio.Event()
     crashing = replace(FAST, worker_lease=timedelta(seconds=1))
     async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
-                               model=waits_for(never, "lost"), tuning=crashing) as first:
+                               model=waits_for(never, "lost", started=model_called), tuning=crashing) as first:
         await telegram.user_says(bot.token, chat, alice, "are you there?")
-        await telegram.wait_for(lambda: bot_texts(telegram, chat["id"]) == [PLACEHOLDER])
+        async with asyncio.timeout(5):
+            await model_called.wait()
         await first.abort()  # the process dies mid-turn: no cleanup, the lease is left to expire
     async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
                                model=answers("yes, here")):
@@ -171,7 +172,7 @@ async def test_a_long_answer_is_split_into_several_messages(telegram: FakeTelegr
                                model=scripted(lambda *_: "\n\n".join(paragraphs), chunk=2000)):
         await telegram.user_says(bot.token, chat, alice, "tell me everything")
         await telegram.wait_for(lambda: len(bot_texts(telegram, chat["id"])) == 3
-                                and bot_texts(telegram, chat["id"])[-1].startswith("Paragraph 11"))
+                                and "Paragraph 11" in bot_texts(telegram, chat["id"])[-1])
     texts = bot_texts(telegram, chat["id"])
     assert all(len(text) <= 4096 for text in texts)
     assert " ".join(" ".join(texts).split()) == " ".join(" ".join(paragraphs).split())
