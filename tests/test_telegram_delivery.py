@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -59,10 +60,9 @@ async def test_webhook_without_the_right_secret_is_refused_and_nothing_stored(
     alice = telegram.add_user(1001, "Alice")
     update = a_message_update(1, telegram.private_chat(alice), alice, "forged")
     async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
-                               model=echoes()) as gateway:
-        async with httpx.AsyncClient() as client:
-            response = await client.post(f"{gateway.url}/telegram/{bot.name}/webhook", json=update,
-                                         headers=headers)
+                               model=echoes()) as gateway, httpx.AsyncClient() as client:
+        response = await client.post(f"{gateway.url}/telegram/{bot.name}/webhook", json=update,
+                                     headers=headers)
     assert response.status_code == 403
     assert "secret" in response.json()["error"].lower()
     assert await inbox_rows(database_url) == []
@@ -71,9 +71,8 @@ async def test_webhook_without_the_right_secret_is_refused_and_nothing_stored(
 async def test_webhook_for_an_unknown_bot_is_refused(telegram: FakeTelegram, sqlite_url: str) -> None:
     bot = TelegramBot(transport="webhook").register(telegram)
     async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
-                               model=echoes()) as gateway:
-        async with httpx.AsyncClient() as client:
-            response = await client.post(f"{gateway.url}/telegram/nobody/webhook", json={"update_id": 1})
+                               model=echoes()) as gateway, httpx.AsyncClient() as client:
+        response = await client.post(f"{gateway.url}/telegram/nobody/webhook", json={"update_id": 1})
     assert (response.status_code, response.json()["error"]) == (404, "unknown telegram bot 'nobody'")
 
 
@@ -231,7 +230,7 @@ async def test_live_edits_are_at_most_about_one_per_second(telegram: FakeTelegra
             " ".join(f"part{n}" for n in range(30))], timeout=10)
     edits = [c.at for c in telegram.calls if c.method == "editMessageText"]
     assert 2 <= len(edits) <= 5  # 3 s of streaming: about 3 previews plus the final text
-    gaps = [b - a for a, b in zip(edits, edits[1:], strict=False)][:-1]
+    gaps = [b - a for a, b in itertools.pairwise(edits)][:-1]
     assert all(gap >= 0.9 for gap in gaps)
 
 

@@ -1,0 +1,67 @@
+"""The `gateway` command as an operator uses it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import yaml
+from sqlalchemy import select
+from typer.testing import CliRunner
+
+from gateway.cli import app
+from storage.db import Database
+from storage.models import AgentRow, BindingRow, BotRow
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "gateway.yaml"
+
+
+def test_check_accepts_the_example_without_connecting_anywhere() -> None:
+    result = CliRunner().invoke(app, ["check", "-c", str(EXAMPLE)])
+    assert result.exit_code == 0, result.output
+    assert "bot team-telegram: telegram via polling, answered by agent helper" in result.output
+
+
+def test_check_reports_every_problem_and_exits_2(tmp_path: Path) -> None:
+    broken = yaml.safe_load(EXAMPLE.read_text())
+    broken["bots"][0]["binding"]["access"] = "alow"
+    broken["bots"][0]["token"] = "123456:secret-literal"
+    path = tmp_path / "gateway.yaml"
+    path.write_text(yaml.safe_dump(broken))
+    result = CliRunner().invoke(app, ["check", "-c", str(path)])
+    assert result.exit_code == 2
+    assert "bots[0].binding.access: 'alow' is not one of open, allowlist" in result.output
+    assert "secret-literal" not in result.output
+
+
+def test_apply_upserts_and_versions_agents(tmp_path: Path, database_url: str,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    runner = CliRunner()
+    assert runner.invoke(app, ["apply", "-c", str(EXAMPLE)]).exit_code == 0
+    changed = yaml.safe_load(EXAMPLE.read_text())
+    changed["agents"][0]["instructions"] = "Answer in haiku."
+    changed["bots"][0]["binding"]["access"] = "allowlist"
+    changed["bots"][0]["binding"]["allow"] = ["@alice"]
+    path = tmp_path / "gateway.yaml"
+    path.write_text(yaml.safe_dump(changed))
+    result = runner.invoke(app, ["apply", "-c", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "agent helper: version 2" in result.output
+
+    async def stored() -> tuple[list, list, list]:
+        db = Database(database_url)
+        try:
+            async with db.session() as session:
+                agents = (await session.execute(select(AgentRow.name, AgentRow.version))).all()
+                bots = (await session.execute(select(BotRow.name, BotRow.settings))).all()
+                bindings = (await session.execute(select(BindingRow.bot_name, BindingRow.spec))).all()
+                return agents, bots, bindings
+        finally:
+            await db.close()
+
+    agents, bots, bindings = asyncio.run(stored())
+    assert [tuple(a) for a in agents] == [("helper", 2)]
+    assert bots[0].settings["token"] == "${TELEGRAM_BOT_TOKEN}", "only the reference is stored"
+    assert bindings[0].spec["allow"] == ["@alice"]

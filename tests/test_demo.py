@@ -1,0 +1,15 @@
+"""`gateway demo` runs a DM and a group mention through the real pipeline and prints both sides."""
+
+from __future__ import annotations
+
+from gateway.demo import run_demo
+
+
+async def test_demo_shows_both_conversations() -> None:
+    lines: list[str] = []
+    await run_demo(lines.append)
+    output = "\n".join(lines)
+    assert "Alice: Hi! What can you do?" in output
+    assert "Your first message was: Hi! What can you do?" in output, "the second DM turn sees the first"
+    assert "You said: [Alice] can you summarize our plan?" in output
+    assert "Stored in SQLite: 2 conversations, 6 turns, 3 runs." in output
