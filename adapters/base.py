@@ -116,6 +116,15 @@ class BotIdentity:
     display_name: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryItem:
+    """One earlier message of a room or thread, as the platform reports it."""
+
+    speaker: Speaker
+    text: str
+    message_id: str
+
+
 Deliver = Callable[[Mapping[str, Any]], Awaitable[None]]
 """Commits one raw payload to the inbox; a transport acknowledges only after it returns."""
 
@@ -126,6 +135,8 @@ class Adapter(Protocol):
     limits: PlatformLimits
     identity: BotIdentity | None
     """Set by `open`; `None` until the bot is connected."""
+    follows_threads: bool
+    """True where a thread the bot answered in keeps addressing it (Slack, Mattermost)."""
 
     @property
     def has_transport(self) -> bool:
@@ -151,6 +162,10 @@ class Adapter(Protocol):
     async def edit(self, ref: MessageRef, text: str) -> None: ...
 
     async def show_typing(self, address: ChatAddress) -> None: ...
+
+    async def read_thread(self, address: ChatAddress, *, limit: int) -> list[HistoryItem]:
+        """The thread so far, oldest first, for a bot first mentioned mid-thread; [] where unreadable."""
+        ...
 
     async def run_transport(self, deliver: Deliver) -> None:
         """Hold one socket or polling connection, handing each payload to `deliver`."""

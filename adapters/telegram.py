@@ -23,6 +23,7 @@ from adapters.base import (
     ChatAddress,
     Deliver,
     FileRef,
+    HistoryItem,
     Inbound,
     MalformedPayload,
     MessageRef,
@@ -50,6 +51,7 @@ _GROUPS = (ChatType.GROUP, ChatType.SUPERGROUP)
 
 class TelegramAdapter:
     platform = "telegram"
+    follows_threads = False
     limits = PlatformLimits(max_text=MessageLimit.MAX_TEXT_LENGTH, max_edit_text=MessageLimit.MAX_TEXT_LENGTH)
 
     def __init__(self, *, bot_id: str, token: str, api_base_url: str | None = None,
@@ -180,6 +182,10 @@ class TelegramAdapter:
         await self._call(lambda: self._bot.send_chat_action(chat_id=address.channel_id,
                                                             action=ChatAction.TYPING,
                                                             message_thread_id=thread))
+
+    async def read_thread(self, address: ChatAddress, *, limit: int) -> list[HistoryItem]:
+        """The Bot API offers no way to read earlier messages of a chat."""
+        return []
 
     async def _formatted(self, call: Callable[[str, str | None], Awaitable[T]], text: str) -> T:
         """Send as HTML; when Telegram cannot parse the entities, send the plain text instead."""

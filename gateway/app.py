@@ -18,15 +18,15 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from adapters.base import Adapter
-from adapters.telegram import TelegramAdapter
 from gateway.bindings import BindingStore
-from gateway.config import BotSpec, GatewayConfig, Settings, resolve_secret
+from gateway.config import GatewayConfig, Settings
 from gateway.conversations import Conversations
 from gateway.http import build_http_app
 from gateway.inbox import Inbox
 from gateway.intake import Intake
 from gateway.logs import SecretRedactor
 from gateway.model_profiles import ModelResolver
+from gateway.platforms import AdapterContext, build_adapter
 from gateway.router import Router
 from gateway.runtime import Runtime
 from gateway.secrets import SecretSource
@@ -98,16 +98,19 @@ class Gateway:
             log.info("REDIS_URL is not set: rate limits and leases live in this process; run one replica only")
         bindings = BindingStore(db)
         await bindings.apply(self.config)
+        context = AdapterContext(secrets=self._secrets, redactor=self.redactor, bindings=bindings,
+                                 public_url=self.config.server.public_url, poll_timeout=self._tuning.poll_timeout)
         for index, bot in enumerate(self.config.bots):
-            self.adapters[bot.name] = await self._build_adapter(index, bot, bindings)
+            self.adapters[bot.name] = await build_adapter(index, bot, context)
         inbox = Inbox(db)
         runtime = Runtime(models=self._models, db=db)
-        router = Router(adapters=self.adapters, bindings=bindings, conversations=Conversations(db),
+        conversations = Conversations(db)
+        router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox)
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, concurrency=tuning.worker_concurrency,
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll)
-        intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake)
+        intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in)
 
         async def readiness() -> dict[str, bool]:
             return {"database": await _database_ok(db), "cache": await cache.ping(),
@@ -142,18 +145,6 @@ class Gateway:
     async def wait(self) -> None:
         """Block until a component stops on its own (which only happens on a fatal error)."""
         await asyncio.wait(self._essential, return_when=asyncio.FIRST_COMPLETED)
-
-    async def _build_adapter(self, index: int, bot: BotSpec, bindings: BindingStore) -> Adapter:
-        token = resolve_secret(bot.token, self._secrets, field=f"bots[{index}].token").get_secret_value()
-        self.redactor.add(token)
-        webhook_url = secret = None
-        if bot.transport == "webhook":
-            webhook_url = f"{(self.config.server.public_url or '').rstrip('/')}/telegram/{bot.name}/webhook"
-            secret = await bindings.webhook_secret(bot.name)
-            self.redactor.add(secret)
-        return TelegramAdapter(bot_id=bot.name, token=token, api_base_url=bot.api_base_url,
-                               webhook_url=webhook_url, webhook_secret=secret,
-                               poll_timeout=self._tuning.poll_timeout)
 
     async def _serve_http(self, app: FastAPI) -> None:
         server_spec = self.config.server

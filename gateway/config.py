@@ -90,20 +90,20 @@ class BindingSpec(_Strict):
         return self
 
 
-class BotSpec(_Strict):
+class _BotSpecBase(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
-    platform: Literal["telegram"]
     token: str
-    """A `${ENV_VAR}` reference to the bot token."""
+    """A `${ENV_VAR}` reference to the bot's token."""
     api_base_url: str | None = None
-    transport: Literal["polling", "webhook"] = "polling"
+    """The platform's API address, for self-hosted or compatible servers (and the tests' fakes)."""
     agent: str
     binding: BindingSpec = BindingSpec()
 
     @field_validator("token")
     @classmethod
-    def _by_reference(cls, value: str) -> str:
-        return _require_reference(value)
+    def _token_by_reference(cls, value: str) -> str:
+        _require_reference(value)
+        return value
 
     @field_validator("api_base_url")
     @classmethod
@@ -111,6 +111,55 @@ class BotSpec(_Strict):
         if value is not None and not re.match(r"^https?://[^/@\s]+(/\S*)?$", value):
             raise ValueError("must be an http(s) URL without credentials, e.g. http://127.0.0.1:8081")
         return value.rstrip("/") if value else value
+
+    @property
+    def needs_public_url(self) -> bool:
+        """True when the platform must be told where to reach this server."""
+        return False
+
+
+class TelegramBotSpec(_BotSpecBase):
+    platform: Literal["telegram"]
+    transport: Literal["polling", "webhook"] = "polling"
+
+    @property
+    def needs_public_url(self) -> bool:
+        return self.transport == "webhook"
+
+
+class SlackBotSpec(_BotSpecBase):
+    platform: Literal["slack"]
+    transport: Literal["socket", "http"] = "socket"
+    app_token: str | None = None
+    """`${ENV_VAR}` reference to the app-level `xapp-` token (Socket Mode)."""
+    signing_secret: str | None = None
+    """`${ENV_VAR}` reference to the signing secret (Events API over HTTP)."""
+
+    @field_validator("app_token", "signing_secret")
+    @classmethod
+    def _secrets_by_reference(cls, value: str | None) -> str | None:
+        _require_reference(value)
+        return value
+
+
+class MattermostBotSpec(_BotSpecBase):
+    platform: Literal["mattermost"]
+    api_base_url: str
+    """The Mattermost server's URL; required, since no default server exists."""
+    transport: Literal["websocket", "webhook"] = "websocket"
+    webhook_token: str | None = None
+    """`${ENV_VAR}` reference to the outgoing webhook's token, pasted from Mattermost."""
+    team: str | None = None
+
+    @field_validator("webhook_token")
+    @classmethod
+    def _secrets_by_reference(cls, value: str | None) -> str | None:
+        _require_reference(value)
+        return value
+
+
+BotSpec = Annotated[TelegramBotSpec | SlackBotSpec | MattermostBotSpec, Field(discriminator="platform")]
+PLATFORM_TAGS = ("telegram", "slack", "mattermost")
 
 
 class ServerSpec(_Strict):
@@ -133,8 +182,8 @@ class GatewayConfig(_Strict):
         for i, bot in enumerate(self.bots):
             if bot.agent not in agents:
                 problems.append(f"bots[{i}].agent: {bot.agent!r} is not one of {_names(agents)}")
-            if bot.transport == "webhook" and not self.server.public_url:
-                problems.append(f"bots[{i}].transport: 'webhook' needs server.public_url")
+            if bot.needs_public_url and not self.server.public_url:
+                problems.append(f"bots[{i}].transport: {bot.transport!r} needs server.public_url")
         for i, agent in enumerate(self.agents):
             if agent.model not in self.models and ":" not in agent.model and agent.model != "test":
                 problems.append(
@@ -183,7 +232,14 @@ def load_config(path: Path) -> GatewayConfig:
 
 
 def format_errors(exc: ValidationError) -> str:
-    return "\n".join(f"  {_path(e['loc'])}: {_message(e)}" for e in exc.errors())
+    return "\n".join(f"  {_path(_located(e))}: {_message(e)}" for e in exc.errors())
+
+
+def _located(error: Any) -> tuple[int | str, ...]:
+    """A wrong or missing `platform` is reported at the field itself."""
+    if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        return (*error["loc"], "platform")
+    return tuple(error["loc"])
 
 
 def resolve_secret(reference: str, secrets: SecretSource, *, field: str) -> SecretStr:
@@ -197,10 +253,9 @@ def resolve_secret(reference: str, secrets: SecretSource, *, field: str) -> Secr
     return SecretStr(value)
 
 
-def _require_reference(value: str) -> str:
-    if not _REFERENCE.match(value):
+def _require_reference(value: str | None) -> None:
+    if value is not None and not _REFERENCE.match(value):
         raise ValueError("write credentials as a ${ENV_VAR} reference, never the secret itself")
-    return value
 
 
 def _unique(section: str, names: list[str]) -> list[str]:
@@ -218,7 +273,7 @@ def _path(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("str", "OpenAIChatProfile", "CapabilityEntry") or part.startswith("function-"):
+        elif part in ("str", "OpenAIChatProfile", "CapabilityEntry", *PLATFORM_TAGS) or part.startswith("function-"):
             continue
         else:
             out += f".{part}" if out else str(part)
@@ -226,6 +281,8 @@ def _path(loc: tuple[int | str, ...]) -> str:
 
 
 def _message(error: Any) -> str:
+    if error["type"] == "union_tag_invalid":
+        return f"{error['ctx']['tag']!r} is not one of {', '.join(PLATFORM_TAGS)}"
     if error["type"] == "literal_error":
         allowed = error["ctx"]["expected"].replace("'", "").replace(" or ", ", ")
         return f"{error['input']!r} is not one of {allowed}"

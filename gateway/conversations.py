@@ -10,7 +10,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from adapters.base import ChatAddress, Inbound, Speaker
+from adapters.base import ChatAddress, HistoryItem, Inbound, Speaker
 from storage.db import Database
 from storage.models import ConversationRow, IdentityRow, MessageRow, utcnow
 
@@ -22,6 +22,8 @@ class TurnRecord:
     conversation_id: int
     identity_id: int
     message_id: int
+    first_turn: bool
+    """Nothing was said in this conversation before this turn."""
 
 
 class Conversations:
@@ -44,7 +46,18 @@ class Conversations:
                 session.add(row)
                 await session.flush()
                 existing = row.id
-            return TurnRecord(conversation_id=conversation_id, identity_id=identity_id, message_id=existing)
+            earlier = (await session.execute(
+                select(MessageRow.id).where(MessageRow.conversation_id == conversation_id,
+                                            MessageRow.id < existing).limit(1))).scalar()
+            return TurnRecord(conversation_id=conversation_id, identity_id=identity_id, message_id=existing,
+                              first_turn=earlier is None)
+        return await self._db.transaction(work)
+
+    async def answered_in(self, conversation_key: str) -> bool:
+        """True once the bot has taken part in this conversation (a thread it was addressed in)."""
+        async def work(session: AsyncSession) -> bool:
+            found = await session.execute(select(ConversationRow.id).where(ConversationRow.key == conversation_key))
+            return found.scalar() is not None
         return await self._db.transaction(work)
 
     async def record_answer(self, conversation_id: int, *, run_id: int, text: str, speaker_name: str,
@@ -103,6 +116,16 @@ def _as_model_message(row: MessageRow, name_speakers: bool) -> ModelMessage:
         return ModelResponse(parts=[TextPart(row.text)], timestamp=row.created_at)
     return ModelRequest(parts=[UserPromptPart(speaker_line(row.speaker_name, row.text, name_speakers),
                                               timestamp=row.created_at)])
+
+
+def thread_context(items: list[HistoryItem], *, before: str) -> list[ModelMessage]:
+    """What was said in the thread before the bot was first addressed there, framed as information."""
+    lines = [speaker_line(item.speaker.display_name, " ".join(item.text.split()), True)
+             for item in items if item.message_id != before]
+    if not lines:
+        return []
+    text = "Earlier in this thread, before you were mentioned (for context only):\n" + "\n".join(lines)
+    return [ModelRequest(parts=[UserPromptPart(text)])]
 
 
 def speaker_line(name: str, text: str, name_speakers: bool) -> str:

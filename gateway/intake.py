@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from adapters.base import Adapter, Deliver, Inbound, MalformedPayload
@@ -17,10 +17,12 @@ IntakeResult = Literal["accepted", "duplicate", "ignored", "rejected"]
 
 
 class Intake:
-    def __init__(self, inbox: Inbox, adapters: Mapping[str, Adapter], *, on_accepted: Callable[[], None]) -> None:
+    def __init__(self, inbox: Inbox, adapters: Mapping[str, Adapter], *, on_accepted: Callable[[], None],
+                 answered_in: Callable[[str], Awaitable[bool]]) -> None:
         self._inbox = inbox
         self._adapters = adapters
         self._on_accepted = on_accepted
+        self._answered_in = answered_in
 
     async def deliver(self, bot_name: str, payload: Mapping[str, Any]) -> IntakeResult:
         """Returns once the event is durable (or deliberately dropped); only then may the platform be acked."""
@@ -32,7 +34,7 @@ class Intake:
             await self._inbox.reject(logical_id=_fingerprint(bot_name, payload), bot_name=bot_name,
                                      payload=payload, error=str(exc))
             return "rejected"
-        if not isinstance(event, Inbound) or event.addressed is None:
+        if not isinstance(event, Inbound) or not await self._addressed(adapter, event):
             return "ignored"
         accepted = await self._inbox.accept(logical_id=event.logical_id, bot_name=bot_name,
                                             conversation_key=event.address.conversation_key, payload=payload)
@@ -41,6 +43,13 @@ class Intake:
             return "duplicate"
         self._on_accepted()
         return "accepted"
+
+    async def _addressed(self, adapter: Adapter, event: Inbound) -> bool:
+        """Named, replied to, or a DM; or, where threads are followed, inside a thread the bot answered in."""
+        if event.addressed is not None:
+            return True
+        thread = event.address.thread_id
+        return bool(adapter.follows_threads and thread and await self._answered_in(event.address.conversation_key))
 
     def for_bot(self, bot_name: str) -> Deliver:
         async def deliver(payload: Mapping[str, Any]) -> None:

@@ -8,7 +8,7 @@ from functools import partial
 
 from adapters.base import Adapter, Inbound
 from gateway.bindings import Binding, BindingStore
-from gateway.conversations import Conversations, speaker_line
+from gateway.conversations import Conversations, speaker_line, thread_context
 from gateway.inbox import Inbox, InboxItem
 from gateway.live_reply import LiveReply
 from gateway.runtime import Answered, Runtime, Turn, TurnDeps
@@ -17,6 +17,8 @@ from storage.cache import Cache
 log = logging.getLogger(__name__)
 
 NOT_ALLOWED = "Sorry, this bot only answers people on its allowlist."
+THREAD_CONTEXT_LIMIT = 50
+"""How many earlier thread messages a bot first mentioned mid-thread reads."""
 SLOW_DOWN = "You're sending messages faster than I can answer. Please wait a moment and try again."
 
 
@@ -36,7 +38,7 @@ class Router:
             log.error("inbox item %d is for bot %r, which this gateway does not run", item.id, item.bot_name)
             return
         inbound = adapter.parse(item.payload)
-        if not isinstance(inbound, Inbound) or inbound.addressed is None:
+        if not isinstance(inbound, Inbound):
             return
         binding = await self._bindings.load(item.bot_name)
         refusal = await self._refusal(inbound, binding)
@@ -50,6 +52,9 @@ class Router:
         record = await self._conversations.record_user_turn(inbound)
         group = not inbound.address.is_direct
         history = await self._conversations.history(record, limit=binding.spec.history_turns, name_speakers=group)
+        if record.first_turn and inbound.address.thread_id and adapter.follows_threads:
+            earlier = await adapter.read_thread(inbound.address, limit=THREAD_CONTEXT_LIMIT)
+            history = thread_context(earlier, before=inbound.message_id)
         turn = Turn(deps=TurnDeps(address=inbound.address, speaker=inbound.speaker, binding=binding),
                     prompt=speaker_line(inbound.speaker.display_name, inbound.text, group),
                     history=history, conversation_id=record.conversation_id,

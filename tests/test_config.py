@@ -46,7 +46,8 @@ CASES = [
          message="agents[0].model: 'gpt4' is neither a profile in models (local) nor a model string"),
     Case(id="allowlist-empty", change=with_bot(binding={"access": "allowlist"}),
          message="bots[0].binding: access is 'allowlist' but 'allow' lists nobody"),
-    Case(id="capability-shape", change={"agents": [{"name": "helper", "model": "local", "capabilities": [{"config": {}}]}]},
+    Case(id="capability-shape",
+         change={"agents": [{"name": "helper", "model": "local", "capabilities": [{"config": {}}]}]},
          message="agents[0].capabilities[0].id: Field required"),
     Case(id="duplicate-bot", change={"bots": VALID["bots"] * 2}, message="bots: name 'tg' is used twice"),
 ]
