@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal, Protocol
 
 Platform = Literal["slack", "mattermost", "telegram"]
@@ -125,6 +126,45 @@ class HistoryItem:
     message_id: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalCard:
+    """A tool call waiting for a person: what the agent wants to do, and for whom."""
+
+    approval_id: str
+    tool_name: str
+    arguments: str
+    """Readable and already truncated."""
+    requester: str
+    expires_at: datetime
+    needed: int = 1
+    """Distinct approvals required."""
+
+    @property
+    def summary(self) -> str:
+        """Markdown shared by every platform's card."""
+        rule = f" ({self.needed} approvals needed)" if self.needed > 1 else ""
+        return (f"**Approval needed**{rule}: {self.requester} asked, and the agent wants to run "
+                f"`{self.tool_name}` with:\n```\n{self.arguments}\n```\n"
+                f"Expires {self.expires_at:%Y-%m-%d %H:%M} UTC.")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalOutcome:
+    card: ApprovalCard
+    verdict: Literal["approved", "denied", "expired"]
+    decided_by: str | None
+    decided_at: datetime
+
+    @property
+    def summary(self) -> str:
+        when = f"{self.decided_at:%Y-%m-%d %H:%M} UTC"
+        head = f"`{self.card.tool_name}` with:\n```\n{self.card.arguments}\n```\n"
+        if self.verdict == "expired":
+            return f"**Expired** — nobody decided in time; {head}was not run ({when})."
+        verb = "Approved" if self.verdict == "approved" else "Denied"
+        return f"**{verb}** by {self.decided_by} at {when}: {head}".rstrip()
+
+
 Deliver = Callable[[Mapping[str, Any]], Awaitable[None]]
 """Commits one raw payload to the inbox; a transport acknowledges only after it returns."""
 
@@ -165,6 +205,18 @@ class Adapter(Protocol):
 
     async def read_thread(self, address: ChatAddress, *, limit: int) -> list[HistoryItem]:
         """The thread so far, oldest first, for a bot first mentioned mid-thread; [] where unreadable."""
+        ...
+
+    async def post_approval(self, address: ChatAddress, card: ApprovalCard) -> MessageRef:
+        """Post the card with Approve and Deny buttons, in the conversation's thread."""
+        ...
+
+    async def close_approval(self, ref: MessageRef, outcome: ApprovalOutcome) -> None:
+        """Edit the card to its outcome and remove the buttons."""
+        ...
+
+    async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
+        """Tell only the person who clicked (ephemeral, or a callback alert); called once per click."""
         ...
 
     async def run_transport(self, deliver: Deliver) -> None:

@@ -9,9 +9,9 @@ import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from telegram import Bot, Message, MessageEntity, Update
+from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message, MessageEntity, Update
 from telegram.constants import ChatAction, ChatType, MessageLimit, ParseMode
 from telegram.error import BadRequest, InvalidToken, RetryAfter, TimedOut
 from telegram.request import HTTPXRequest
@@ -19,6 +19,9 @@ from telegram.warnings import PTBDeprecationWarning, PTBUserWarning
 
 from adapters.base import (
     Addressed,
+    ApprovalCard,
+    ApprovalClick,
+    ApprovalOutcome,
     BotIdentity,
     ChatAddress,
     Deliver,
@@ -47,6 +50,7 @@ DEFAULT_API = "https://api.telegram.org"
 ALLOWED_UPDATES = ("message", "callback_query")
 MAX_RETRY_AFTER = 60.0
 _GROUPS = (ChatType.GROUP, ChatType.SUPERGROUP)
+_VERBS: dict[str, Literal["approve", "deny"]] = {"ap:": "approve", "dn:": "deny"}
 
 
 class TelegramAdapter:
@@ -86,15 +90,34 @@ class TelegramAdapter:
 
     # -- from the wire -------------------------------------------------------------------------------
 
-    def parse(self, payload: Mapping[str, Any]) -> Inbound | None:
+    def parse(self, payload: Mapping[str, Any]) -> Inbound | ApprovalClick | None:
         try:
             update = Update.de_json(dict(payload), None)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise MalformedPayload(f"not a Telegram update: {type(exc).__name__}: {exc}") from None
+        if update.callback_query is not None:
+            return self._parse_click(update.callback_query, payload)
         message = update.message
         if message is None or message.from_user is None:
             return None
         return self._parse_message(message, payload)
+
+    def _parse_click(self, query: CallbackQuery, payload: Mapping[str, Any]) -> ApprovalClick | None:
+        verb = _VERBS.get((query.data or "")[:3])
+        message = query.message
+        if verb is None or message is None or query.from_user.is_bot:
+            return None
+        chat = message.chat
+        topic = isinstance(message, Message) and message.is_topic_message
+        address = ChatAddress(bot_id=self.bot_id, platform="telegram", channel_id=str(chat.id),
+                              thread_id=str(message.message_thread_id) if topic else None,  # type: ignore[union-attr]
+                              is_direct=chat.type == ChatType.PRIVATE)
+        user = query.from_user
+        clicker = Speaker(platform="telegram", platform_user_id=str(user.id), handle=user.username,
+                          display_name=user.full_name, is_bot=user.is_bot)
+        return ApprovalClick(approval_id=(query.data or "")[3:], verb=verb, clicker=clicker,
+                             card=MessageRef(address=address, message_id=str(message.message_id)),
+                             logical_id=f"telegram:{self.bot_id}:callback:{query.id}", raw=payload)
 
     def _parse_message(self, message: Message, payload: Mapping[str, Any]) -> Inbound | None:
         me = self._me()
@@ -182,6 +205,25 @@ class TelegramAdapter:
         await self._call(lambda: self._bot.send_chat_action(chat_id=address.channel_id,
                                                             action=ChatAction.TYPING,
                                                             message_thread_id=thread))
+
+    async def post_approval(self, address: ChatAddress, card: ApprovalCard) -> MessageRef:
+        thread = int(address.thread_id) if address.thread_id else None
+        buttons = InlineKeyboardMarkup([[InlineKeyboardButton("✅ Approve", callback_data=f"ap:{card.approval_id}"),
+                                         InlineKeyboardButton("✖️ Deny", callback_data=f"dn:{card.approval_id}")]])
+
+        async def post(body: str, parse_mode: str | None) -> Message:
+            return await self._bot.send_message(chat_id=address.channel_id, text=body, parse_mode=parse_mode,
+                                                message_thread_id=thread, reply_markup=buttons)
+        message = await self._formatted(post, card.summary)
+        return MessageRef(address=address, message_id=str(message.message_id))
+
+    async def close_approval(self, ref: MessageRef, outcome: ApprovalOutcome) -> None:
+        await self.edit(ref, outcome.summary)  # an edit without reply_markup removes the buttons
+
+    async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
+        """Every callback query is answered, or the user's button keeps spinning; refusals as an alert."""
+        query_id = str(click.raw["callback_query"]["id"])
+        await self._call(lambda: self._bot.answer_callback_query(query_id, text=notice[:200], show_alert=refused))
 
     async def read_thread(self, address: ChatAddress, *, limit: int) -> list[HistoryItem]:
         """The Bot API offers no way to read earlier messages of a chat."""

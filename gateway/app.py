@@ -7,7 +7,7 @@ import contextlib
 import logging
 import socket
 import uuid
-from collections.abc import Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,8 +18,12 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from adapters.base import Adapter
+from capabilities import default_registry
+from capabilities.registry import Registry
+from gateway.approval_flow import ApprovalFlow
+from gateway.approvals import Approvals
 from gateway.bindings import BindingStore
-from gateway.config import GatewayConfig, Settings
+from gateway.config import ConfigError, GatewayConfig, Settings
 from gateway.conversations import Conversations
 from gateway.http import build_http_app
 from gateway.inbox import Inbox
@@ -50,13 +54,20 @@ class Tuning:
     poll_timeout: int = 30
     transport_first_delay: float = 5.0
     transport_lease_ttl: float = 30.0
+    expiry_interval: float = 30.0
+    """Seconds between sweeps for approvals nobody decided in time."""
 
 
 class Gateway:
     """One gateway process. `async with Gateway(...)` starts everything and stops it cleanly."""
 
     def __init__(self, config: GatewayConfig, settings: Settings, *, secrets: SecretSource,
-                 models: ModelResolver | None = None, tuning: Tuning = Tuning(), migrate: bool = True) -> None:
+                 models: ModelResolver | None = None, registry: Registry | None = None, tuning: Tuning = Tuning(),
+                 migrate: bool = True) -> None:
+        self.registry = registry or default_registry()
+        problems = self.registry.validate_config(config)
+        if problems:
+            raise ConfigError("the agent specs cannot be applied:\n" + "\n".join(f"  {p}" for p in problems))
         self.config = config
         self.settings = settings
         self._secrets = secrets
@@ -103,10 +114,12 @@ class Gateway:
         for index, bot in enumerate(self.config.bots):
             self.adapters[bot.name] = await build_adapter(index, bot, context)
         inbox = Inbox(db)
-        runtime = Runtime(models=self._models, db=db)
+        runtime = Runtime(models=self._models, db=db, registry=self.registry)
         conversations = Conversations(db)
+        flow = ApprovalFlow(approvals=Approvals(db), runtime=runtime, conversations=conversations,
+                            adapters=self.adapters)
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
-                        runtime=runtime, cache=cache, inbox=inbox)
+                        runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow)
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, concurrency=tuning.worker_concurrency,
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll)
@@ -119,6 +132,7 @@ class Gateway:
         http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness)
         await self._serve_http(http)
         self._essential.append(self._spawn(self.worker.run()))
+        self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals"))
         owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         for adapter in self.adapters.values():
             supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), cache=cache, owner=owner,
@@ -167,6 +181,15 @@ class _EmbeddedServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
+
+
+async def _every(interval: float, job: Callable[[], Awaitable[object]], what: str) -> None:
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await job()
+        except Exception:  # a failed sweep is retried at the next interval
+            log.exception("%s failed", what)
 
 
 async def _database_ok(db: Database) -> bool:

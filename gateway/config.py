@@ -74,6 +74,27 @@ class RateLimit(_Strict):
     per_seconds: int = Field(gt=0)
 
 
+class ApprovalPolicy(_Strict):
+    """Who may decide a gated tool call posted in this bot's chats, and for how long."""
+
+    who: Literal["requester", "approvers", "room"] = "requester"
+    approvers: list[str] = Field(default_factory=list)
+    """Platform user ids or `@handles`, when `who` is `approvers`."""
+    required_approvals: int = Field(default=1, ge=1, le=5)
+    """Distinct approvers needed before a call runs (2 = a two-person rule); one deny decides."""
+    expires_after_minutes: int = Field(default=24 * 60, ge=1, le=30 * 24 * 60)
+    tool_approval: dict[str, Literal["default", "required", "never"]] = Field(default_factory=dict)
+    """Per stable tool id, overriding the agent spec for this bot."""
+
+    @model_validator(mode="after")
+    def _approvers_named(self) -> ApprovalPolicy:
+        if self.who == "approvers" and not self.approvers:
+            raise ValueError("who is 'approvers' but 'approvers' lists nobody")
+        if self.who == "requester" and self.required_approvals > 1:
+            raise ValueError("required_approvals > 1 needs who: approvers or room (the requester is one person)")
+        return self
+
+
 class BindingSpec(_Strict):
     instructions: str = ""
     access: Literal["open", "allowlist"] = "open"
@@ -82,6 +103,7 @@ class BindingSpec(_Strict):
     rate_limit: RateLimit | None = RateLimit(messages=20, per_seconds=60)
     """Per speaker; `null` turns it off."""
     history_turns: int = Field(default=50, ge=0, le=500)
+    approvals: ApprovalPolicy = ApprovalPolicy()
 
     @model_validator(mode="after")
     def _allowlist_named(self) -> BindingSpec:

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
-from adapters.base import Adapter, Deliver, Inbound, MalformedPayload
+from adapters.base import Adapter, ApprovalClick, Deliver, Inbound, MalformedPayload
 from gateway.inbox import Inbox
 
 log = logging.getLogger(__name__)
@@ -34,10 +34,14 @@ class Intake:
             await self._inbox.reject(logical_id=_fingerprint(bot_name, payload), bot_name=bot_name,
                                      payload=payload, error=str(exc))
             return "rejected"
-        if not isinstance(event, Inbound) or not await self._addressed(adapter, event):
+        if isinstance(event, ApprovalClick):
+            conversation = event.card.address  # decided in turn with the conversation the card belongs to
+        elif isinstance(event, Inbound) and await self._addressed(adapter, event):
+            conversation = event.address
+        else:
             return "ignored"
         accepted = await self._inbox.accept(logical_id=event.logical_id, bot_name=bot_name,
-                                            conversation_key=event.address.conversation_key, payload=payload)
+                                            conversation_key=conversation.conversation_key, payload=payload)
         if not accepted:
             log.info("bot %r: duplicate delivery of %s dropped", bot_name, event.logical_id)
             return "duplicate"

@@ -8,9 +8,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from adapters.chunking import split_text
-
 from adapters.base import Adapter, ChatAddress, MessageRef
+from adapters.chunking import split_text
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +27,18 @@ class LiveReply:
         self._ref = MessageRef(address=address, message_id=placeholder_id) if placeholder_id else None
         self._shown: str | None = None
         self._wanted = ""
+        self._streamed = ""
         self._last_edit = 0.0
         self._flusher: asyncio.Task[None] | None = None
 
     @property
     def message_id(self) -> str | None:
         return self._ref.message_id if self._ref else None
+
+    @property
+    def shown_text(self) -> str:
+        """Everything streamed so far (the preview may show less)."""
+        return self._streamed
 
     async def start(self) -> MessageRef:
         """Post the placeholder (or adopt the stored one) before the model is asked anything."""
@@ -48,6 +53,7 @@ class LiveReply:
 
     def update(self, text: str) -> None:
         """Show the text so far; edits are coalesced to at most one per `edit_interval`."""
+        self._streamed = text
         self._wanted = _preview(text, self._adapter.limits.max_edit_text)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush_later())

@@ -6,12 +6,13 @@ import logging
 from collections.abc import Mapping
 from functools import partial
 
-from adapters.base import Adapter, Inbound
+from adapters.base import Adapter, ApprovalClick, Inbound
+from gateway.approval_flow import ApprovalFlow
 from gateway.bindings import Binding, BindingStore
 from gateway.conversations import Conversations, speaker_line, thread_context
 from gateway.inbox import Inbox, InboxItem
 from gateway.live_reply import LiveReply
-from gateway.runtime import Answered, Runtime, Turn, TurnDeps
+from gateway.runtime import Runtime, Turn, TurnDeps
 from storage.cache import Cache
 
 log = logging.getLogger(__name__)
@@ -24,13 +25,14 @@ SLOW_DOWN = "You're sending messages faster than I can answer. Please wait a mom
 
 class Router:
     def __init__(self, *, adapters: Mapping[str, Adapter], bindings: BindingStore, conversations: Conversations,
-                 runtime: Runtime, cache: Cache, inbox: Inbox) -> None:
+                 runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ApprovalFlow) -> None:
         self._adapters = adapters
         self._bindings = bindings
         self._conversations = conversations
         self._runtime = runtime
         self._cache = cache
         self._inbox = inbox
+        self._approval_flow = approval_flow
 
     async def handle(self, item: InboxItem) -> None:
         adapter = self._adapters.get(item.bot_name)
@@ -38,6 +40,9 @@ class Router:
             log.error("inbox item %d is for bot %r, which this gateway does not run", item.id, item.bot_name)
             return
         inbound = adapter.parse(item.payload)
+        if isinstance(inbound, ApprovalClick):
+            await self._approval_flow.on_click(adapter, inbound, retried=item.attempts > 1)
+            return
         if not isinstance(inbound, Inbound):
             return
         binding = await self._bindings.load(item.bot_name)
@@ -62,10 +67,7 @@ class Router:
         reply = LiveReply(adapter, inbound.address, placeholder_id=item.reply_message_id,
                           on_started=partial(self._inbox.remember_reply, item.id))
         outcome = await self._runtime.run(turn, reply)
-        if isinstance(outcome, Answered):
-            await self._conversations.record_answer(record.conversation_id, run_id=outcome.run_id,
-                                                    text=outcome.text, speaker_name=binding.agent.name,
-                                                    platform_message_id=outcome.message_id)
+        await self._approval_flow.settle(adapter, turn.deps, record.conversation_id, outcome)
 
     async def _refusal(self, inbound: Inbound, binding: Binding) -> str | None:
         """None admits the message; a text refuses it with that answer; "" refuses it silently."""

@@ -1,13 +1,18 @@
-"""Builds a fresh pydantic-ai agent per turn from the agent spec and the binding, and runs it live."""
+"""Runs a freshly assembled agent per turn, live into the chat; parks it when a tool needs a person."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from pydantic_ai import (
-    Agent,
+    AgentRunResult,
     AgentRunResultEvent,
+    ConversationTypeAdapter,
+    DeferredToolRequests,
+    DeferredToolResults,
     ModelMessage,
     PartDeltaEvent,
     PartStartEvent,
@@ -21,7 +26,10 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Speaker
-from gateway.bindings import Binding
+from capabilities.registry import Registry
+from gateway.assembly import AssembledAgent, assemble
+from gateway.bindings import AgentDefinition, Binding
+from gateway.config import AgentSpec, BindingSpec
 from gateway.live_reply import LiveReply
 from gateway.model_profiles import ModelResolver
 from storage.db import Database
@@ -52,10 +60,27 @@ class Turn:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GatedCall:
+    tool_call_id: str
+    tool_id: str
+    """The stable id the gate is keyed on."""
+    tool_name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Answered:
     run_id: int
     text: str
     message_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Parked:
+    run_id: int
+    calls: tuple[GatedCall, ...]
+    state: str
+    """The pydantic-ai conversation as JSON: enough to resume on any replica."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,48 +90,61 @@ class Failed:
     message_id: str
 
 
-RunOutcome = Answered | Failed
+RunOutcome = Answered | Parked | Failed
 
 
 class Runtime:
-    def __init__(self, *, models: ModelResolver, db: Database) -> None:
+    def __init__(self, *, models: ModelResolver, db: Database, registry: Registry) -> None:
         self._models = models
         self._db = db
-
-    def build_agent(self, binding: Binding) -> Agent[TurnDeps, str]:
-        spec = binding.agent.spec
-        instructions = [text for text in (spec.instructions, binding.spec.instructions) if text.strip()]
-        return Agent(self._models.resolve(spec.model), deps_type=TurnDeps, output_type=str,
-                     instructions=instructions or None, name=spec.name)
+        self._registry = registry
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
-        binding = turn.deps.binding
         run_id = await self._open_run(turn)
+        return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history)
+
+    async def resume(self, run_id: int, deps: TurnDeps, state: str, results: DeferredToolResults,
+                     reply: LiveReply) -> RunOutcome:
+        """Continue a parked run with the decisions, as the same agent version and binding."""
+        await self._set_run(run_id, status="running")
+        conversation = ConversationTypeAdapter.validate_json(state)
+        return await self._drive(run_id, deps, reply, conversation=conversation, results=results)
+
+    async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, **run_input: Any) -> RunOutcome:
         await reply.start()
+        assembled = assemble(deps.binding, registry=self._registry, models=self._models,
+                             is_direct=deps.address.is_direct)
         try:
-            text, usage = await self._stream(turn, reply)
+            result = await self._stream(assembled, deps, reply, **run_input)
         except Exception as exc:  # whatever failed, the chat gets a short notice instead of silence
-            log.warning("run %d for bot %r failed: %s: %s", run_id, binding.bot_name, type(exc).__name__, exc,
+            log.warning("run %d for bot %r failed: %s: %s", run_id, deps.binding.bot_name, type(exc).__name__, exc,
                         exc_info=not isinstance(exc, AgentRunError | ModelAPIError))
             refs = await reply.finish(failure_notice(exc))
-            await self._close_run(run_id, status="failed", usage=None, error=f"{type(exc).__name__}: {exc}")
+            await self._set_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}")
             return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
-        refs = await reply.finish(text)
-        await self._close_run(run_id, status="answered", usage=usage, error=None)
-        return Answered(run_id=run_id, text=text, message_id=refs[0].message_id)
+        if isinstance(result.output, DeferredToolRequests):
+            await reply.finish(reply.shown_text or "I need a decision before I can continue:")
+            await self._set_run(run_id, status="parked", usage=result.usage)
+            return Parked(run_id=run_id, calls=_gated_calls(result.output, assembled),
+                          state=ConversationTypeAdapter.dump_json(result.conversation).decode())
+        refs = await reply.finish(result.output)
+        await self._set_run(run_id, status="answered", usage=result.usage)
+        return Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id)
 
-    async def _stream(self, turn: Turn, reply: LiveReply) -> tuple[str, RunUsage]:
-        agent = self.build_agent(turn.deps.binding)
+    async def _stream(self, assembled: AssembledAgent, deps: TurnDeps, reply: LiveReply,
+                      prompt: str | None = None, history: list[ModelMessage] | None = None,
+                      conversation: Any = None, results: DeferredToolResults | None = None) -> AgentRunResult[Any]:
         shown = ""
-        async with agent.run_stream_events(turn.prompt, message_history=turn.history, deps=turn.deps,
-                                           usage_limits=UsageLimits(request_limit=REQUEST_LIMIT)) as events:
+        async with assembled.agent.run_stream_events(
+                prompt, message_history=history, conversation=conversation, deferred_tool_results=results,
+                deps=deps, usage_limits=UsageLimits(request_limit=REQUEST_LIMIT)) as events:
             async for event in events:
                 if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
                     shown = event.part.content
                 elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
                     shown += event.delta.content_delta
                 elif isinstance(event, AgentRunResultEvent):
-                    return event.result.output, event.result.usage
+                    return event.result
                 else:
                     continue
                 reply.update(shown)
@@ -124,8 +162,11 @@ class Runtime:
             return row.id
         return await self._db.transaction(work)
 
-    async def _close_run(self, run_id: int, *, status: str, usage: RunUsage | None, error: str | None) -> None:
-        values: dict[str, object] = {"status": status, "error": error, "finished_at": utcnow()}
+    async def _set_run(self, run_id: int, *, status: str, usage: RunUsage | None = None,
+                       error: str | None = None) -> None:
+        values: dict[str, object] = {"status": status, "error": error}
+        if status != "running":
+            values["finished_at"] = utcnow()
         if usage is not None:
             values |= {"requests": usage.requests, "input_tokens": usage.input_tokens,
                        "output_tokens": usage.output_tokens}
@@ -133,6 +174,30 @@ class Runtime:
         async def work(session: AsyncSession) -> None:
             await session.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
         await self._db.transaction(work)
+
+
+def _gated_calls(requests: DeferredToolRequests, assembled: AssembledAgent) -> tuple[GatedCall, ...]:
+    return tuple(GatedCall(tool_call_id=call.tool_call_id, tool_id=assembled.policy.stable_id(call.tool_name),
+                           tool_name=call.tool_name, args=call.args_as_dict())
+                 for call in requests.approvals)
+
+
+def deps_snapshot(deps: TurnDeps) -> dict[str, Any]:
+    """The admitting turn's server-side facts, stored with a parked run so a resume uses the same ones."""
+    binding = deps.binding
+    return {"address": asdict(deps.address), "speaker": asdict(deps.speaker),
+            "binding": {"bot_name": binding.bot_name, "spec": binding.spec.model_dump(mode="json"),
+                        "agent": {"name": binding.agent.name, "version": binding.agent.version,
+                                  "spec": binding.agent.spec.model_dump(mode="json")}}}
+
+
+def deps_from_snapshot(snapshot: Mapping[str, Any]) -> TurnDeps:
+    stored = snapshot["binding"]
+    agent = AgentDefinition(name=stored["agent"]["name"], version=stored["agent"]["version"],
+                            spec=AgentSpec.model_validate(stored["agent"]["spec"]))
+    binding = Binding(bot_name=stored["bot_name"], agent=agent, spec=BindingSpec.model_validate(stored["spec"]))
+    return TurnDeps(address=ChatAddress(**snapshot["address"]), speaker=Speaker(**snapshot["speaker"]),
+                    binding=binding)
 
 
 def failure_notice(exc: BaseException) -> str:

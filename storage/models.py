@@ -154,3 +154,59 @@ class InboxRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
+
+
+class ParkedRunRow(Base):
+    """A run waiting for human decisions: everything needed to resume it on any replica."""
+
+    __tablename__ = "parked_runs"
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), unique=True)
+    conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
+    bot_name: Mapped[str] = mapped_column(String(128))
+    turn: Mapped[dict[str, Any]]
+    """Address, speaker, identity and the binding snapshot (agent spec and version) of the admitting turn."""
+    state: Mapped[str] = mapped_column(Text)
+    """The pydantic-ai conversation (messages, usage, pending requests) as JSON."""
+    status: Mapped[str] = mapped_column(String(16), default="parked")
+    """parked → resuming → resumed."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    resumed_at: Mapped[datetime | None]
+
+
+class ApprovalRow(Base):
+    __tablename__ = "approvals"
+    __table_args__ = (Index("ix_approvals_pending_expiry", "status", "expires_at"),)
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    """Opaque and unguessable: it travels in button payloads."""
+    parked_run_id: Mapped[int] = mapped_column(ForeignKey("parked_runs.id", ondelete="CASCADE"))
+    conversation_key: Mapped[str] = mapped_column(String(512))
+    tool_call_id: Mapped[str] = mapped_column(String(128))
+    tool_id: Mapped[str] = mapped_column(String(128))
+    """The stable tool id the gate is keyed on."""
+    tool_name: Mapped[str] = mapped_column(String(128))
+    """The name the model called it by."""
+    args: Mapped[dict[str, Any]]
+    args_hash: Mapped[str] = mapped_column(String(64))
+    requester_id: Mapped[str] = mapped_column(String(128))
+    requester_name: Mapped[str] = mapped_column(String(256))
+    policy: Mapped[dict[str, Any]]
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    """pending → approved | denied | expired; changed only by compare-and-swap."""
+    decided_by: Mapped[str | None] = mapped_column(String(256))
+    decided_at: Mapped[datetime | None]
+    expires_at: Mapped[datetime]
+    card_message_id: Mapped[str | None] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ApprovalVoteRow(Base):
+    """One approver's yes, for approvals that need more than one."""
+
+    __tablename__ = "approval_votes"
+    __table_args__ = (UniqueConstraint("approval_id", "voter_id"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    approval_id: Mapped[str] = mapped_column(ForeignKey("approvals.id", ondelete="CASCADE"))
+    voter_id: Mapped[str] = mapped_column(String(128))
+    voter_name: Mapped[str] = mapped_column(String(256))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
