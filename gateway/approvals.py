@@ -7,7 +7,7 @@ import json
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import and_, exists, func, select, update
@@ -76,7 +76,7 @@ class Approvals:
                    turn: Mapping[str, Any], state: str, calls: Sequence[NewCall], requester: Speaker,
                    policy: ApprovalPolicy) -> list[Approval]:
         """Store the parked run and one pending approval per gated call, in one transaction."""
-        expires_at = utcnow() + timedelta(minutes=policy.expires_after_minutes)
+        expires_at = utcnow() + policy.expires_after
 
         async def work(session: AsyncSession) -> list[Approval]:
             parked = ParkedRunRow(run_id=run_id, conversation_id=conversation_id, bot_name=bot_name,

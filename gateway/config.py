@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -19,6 +20,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gateway.secrets import SecretSource
+from gateway.urls import check_server_url
 
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
@@ -82,7 +84,8 @@ class ApprovalPolicy(_Strict):
     """Platform user ids or `@handles`, when `who` is `approvers`."""
     required_approvals: int = Field(default=1, ge=1, le=5)
     """Distinct approvers needed before a call runs (2 = a two-person rule); one deny decides."""
-    expires_after_minutes: int = Field(default=24 * 60, ge=1, le=30 * 24 * 60)
+    expires_after: timedelta = Field(default=timedelta(hours=24), gt=timedelta(0), le=timedelta(days=30))
+    """Seconds or an ISO 8601 duration (`PT4H`); an undecided call is then denied as expired."""
     tool_approval: dict[str, Literal["default", "required", "never"]] = Field(default_factory=dict)
     """Per stable tool id, overriding the agent spec for this bot."""
 
@@ -172,12 +175,28 @@ class MattermostBotSpec(_BotSpecBase):
     webhook_token: str | None = None
     """`${ENV_VAR}` reference to the outgoing webhook's token, pasted from Mattermost."""
     team: str | None = None
+    """The team the bot serves (name or id); checked when the bot connects."""
 
     @field_validator("webhook_token")
     @classmethod
     def _secrets_by_reference(cls, value: str | None) -> str | None:
         _require_reference(value)
         return value
+
+    @field_validator("api_base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        """Replaces the base check: private and loopback servers pass, cloud metadata addresses do not."""
+        if value.rstrip("/").endswith("/api/v4"):
+            raise ValueError("give the server's URL without /api/v4, e.g. https://chat.example.org")
+        return check_server_url(value, example="https://chat.example.org")
+
+    @model_validator(mode="after")
+    def _webhook_has_token(self) -> MattermostBotSpec:
+        if self.transport == "webhook" and not self.webhook_token:
+            raise ValueError("transport is 'webhook' but webhook_token is not set; paste the outgoing "
+                             "webhook's token as a ${ENV_VAR} reference")
+        return self
 
 
 BotSpec = Annotated[TelegramBotSpec | SlackBotSpec | MattermostBotSpec, Field(discriminator="platform")]

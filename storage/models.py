@@ -161,7 +161,7 @@ class ParkedRunRow(Base):
 
     __tablename__ = "parked_runs"
     id: Mapped[int] = mapped_column(Id, primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), unique=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
     bot_name: Mapped[str] = mapped_column(String(128))
     turn: Mapped[dict[str, Any]]

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic_ai.models import Model
 
+from capabilities.registry import Registry
 from gateway.app import Gateway, Tuning
 from gateway.config import GatewayConfig, Settings
 from gateway.model_profiles import ModelResolver
@@ -19,7 +20,7 @@ from gateway.secrets import SecretSource
 from tests.fakes.telegram import FakeTelegram
 
 FAST = Tuning(worker_lease=timedelta(seconds=5), idle_poll=0.2, shutdown_grace=2.0, poll_timeout=1,
-              transport_first_delay=0.2, transport_lease_ttl=3.0)
+              transport_first_delay=0.2, transport_lease_ttl=3.0, expiry_interval=0.3)
 
 
 @dataclass(kw_only=True)
@@ -45,10 +46,12 @@ def free_port() -> int:
 
 
 def gateway_config(telegram: FakeTelegram, bots: list[TelegramBot], *, port: int = 0,
-                   instructions: str = "You are a helpful assistant.") -> GatewayConfig:
+                   instructions: str = "You are a helpful assistant.",
+                   capabilities: list[dict[str, Any]] | None = None) -> GatewayConfig:
     public_url = f"http://127.0.0.1:{port}" if port else None
     return GatewayConfig.model_validate({
-        "agents": [{"name": "assistant", "model": "function:scripted", "instructions": instructions}],
+        "agents": [{"name": "assistant", "model": "function:scripted", "instructions": instructions,
+                    "capabilities": capabilities or []}],
         "bots": [{"name": bot.name, "platform": "telegram", "token": f"${{TOKEN_{bot.name.upper()}}}",
                   "api_base_url": telegram.url, "transport": bot.transport, "agent": "assistant",
                   "binding": bot.binding} for bot in bots],
@@ -59,12 +62,15 @@ def gateway_config(telegram: FakeTelegram, bots: list[TelegramBot], *, port: int
 @asynccontextmanager
 async def running_gateway(telegram: FakeTelegram, bots: list[TelegramBot], *, database_url: str,
                           redis_url: str | None, model: Model, tuning: Tuning = FAST,
-                          instructions: str = "You are a helpful assistant.") -> AsyncIterator[Gateway]:
+                          instructions: str = "You are a helpful assistant.", registry: Registry | None = None,
+                          capabilities: list[dict[str, Any]] | None = None) -> AsyncIterator[Gateway]:
     webhook = any(bot.transport == "webhook" for bot in bots)
-    config = gateway_config(telegram, bots, port=free_port() if webhook else 0, instructions=instructions)
+    config = gateway_config(telegram, bots, port=free_port() if webhook else 0, instructions=instructions,
+                            capabilities=capabilities)
     secrets = SecretSource(environ={f"TOKEN_{bot.name.upper()}": bot.token for bot in bots})
     settings = Settings(database_url=database_url, redis_url=redis_url)
     models = ModelResolver(config.models, secrets, fixed={"function:scripted": model})
-    async with Gateway(config, settings, secrets=secrets, models=models, tuning=tuning, migrate=True) as gateway:
+    async with Gateway(config, settings, secrets=secrets, models=models, registry=registry, tuning=tuning,
+                       migrate=True) as gateway:
         await telegram.wait_for(lambda: all(a.identity is not None for a in gateway.adapters.values()))
         yield gateway

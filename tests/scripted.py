@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable
 
-from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+from pydantic_ai.messages import ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
 Reply = Callable[[list[ModelMessage], AgentInfo], str]
 
@@ -65,3 +67,32 @@ def last_prompt(messages: list[ModelMessage]) -> str:
 def user_prompts(messages: list[ModelMessage]) -> list[str]:
     return [str(p.content) for m in messages if isinstance(m, ModelRequest)
             for p in m.parts if isinstance(p, UserPromptPart)]
+
+
+def calls_then_answers(*calls: tuple[str, dict[str, object]]) -> FunctionModel:
+    """Calls the tools in order, one per model request, then answers with what the last call returned."""
+
+    def step(messages: list[ModelMessage]) -> tuple[str, dict[str, object], str] | str:
+        returned = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts
+                    if isinstance(p, ToolReturnPart)]
+        if len(returned) < len(calls):
+            name, args = calls[len(returned)]
+            return name, args, f"call-{len(returned) + 1}"
+        return f"done: {returned[-1].content}"
+
+    async def stream(messages: list[ModelMessage], _info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+        decision = step(messages)
+        if isinstance(decision, str):
+            yield decision
+            return
+        name, args, call_id = decision
+        yield {0: DeltaToolCall(name=name, json_args=json.dumps(args), tool_call_id=call_id)}
+
+    def complete(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
+        decision = step(messages)
+        if isinstance(decision, str):
+            return ModelResponse(parts=[TextPart(decision)])
+        name, args, call_id = decision
+        return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=call_id)])
+
+    return FunctionModel(complete, stream_function=stream)

@@ -11,7 +11,6 @@ from alembic import op
 
 import storage.models
 
-
 revision = '0002'
 down_revision = '0001'
 branch_labels = None
@@ -31,9 +30,11 @@ def upgrade() -> None:
     sa.Column('resumed_at', storage.models.UTCDateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['conversation_id'], ['conversations.id'], ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['run_id'], ['runs.id'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('run_id')
+    sa.PrimaryKeyConstraint('id')
     )
+    with op.batch_alter_table('parked_runs', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_parked_runs_run_id'), ['run_id'], unique=False)
+
     op.create_table('approvals',
     sa.Column('id', sa.String(length=32), nullable=False),
     sa.Column('parked_run_id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), nullable=False),

@@ -1,0 +1,234 @@
+"""Gated tool calls decided by buttons in Telegram: only by the people allowed, exactly once, across restarts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+from sqlalchemy import select
+
+from storage.db import Database
+from storage.models import ApprovalRow
+from tests.fakes.telegram import FakeTelegram
+from tests.gated_tools import deploy_registry
+from tests.harness import TelegramBot, running_gateway
+from tests.scripted import calls_then_answers
+
+DEPLOY = [{"id": "deploy"}]
+
+
+@pytest_asyncio.fixture
+async def telegram() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram() as fake:
+        yield fake
+
+
+def cards(telegram: FakeTelegram, chat_id: int) -> list[dict[str, Any]]:
+    return [m for m in telegram.bot_messages(chat_id) if "Approval needed" in m.get("text", "")
+            or m.get("reply_markup")]
+
+
+def buttons(card: dict[str, Any]) -> dict[str, str]:
+    return {b["text"]: b["callback_data"] for row in card["reply_markup"]["inline_keyboard"] for b in row}
+
+
+def answers_to_clicks(telegram: FakeTelegram) -> list[dict[str, Any]]:
+    return [c.params for c in telegram.calls if c.method == "answerCallbackQuery"]
+
+
+def texts(telegram: FakeTelegram, chat_id: int) -> list[str]:
+    return [m["text"] for m in telegram.bot_messages(chat_id)]
+
+
+async def approval_statuses(database_url: str) -> list[str]:
+    db = Database(database_url)
+    try:
+        async with db.session() as session:
+            return list((await session.execute(select(ApprovalRow.status).order_by(ApprovalRow.created_at))).scalars())
+    finally:
+        await db.close()
+
+
+async def test_only_the_requester_decides_and_the_answer_continues_in_the_chat(
+        telegram: FakeTelegram, database_url: str, redis_url: str | None) -> None:
+    executed: list[str] = []
+    bot = TelegramBot().register(telegram)
+    alice, mallory = telegram.add_user(1001, "Alice"), telegram.add_user(1002, "Mallory")
+    forum = telegram.group(-4001, "Ops", forum=True)
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=redis_url,
+                               model=calls_then_answers(("deploy_service", {"service": "web"})),
+                               registry=deploy_registry(executed), capabilities=DEPLOY):
+        await telegram.user_says(bot.token, forum, alice, "@helper_bot deploy web", message_thread_id=7)
+        await telegram.wait_for(lambda: len(cards(telegram, forum["id"])) == 1)
+        [card] = cards(telegram, forum["id"])
+        assert card["message_thread_id"] == 7 and '"service": "web"' in card["text"]
+        await telegram.user_clicks(bot.token, card, mallory, buttons(card)["✅ Approve"])
+        await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 1)
+        assert answers_to_clicks(telegram)[0]["show_alert"] is True and executed == []
+        await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])
+        await telegram.wait_for(lambda: texts(telegram, forum["id"])[-1:] == ["done: deployed web"])
+    assert executed == ["web"]
+    [closed] = [m for m in telegram.bot_messages(forum["id"]) if m["message_id"] == card["message_id"]]
+    assert closed["text"].startswith("Approved by Alice") and not closed.get("reply_markup")
+    assert telegram.bot_messages(forum["id"], thread_id=7) == telegram.bot_messages(forum["id"])
+
+
+async def test_a_denial_is_told_to_the_model(telegram: FakeTelegram, sqlite_url: str) -> None:
+    executed: list[str] = []
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
+                               model=calls_then_answers(("deploy_service", {"service": "db"})),
+                               registry=deploy_registry(executed), capabilities=DEPLOY):
+        await telegram.user_says(bot.token, chat, alice, "deploy db")
+        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
+        [card] = cards(telegram, chat["id"])
+        await telegram.user_clicks(bot.token, card, alice, buttons(card)["✖️ Deny"])
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1].startswith("done:"))
+    assert executed == []
+    assert texts(telegram, chat["id"])[-1] == "done: Alice denied this call; it was not run."
+
+
+async def test_concurrent_and_repeated_clicks_decide_once(telegram: FakeTelegram, database_url: str) -> None:
+    executed: list[str] = []
+    bot = TelegramBot(binding={"approvals": {"who": "room"}}).register(telegram)
+    alice, bob = telegram.add_user(1001, "Alice"), telegram.add_user(1002, "Bob")
+    group = telegram.group(-4002, "Ops")
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
+                               model=calls_then_answers(("deploy_service", {"service": "api"})),
+                               registry=deploy_registry(executed), capabilities=DEPLOY):
+        await telegram.user_says(bot.token, group, alice, "@helper_bot deploy api")
+        await telegram.wait_for(lambda: len(cards(telegram, group["id"])) == 1)
+        [card] = cards(telegram, group["id"])
+        await asyncio.gather(telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"]),
+                             telegram.user_clicks(bot.token, card, bob, buttons(card)["✖️ Deny"]),
+                             telegram.user_clicks(bot.token, card, bob, buttons(card)["✅ Approve"]))
+        await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 3
+                                and texts(telegram, group["id"])[-1].startswith("done:"))
+    notices = sorted(a.get("text", "") for a in answers_to_clicks(telegram))
+    assert sum(n.startswith("Already") for n in notices) == 2
+    assert await approval_statuses(database_url) in (["approved"], ["denied"])
+    assert len(executed) <= 1
+
+
+async def test_a_click_after_a_restart_resumes_the_parked_run(telegram: FakeTelegram, database_url: str) -> None:
+    executed: list[str] = []
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    model = calls_then_answers(("deploy_service", {"service": "web"}))
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=model,
+                               registry=deploy_registry(executed), capabilities=DEPLOY):
+        await telegram.user_says(bot.token, chat, alice, "deploy web")
+        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
+    [card] = cards(telegram, chat["id"])
+    await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])  # queued while down
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=model,
+                               registry=deploy_registry(executed), capabilities=DEPLOY):
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1:] == ["done: deployed web"])
+    assert executed == ["web"]
+
+
+async def test_an_undecided_call_expires_and_the_card_says_so(telegram: FakeTelegram, sqlite_url: str) -> None:
+    executed: list[str] = []
+    bot = TelegramBot(binding={"approvals": {"expires_after": 1}}).register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
+                               model=calls_then_answers(("deploy_service", {"service": "web"})),
+                               registry=deploy_registry(executed), capabilities=DEPLOY):
+        await telegram.user_says(bot.token, chat, alice, "deploy web")
+        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
+        [card] = cards(telegram, chat["id"])
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1].startswith("done:"), timeout=10)
+        await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])
+        await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 1)
+    assert executed == []
+    assert texts(telegram, chat["id"])[-1] == "done: Nobody approved this call before it expired, so it was not run."
+    [closed] = [m for m in telegram.bot_messages(chat["id"]) if m["message_id"] == card["message_id"]]
+    assert closed["text"].startswith("Expired")
+    assert answers_to_clicks(telegram)[0]["text"] == "Already expired."
+
+
+async def test_two_person_rule(telegram: FakeTelegram, sqlite_url: str) -> None:
+    executed: list[str] = []
+    bot = TelegramBot(binding={"approvals": {"who": "approvers", "approvers": ["@alice", "@bob"],
+                                             "required_approvals": 2}}).register(telegram)
+    alice = telegram.add_user(1001, "Alice", username="alice")
+    bob = telegram.add_user(1002, "Bob", username="bob")
+    group = telegram.group(-4003, "Ops")
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
+                               model=calls_then_answers(("deploy_service", {"service": "web"})),
+                               registry=deploy_registry(executed), capabilities=DEPLOY):
+        await telegram.user_says(bot.token, group, alice, "@helper_bot deploy web")
+        await telegram.wait_for(lambda: len(cards(telegram, group["id"])) == 1)
+        [card] = cards(telegram, group["id"])
+        await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])
+        await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 1)
+        assert answers_to_clicks(telegram)[0]["text"] == "Your approval is recorded (1 of 2)." and executed == []
+        await telegram.user_clicks(bot.token, card, bob, buttons(card)["✅ Approve"])
+        await telegram.wait_for(lambda: texts(telegram, group["id"])[-1:] == ["done: deployed web"])
+    assert executed == ["web"]
+
+
+async def test_a_continuation_that_asks_again_posts_a_new_card(telegram: FakeTelegram, sqlite_url: str) -> None:
+    executed: list[str] = []
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    model = calls_then_answers(("deploy_service", {"service": "web"}), ("deploy_service", {"service": "worker"}))
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=model,
+                               registry=deploy_registry(executed), capabilities=DEPLOY):
+        await telegram.user_says(bot.token, chat, alice, "deploy everything")
+        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
+        first = cards(telegram, chat["id"])[0]
+        await telegram.user_clicks(bot.token, first, alice, buttons(first)["✅ Approve"])
+        await telegram.wait_for(lambda: len([c for c in cards(telegram, chat["id"]) if c.get("reply_markup")]) == 1
+                                and cards(telegram, chat["id"])[-1]["message_id"] != first["message_id"])
+        second = cards(telegram, chat["id"])[-1]
+        assert '"service": "worker"' in second["text"]
+        await telegram.user_clicks(bot.token, second, alice, buttons(second)["✅ Approve"])
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1:] == ["done: deployed worker"])
+    assert executed == ["web", "worker"]
+
+
+async def test_a_click_without_the_webhook_secret_is_refused(telegram: FakeTelegram, sqlite_url: str) -> None:
+    executed: list[str] = []
+    bot = TelegramBot(transport="webhook").register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
+                               model=calls_then_answers(("deploy_service", {"service": "web"})),
+                               registry=deploy_registry(executed), capabilities=DEPLOY) as gateway:
+        await telegram.user_says(bot.token, chat, alice, "deploy web")
+        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
+        [card] = cards(telegram, chat["id"])
+        forged = {"update_id": 999, "callback_query": {"id": "77", "from": alice, "chat_instance": "1",
+                                                       "message": card, "data": buttons(card)["✅ Approve"]}}
+        async with httpx.AsyncClient() as client:
+            response = await client.post(f"{gateway.url}/telegram/{bot.name}/webhook", json=forged)
+    assert response.status_code == 403
+    assert executed == [] and await approval_statuses(sqlite_url) == ["pending"]
+
+
+@pytest.mark.parametrize("data", ["ap:not-a-real-approval", "zz:whatever"])
+async def test_clicks_on_unknown_buttons_change_nothing(telegram: FakeTelegram, sqlite_url: str, data: str) -> None:
+    executed: list[str] = []
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
+                               model=calls_then_answers(("deploy_service", {"service": "web"})),
+                               registry=deploy_registry(executed), capabilities=DEPLOY):
+        await telegram.user_says(bot.token, chat, alice, "deploy web")
+        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
+        [card] = cards(telegram, chat["id"])
+        await telegram.user_clicks(bot.token, card, alice, data)
+        if data.startswith("ap:"):
+            await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 1)
+    assert executed == [] and await approval_statuses(sqlite_url) == ["pending"]
