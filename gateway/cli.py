@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 from pathlib import Path
 from typing import Annotated
@@ -55,6 +56,30 @@ def demo() -> None:
 
     configure_logging("WARNING")
     asyncio.run(run_demo(typer.echo))
+
+
+@app.command()
+def approvals(limit: Annotated[int, typer.Option(help="How many rows to show.")] = 50) -> None:
+    """List pending approvals, then recent decisions: what was asked, by whom, who decided, when."""
+    from gateway.approvals import Approvals
+    from storage.db import Database
+
+    async def recent() -> list:
+        db = Database(Settings().database_url)
+        try:
+            return await Approvals(db).recent(limit=limit)
+        finally:
+            await db.close()
+
+    rows = asyncio.run(recent())
+    if not rows:
+        typer.echo("no approvals yet")
+    for row in rows:
+        args = " ".join(json.dumps(row.args, ensure_ascii=False).split())
+        decided = (f"by {row.decided_by or 'nobody'} at {row.decided_at:%Y-%m-%d %H:%M}" if row.decided_at
+                   else f"expires {row.expires_at:%Y-%m-%d %H:%M}")
+        typer.echo(f"{row.status:<8} {row.tool_name}({args[:80]}) asked by {row.requester_name}, {decided} "
+                   f"[{row.conversation_key}]")
 
 
 def _load(path: Path) -> GatewayConfig:

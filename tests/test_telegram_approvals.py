@@ -10,7 +10,9 @@ import httpx
 import pytest
 import pytest_asyncio
 from sqlalchemy import select
+from typer.testing import CliRunner
 
+from gateway.cli import app
 from storage.db import Database
 from storage.models import ApprovalRow
 from tests.fakes.telegram import FakeTelegram
@@ -232,3 +234,22 @@ async def test_clicks_on_unknown_buttons_change_nothing(telegram: FakeTelegram, 
         if data.startswith("ap:"):
             await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 1)
     assert executed == [] and await approval_statuses(sqlite_url) == ["pending"]
+
+
+async def test_the_audit_lists_decisions(telegram: FakeTelegram, sqlite_url: str,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    executed: list[str] = []
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
+                               model=calls_then_answers(("deploy_service", {"service": "web"})),
+                               registry=deploy_registry(executed), capabilities=DEPLOY):
+        await telegram.user_says(bot.token, chat, alice, "deploy web")
+        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
+        [card] = cards(telegram, chat["id"])
+        await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1:] == ["done: deployed web"])
+    monkeypatch.setenv("DATABASE_URL", sqlite_url)
+    output = await asyncio.to_thread(lambda: CliRunner().invoke(app, ["approvals"]).output)
+    assert 'approved deploy_service({"service": "web"}) asked by Alice, by Alice at' in output
