@@ -49,6 +49,8 @@ class ChatAddress:
 class Speaker:
     platform: Platform
     platform_user_id: str
+    workspace: str = ""
+    """Slack team id, Mattermost server host; empty on Telegram, whose user ids are global."""
     handle: str | None = None
     display_name: str
     is_bot: bool = False

@@ -89,12 +89,14 @@ class Conversations:
                                     ConversationRow.key == address.conversation_key)
 
     async def _identity(self, session: AsyncSession, speaker: Speaker) -> int:
-        values = {"platform": speaker.platform, "platform_user_id": speaker.platform_user_id,
+        values = {"platform": speaker.platform, "workspace": speaker.workspace,
+                  "platform_user_id": speaker.platform_user_id,
                   "handle": speaker.handle, "display_name": speaker.display_name, "is_bot": speaker.is_bot,
                   "updated_at": utcnow()}
-        where = (IdentityRow.platform == speaker.platform) & (IdentityRow.platform_user_id ==
-                                                               speaker.platform_user_id)
-        identity_id = await _get_or_insert(session, IdentityRow, values, ["platform", "platform_user_id"], where)
+        where = ((IdentityRow.platform == speaker.platform) & (IdentityRow.workspace == speaker.workspace)
+                 & (IdentityRow.platform_user_id == speaker.platform_user_id))
+        identity_id = await _get_or_insert(session, IdentityRow, values,
+                                           ["platform", "workspace", "platform_user_id"], where)
         row = await session.get(IdentityRow, identity_id)
         if row is not None and (row.handle, row.display_name) != (speaker.handle, speaker.display_name):
             row.handle, row.display_name, row.updated_at = speaker.handle, speaker.display_name, utcnow()

@@ -76,14 +76,18 @@ class PersonRow(Base):
 
 class IdentityRow(Base):
     __tablename__ = "identities"
-    __table_args__ = (UniqueConstraint("platform", "platform_user_id"),)
+    __table_args__ = (UniqueConstraint("platform", "workspace", "platform_user_id"),)
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     platform: Mapped[str] = mapped_column(String(16))
+    workspace: Mapped[str] = mapped_column(String(256), default="")
+    """Slack team, Mattermost server; empty on Telegram, whose user ids are global."""
     platform_user_id: Mapped[str] = mapped_column(String(128))
     handle: Mapped[str | None] = mapped_column(String(256))
     display_name: Mapped[str] = mapped_column(String(256))
     is_bot: Mapped[bool] = mapped_column(default=False)
     person_id: Mapped[int | None] = mapped_column(ForeignKey("persons.id", ondelete="SET NULL"))
+    failed_link_attempts: Mapped[int] = mapped_column(default=0)
+    link_locked_until: Mapped[datetime | None]
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -210,3 +214,45 @@ class ApprovalVoteRow(Base):
     voter_id: Mapped[str] = mapped_column(String(128))
     voter_name: Mapped[str] = mapped_column(String(256))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LinkCodeRow(Base):
+    """A one-time code that links the identity that asked for it to the identity that sends it back."""
+
+    __tablename__ = "link_codes"
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    identity_id: Mapped[int] = mapped_column(ForeignKey("identities.id", ondelete="CASCADE"), index=True)
+    code_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    """Only a hash is stored; the code itself is shown once, in a DM."""
+    expires_at: Mapped[datetime]
+    used_at: Mapped[datetime | None]
+    retired_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class MemoryNoteRow(Base):
+    """A memory file of one agent, owned by a person (one-to-one chats) or a room (groups)."""
+
+    __tablename__ = "memory_notes"
+    __table_args__ = (UniqueConstraint("agent_name", "owner_kind", "owner_key", "path"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    agent_name: Mapped[str] = mapped_column(String(128))
+    owner_kind: Mapped[str] = mapped_column(String(16))
+    """person | identity | room — decided server-side from who will hear the answer."""
+    owner_key: Mapped[str] = mapped_column(String(512))
+    path: Mapped[str] = mapped_column(String(256))
+    content: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ConversationStateRow(Base):
+    """Per-conversation state a capability keeps between turns (a plan, reminder counters)."""
+
+    __tablename__ = "conversation_state"
+    __table_args__ = (UniqueConstraint("conversation_key", "capability"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    conversation_key: Mapped[str] = mapped_column(String(512))
+    capability: Mapped[str] = mapped_column(String(64))
+    data: Mapped[dict[str, Any]]
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -89,15 +89,18 @@ def upgrade() -> None:
     op.create_table('identities',
     sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), nullable=False),
     sa.Column('platform', sa.String(length=16), nullable=False),
+    sa.Column('workspace', sa.String(length=256), nullable=False),
     sa.Column('platform_user_id', sa.String(length=128), nullable=False),
     sa.Column('handle', sa.String(length=256), nullable=True),
     sa.Column('display_name', sa.String(length=256), nullable=False),
     sa.Column('is_bot', sa.Boolean(), nullable=False),
     sa.Column('person_id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), nullable=True),
+    sa.Column('failed_link_attempts', sa.Integer(), nullable=False),
+    sa.Column('link_locked_until', storage.models.UTCDateTime(timezone=True), nullable=True),
     sa.Column('updated_at', storage.models.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['person_id'], ['persons.id'], ondelete='SET NULL'),
     sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('platform', 'platform_user_id')
+    sa.UniqueConstraint('platform', 'workspace', 'platform_user_id')
     )
     op.create_table('runs',
     sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), nullable=False),
