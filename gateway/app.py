@@ -42,6 +42,9 @@ from storage.migrate import upgrade
 
 log = logging.getLogger(__name__)
 
+INBOX_RETENTION = timedelta(days=30)
+"""Far beyond any platform's redelivery window (Slack retries for minutes, Telegram keeps updates a day)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Tuning:
@@ -133,6 +136,7 @@ class Gateway:
         await self._serve_http(http)
         self._essential.append(self._spawn(self.worker.run()))
         self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals"))
+        self._spawn(_every(3600, lambda: inbox.prune(older_than=INBOX_RETENTION), "pruning the inbox"))
         owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         for adapter in self.adapters.values():
             supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), cache=cache, owner=owner,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -88,6 +88,16 @@ class Inbox:
         """Give the item back for another attempt, or mark it failed once attempts run out."""
         status = "failed" if item.attempts >= MAX_ATTEMPTS else "pending"
         await self._finish(worker_id, item.id, status=status, error=error)
+
+    async def prune(self, *, older_than: timedelta) -> int:
+        """Forget finished items (and with them their dedupe keys) once no platform would redeliver them."""
+        cutoff = utcnow() - older_than
+
+        async def work(session: AsyncSession) -> int:
+            result = await session.execute(delete(InboxRow).where(
+                InboxRow.status.in_(("done", "failed", "rejected")), InboxRow.finished_at < cutoff))
+            return int(result.rowcount or 0)
+        return await self._db.transaction(work)
 
     async def _finish(self, worker_id: str, item_id: int, *, status: str, error: str | None) -> None:
         async def work(session: AsyncSession) -> None:

@@ -66,3 +66,15 @@ async def test_live_leases_are_extended(db: Database) -> None:
     [item] = await inbox.claim("w1", lease=timedelta(seconds=-1), limit=1)
     await inbox.extend_leases("w1", [item.id], lease=LEASE)
     assert await inbox.claim("w2", lease=LEASE, limit=1) == []
+
+
+async def test_pruning_forgets_only_old_finished_items(db: Database) -> None:
+    inbox = Inbox(db)
+    await accept(inbox, "old")
+    await accept(inbox, "waiting", conversation="c2")
+    [old, _waiting] = await inbox.claim("w", lease=LEASE, limit=10)
+    await inbox.complete("w", old.id)
+    assert await inbox.prune(older_than=timedelta(days=1)) == 0
+    assert await inbox.prune(older_than=timedelta(seconds=-1)) == 1
+    assert await accept(inbox, "old") is True, "a pruned key is accepted again"
+    assert await accept(inbox, "waiting", conversation="c2") is False

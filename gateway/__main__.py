@@ -1,0 +1,5 @@
+"""`python -m gateway` runs the same command line as `gateway`."""
+
+from gateway.cli import app
+
+app()
