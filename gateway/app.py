@@ -18,23 +18,26 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from adapters.base import Adapter
-from capabilities import default_registry
 from capabilities.registry import Registry
 from gateway.approval_flow import ApprovalFlow
 from gateway.approvals import Approvals
 from gateway.bindings import BindingStore
-from gateway.config import ConfigError, GatewayConfig, Settings
+from gateway.config import GatewayConfig, Settings
 from gateway.conversations import Conversations
+from gateway.direct_commands import DirectCommands
 from gateway.http import build_http_app
+from gateway.identities import Identities
 from gateway.inbox import Inbox
 from gateway.intake import Intake
 from gateway.logs import SecretRedactor
+from gateway.memory import MemoryNotes
 from gateway.model_profiles import ModelResolver
 from gateway.platforms import AdapterContext, build_adapter
 from gateway.router import Router
 from gateway.runtime import Runtime
 from gateway.secrets import SecretSource
 from gateway.supervisor import Supervisor
+from gateway.validation import check_appliable, deployment_registry
 from gateway.worker import Worker
 from storage.cache import build_cache
 from storage.db import Database
@@ -67,10 +70,8 @@ class Gateway:
     def __init__(self, config: GatewayConfig, settings: Settings, *, secrets: SecretSource,
                  models: ModelResolver | None = None, registry: Registry | None = None, tuning: Tuning = Tuning(),
                  migrate: bool = True) -> None:
-        self.registry = registry or default_registry()
-        problems = self.registry.validate_config(config)
-        if problems:
-            raise ConfigError("the agent specs cannot be applied:\n" + "\n".join(f"  {p}" for p in problems))
+        self.registry = registry or deployment_registry(settings)
+        check_appliable(config, self.registry)
         self.config = config
         self.settings = settings
         self._secrets = secrets
@@ -117,12 +118,17 @@ class Gateway:
         for index, bot in enumerate(self.config.bots):
             self.adapters[bot.name] = await build_adapter(index, bot, context)
         inbox = Inbox(db)
-        runtime = Runtime(models=self._models, db=db, registry=self.registry)
+        memory = MemoryNotes(db)
+        # `getattr`: an adapter still being built may not have its directory yet; it then offers no lookups.
+        directories = {name: d for name, a in self.adapters.items() if (d := getattr(a, "directory", None))}
+        runtime = Runtime(models=self._models, db=db, registry=self.registry, stores={"memory": memory},
+                          directories=directories)
         conversations = Conversations(db)
         flow = ApprovalFlow(approvals=Approvals(db), runtime=runtime, conversations=conversations,
                             adapters=self.adapters)
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
-                        runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow)
+                        runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow,
+                        commands=DirectCommands(identities=Identities(db), memory=memory))
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, concurrency=tuning.worker_concurrency,
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll)
@@ -132,7 +138,7 @@ class Gateway:
             return {"database": await _database_ok(db), "cache": await cache.ping(),
                     "bots": all(getattr(a, "identity", None) is not None for a in self.adapters.values())}
 
-        http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness)
+        http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry)
         await self._serve_http(http)
         self._essential.append(self._spawn(self.worker.run()))
         self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals"))
@@ -170,7 +176,7 @@ class Gateway:
         self.port = sock.getsockname()[1]
         server = _EmbeddedServer(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off"))
         self._essential.append(self._spawn(server.serve(sockets=[sock])))
-        self._stack.callback(sock.close)
+        self._stack.push_async_callback(_close_listeners, server, sock)
         log.info("HTTP server listening on %s", self.url)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -185,6 +191,18 @@ class _EmbeddedServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
+
+
+async def _close_listeners(server: uvicorn.Server, sock: socket.socket) -> None:
+    """Close uvicorn's listener through asyncio, not just the raw socket.
+
+    A cancelled `serve()` leaves its asyncio server open; closing only the socket would leave the file
+    descriptor registered with the event loop, and the next socket given that number never reads.
+    """
+    for listener in server.servers:
+        listener.close()
+        await listener.wait_closed()
+    sock.close()
 
 
 async def _every(interval: float, job: Callable[[], Awaitable[object]], what: str) -> None:

@@ -135,6 +135,7 @@ class TelegramSandbox:
         self._bots: dict[str, _Bot] = {}
         self._users: dict[int, JSON] = {}
         self._chats: dict[int, JSON] = {}
+        self._descriptions: dict[int, str] = {}
         self._members: dict[int, dict[int, MemberStatus]] = {}
         self._messages: dict[int, dict[int, JSON]] = {}
         self._next_message_ids: dict[int, int] = {}
@@ -142,7 +143,8 @@ class TelegramSandbox:
         self._open_queries: set[str] = set()
         self._query_ids = itertools.count(1)
         self._failures: dict[str, list[int]] = {}
-        self._changed = asyncio.Condition()
+        self._changed = asyncio.Event()
+        """Set and replaced on every change; waiters hold the one that was current when they looked."""
         self._closing = False
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -215,14 +217,20 @@ class TelegramSandbox:
         self._members.setdefault(chat["id"], {})[user["id"]] = "member"
         return copy.deepcopy(chat)
 
-    def group(self, chat_id: int, title: str, *, supergroup: bool = False, forum: bool = False) -> JSON:
-        """Register a group (negative id); ``forum`` makes a supergroup with topics."""
+    def group(self, chat_id: int, title: str, *, supergroup: bool = False, forum: bool = False,
+              description: str | None = None) -> JSON:
+        """Register a group (negative id); ``forum`` makes a supergroup with topics.
+
+        ``description`` is what getChat reports (never part of the Chat in an update).
+        """
         if chat_id >= 0:
             raise ValueError(f"group ids are negative on Telegram, got {chat_id!r}")
         chat: JSON = {"id": chat_id, "type": "supergroup" if supergroup or forum else "group", "title": title}
         if forum:
             chat["is_forum"] = True
         self._chats[chat_id] = chat
+        if description is not None:
+            self._descriptions[chat_id] = description
         self._members.setdefault(chat_id, {})
         return copy.deepcopy(chat)
 
@@ -347,8 +355,12 @@ class TelegramSandbox:
         Raises:
             TimeoutError: it stayed false for ``timeout`` seconds.
         """
-        async with asyncio.timeout(timeout), self._changed:
-            await self._changed.wait_for(predicate)
+        async with asyncio.timeout(timeout):
+            while True:
+                changed = self._changed
+                if predicate():
+                    return
+                await changed.wait()
 
     # -- HTTP --------------------------------------------------------------------------------
 
@@ -440,8 +452,9 @@ class TelegramSandbox:
         return False
 
     async def _notify(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
+        # An event per generation rather than a Condition: no lock that a cancelled waiter could hold.
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
 
     # -- Bot API methods: updates and webhooks ----------------------------------------------------
 
@@ -569,7 +582,8 @@ class TelegramSandbox:
             ("unlimited_gifts", "limited_gifts", "unique_gifts", "premium_subscription", "gifts_from_channels"),
             False,
         )
-        return {**chat, "accent_color_id": 0, "max_reaction_count": 11, "accepted_gift_types": gifts}
+        extra = {"description": self._descriptions[chat["id"]]} if chat["id"] in self._descriptions else {}
+        return {**chat, **extra, "accent_color_id": 0, "max_reaction_count": 11, "accepted_gift_types": gifts}
 
     async def _get_chat_administrators(self, bot: _Bot, params: JSON) -> list[JSON]:
         chat = self._target_chat(params)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 from storage.cache import LocalCache, RedisCache
+from tests.conftest import REDIS
 
 
 async def test_set_if_absent_admits_once(cache: RedisCache | LocalCache) -> None:
@@ -34,3 +36,14 @@ async def test_an_expired_lease_can_be_taken_over(cache: RedisCache | LocalCache
     await asyncio.sleep(0.15)  # the holder died: its lease runs out
     assert await cache.acquire_lease("transport:bot", "replica-b", ttl=30) is True
     assert await cache.renew_lease("transport:bot", "replica-a", ttl=30) is False
+
+
+async def test_two_replicas_share_one_redis_count() -> None:
+    prefix = f"test-{uuid.uuid4().hex[:8]}:"
+    first, second = RedisCache(REDIS, prefix=prefix), RedisCache(REDIS, prefix=prefix)
+    try:
+        over = [await replica.hit_rate_limit("bot:user", limit=2, window=30) for replica in (first, second, first)]
+    finally:
+        await first.close()
+        await second.close()
+    assert over == [False, False, True]
