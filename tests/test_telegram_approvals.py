@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -12,6 +14,7 @@ import pytest_asyncio
 from sqlalchemy import select
 from typer.testing import CliRunner
 
+from gateway.app import Gateway
 from gateway.cli import app
 from storage.db import Database
 from storage.models import ApprovalRow
@@ -21,6 +24,7 @@ from tests.harness import TelegramBot, running_gateway
 from tests.scripted import calls_then_answers
 
 DEPLOY = [{"id": "deploy"}]
+DEPLOY_WEB: tuple[tuple[str, dict[str, object]], ...] = (("deploy_service", {"service": "web"}),)
 
 
 @pytest_asyncio.fixture
@@ -55,200 +59,171 @@ async def approval_statuses(database_url: str) -> list[str]:
         await db.close()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pending:
+    bot: TelegramBot
+    card: dict[str, Any]
+    executed: list[str]
+    gateway: Gateway
+
+
+@asynccontextmanager
+async def awaiting_decision(telegram: FakeTelegram, database_url: str, *, chat: dict[str, Any],
+                            asker: dict[str, Any], text: str, binding: dict[str, Any] | None = None,
+                            redis_url: str | None = None, transport: str = "polling", thread: int | None = None,
+                            calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB,
+                            ) -> AsyncIterator[Pending]:
+    """A running gateway whose agent has asked to run `deploy_service`; the card is in the chat."""
+    executed: list[str] = []
+    bot = TelegramBot(binding=binding or {}, transport=transport).register(telegram)
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=redis_url,
+                               model=calls_then_answers(*calls), registry=deploy_registry(executed),
+                               capabilities=DEPLOY) as gateway:
+        await telegram.user_says(bot.token, chat, asker, text, message_thread_id=thread)
+        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
+        yield Pending(bot=bot, card=cards(telegram, chat["id"])[0], executed=executed, gateway=gateway)
+
+
 async def test_only_the_requester_decides_and_the_answer_continues_in_the_chat(
         telegram: FakeTelegram, database_url: str, redis_url: str | None) -> None:
-    executed: list[str] = []
-    bot = TelegramBot().register(telegram)
     alice, mallory = telegram.add_user(1001, "Alice"), telegram.add_user(1002, "Mallory")
     forum = telegram.group(-4001, "Ops", forum=True)
-    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=redis_url,
-                               model=calls_then_answers(("deploy_service", {"service": "web"})),
-                               registry=deploy_registry(executed), capabilities=DEPLOY):
-        await telegram.user_says(bot.token, forum, alice, "@helper_bot deploy web", message_thread_id=7)
-        await telegram.wait_for(lambda: len(cards(telegram, forum["id"])) == 1)
-        [card] = cards(telegram, forum["id"])
+    async with awaiting_decision(telegram, database_url, chat=forum, asker=alice, text="@helper_bot deploy web",
+                                 thread=7, redis_url=redis_url) as pending:
+        card = pending.card
         assert card["message_thread_id"] == 7 and '"service": "web"' in card["text"]
-        await telegram.user_clicks(bot.token, card, mallory, buttons(card)["✅ Approve"])
+        await telegram.user_clicks(pending.bot.token, card, mallory, buttons(card)["✅ Approve"])
         await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 1)
-        assert answers_to_clicks(telegram)[0]["show_alert"] is True and executed == []
-        await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])
+        assert answers_to_clicks(telegram)[0]["show_alert"] is True and pending.executed == []
+        await telegram.user_clicks(pending.bot.token, card, alice, buttons(card)["✅ Approve"])
         await telegram.wait_for(lambda: texts(telegram, forum["id"])[-1:] == ["done: deployed web"])
-    assert executed == ["web"]
+    assert pending.executed == ["web"]
     [closed] = [m for m in telegram.bot_messages(forum["id"]) if m["message_id"] == card["message_id"]]
     assert closed["text"].startswith("Approved by Alice") and not closed.get("reply_markup")
     assert telegram.bot_messages(forum["id"], thread_id=7) == telegram.bot_messages(forum["id"])
 
 
 async def test_a_denial_is_told_to_the_model(telegram: FakeTelegram, sqlite_url: str) -> None:
-    executed: list[str] = []
-    bot = TelegramBot().register(telegram)
     alice = telegram.add_user(1001, "Alice")
     chat = telegram.private_chat(alice)
-    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
-                               model=calls_then_answers(("deploy_service", {"service": "db"})),
-                               registry=deploy_registry(executed), capabilities=DEPLOY):
-        await telegram.user_says(bot.token, chat, alice, "deploy db")
-        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
-        [card] = cards(telegram, chat["id"])
-        await telegram.user_clicks(bot.token, card, alice, buttons(card)["✖️ Deny"])
+    async with awaiting_decision(telegram, sqlite_url, chat=chat, asker=alice, text="deploy web") as pending:
+        await telegram.user_clicks(pending.bot.token, pending.card, alice, buttons(pending.card)["✖️ Deny"])
         await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1].startswith("done:"))
-    assert executed == []
+    assert pending.executed == []
     assert texts(telegram, chat["id"])[-1] == "done: Alice denied this call; it was not run."
 
 
 async def test_concurrent_and_repeated_clicks_decide_once(telegram: FakeTelegram, database_url: str) -> None:
-    executed: list[str] = []
-    bot = TelegramBot(binding={"approvals": {"who": "room"}}).register(telegram)
     alice, bob = telegram.add_user(1001, "Alice"), telegram.add_user(1002, "Bob")
     group = telegram.group(-4002, "Ops")
-    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
-                               model=calls_then_answers(("deploy_service", {"service": "api"})),
-                               registry=deploy_registry(executed), capabilities=DEPLOY):
-        await telegram.user_says(bot.token, group, alice, "@helper_bot deploy api")
-        await telegram.wait_for(lambda: len(cards(telegram, group["id"])) == 1)
-        [card] = cards(telegram, group["id"])
-        await asyncio.gather(telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"]),
-                             telegram.user_clicks(bot.token, card, bob, buttons(card)["✖️ Deny"]),
-                             telegram.user_clicks(bot.token, card, bob, buttons(card)["✅ Approve"]))
+    async with awaiting_decision(telegram, database_url, chat=group, asker=alice, text="@helper_bot deploy web",
+                                 binding={"approvals": {"who": "room"}}) as pending:
+        token, card = pending.bot.token, pending.card
+        await asyncio.gather(telegram.user_clicks(token, card, alice, buttons(card)["✅ Approve"]),
+                             telegram.user_clicks(token, card, bob, buttons(card)["✖️ Deny"]),
+                             telegram.user_clicks(token, card, bob, buttons(card)["✅ Approve"]))
         await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 3
                                 and texts(telegram, group["id"])[-1].startswith("done:"))
     notices = sorted(a.get("text", "") for a in answers_to_clicks(telegram))
     assert sum(n.startswith("Already") for n in notices) == 2
     assert await approval_statuses(database_url) in (["approved"], ["denied"])
-    assert len(executed) <= 1
+    assert len(pending.executed) <= 1
 
 
 async def test_a_click_after_a_restart_resumes_the_parked_run(telegram: FakeTelegram, database_url: str) -> None:
-    executed: list[str] = []
-    bot = TelegramBot().register(telegram)
     alice = telegram.add_user(1001, "Alice")
     chat = telegram.private_chat(alice)
-    model = calls_then_answers(("deploy_service", {"service": "web"}))
-    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=model,
-                               registry=deploy_registry(executed), capabilities=DEPLOY):
-        await telegram.user_says(bot.token, chat, alice, "deploy web")
-        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
-    [card] = cards(telegram, chat["id"])
-    await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])  # queued while down
-    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=model,
-                               registry=deploy_registry(executed), capabilities=DEPLOY):
+    async with awaiting_decision(telegram, database_url, chat=chat, asker=alice, text="deploy web") as pending:
+        pass
+    await telegram.user_clicks(pending.bot.token, pending.card, alice, buttons(pending.card)["✅ Approve"])
+    async with running_gateway(telegram, [pending.bot], database_url=database_url, redis_url=None,
+                               model=calls_then_answers(*DEPLOY_WEB), registry=deploy_registry(pending.executed),
+                               capabilities=DEPLOY):
         await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1:] == ["done: deployed web"])
-    assert executed == ["web"]
+    assert pending.executed == ["web"]
 
 
 async def test_an_undecided_call_expires_and_the_card_says_so(telegram: FakeTelegram, sqlite_url: str) -> None:
-    executed: list[str] = []
-    bot = TelegramBot(binding={"approvals": {"expires_after": 1}}).register(telegram)
     alice = telegram.add_user(1001, "Alice")
     chat = telegram.private_chat(alice)
-    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
-                               model=calls_then_answers(("deploy_service", {"service": "web"})),
-                               registry=deploy_registry(executed), capabilities=DEPLOY):
-        await telegram.user_says(bot.token, chat, alice, "deploy web")
-        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
-        [card] = cards(telegram, chat["id"])
+    async with awaiting_decision(telegram, sqlite_url, chat=chat, asker=alice, text="deploy web",
+                                 binding={"approvals": {"expires_after": 1}}) as pending:
         await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1].startswith("done:"), timeout=10)
-        await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])
+        await telegram.user_clicks(pending.bot.token, pending.card, alice, buttons(pending.card)["✅ Approve"])
         await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 1)
-    assert executed == []
+    assert pending.executed == []
     assert texts(telegram, chat["id"])[-1] == "done: Nobody approved this call before it expired, so it was not run."
-    [closed] = [m for m in telegram.bot_messages(chat["id"]) if m["message_id"] == card["message_id"]]
+    [closed] = [m for m in telegram.bot_messages(chat["id"]) if m["message_id"] == pending.card["message_id"]]
     assert closed["text"].startswith("Expired")
     assert answers_to_clicks(telegram)[0]["text"] == "Already expired."
 
 
 async def test_two_person_rule(telegram: FakeTelegram, sqlite_url: str) -> None:
-    executed: list[str] = []
-    bot = TelegramBot(binding={"approvals": {"who": "approvers", "approvers": ["@alice", "@bob"],
-                                             "required_approvals": 2}}).register(telegram)
     alice = telegram.add_user(1001, "Alice", username="alice")
     bob = telegram.add_user(1002, "Bob", username="bob")
     group = telegram.group(-4003, "Ops")
-    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
-                               model=calls_then_answers(("deploy_service", {"service": "web"})),
-                               registry=deploy_registry(executed), capabilities=DEPLOY):
-        await telegram.user_says(bot.token, group, alice, "@helper_bot deploy web")
-        await telegram.wait_for(lambda: len(cards(telegram, group["id"])) == 1)
-        [card] = cards(telegram, group["id"])
-        await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])
+    rule = {"approvals": {"who": "approvers", "approvers": ["@alice", "@bob"], "required_approvals": 2}}
+    async with awaiting_decision(telegram, sqlite_url, chat=group, asker=alice, text="@helper_bot deploy web",
+                                 binding=rule) as pending:
+        approve = buttons(pending.card)["✅ Approve"]
+        await telegram.user_clicks(pending.bot.token, pending.card, alice, approve)
         await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 1)
-        assert answers_to_clicks(telegram)[0]["text"] == "Your approval is recorded (1 of 2)." and executed == []
-        await telegram.user_clicks(bot.token, card, bob, buttons(card)["✅ Approve"])
+        assert answers_to_clicks(telegram)[0]["text"] == "Your approval is recorded (1 of 2)."
+        assert pending.executed == []
+        await telegram.user_clicks(pending.bot.token, pending.card, bob, approve)
         await telegram.wait_for(lambda: texts(telegram, group["id"])[-1:] == ["done: deployed web"])
-    assert executed == ["web"]
+    assert pending.executed == ["web"]
 
 
 async def test_a_continuation_that_asks_again_posts_a_new_card(telegram: FakeTelegram, sqlite_url: str) -> None:
-    executed: list[str] = []
-    bot = TelegramBot().register(telegram)
     alice = telegram.add_user(1001, "Alice")
     chat = telegram.private_chat(alice)
-    model = calls_then_answers(("deploy_service", {"service": "web"}), ("deploy_service", {"service": "worker"}))
-    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=model,
-                               registry=deploy_registry(executed), capabilities=DEPLOY):
-        await telegram.user_says(bot.token, chat, alice, "deploy everything")
-        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
-        first = cards(telegram, chat["id"])[0]
-        await telegram.user_clicks(bot.token, first, alice, buttons(first)["✅ Approve"])
-        await telegram.wait_for(lambda: len([c for c in cards(telegram, chat["id"]) if c.get("reply_markup")]) == 1
-                                and cards(telegram, chat["id"])[-1]["message_id"] != first["message_id"])
-        second = cards(telegram, chat["id"])[-1]
+    two_calls = (("deploy_service", {"service": "web"}), ("deploy_service", {"service": "worker"}))
+    async with awaiting_decision(telegram, sqlite_url, chat=chat, asker=alice, text="deploy everything",
+                                 calls=two_calls) as pending:
+        first = pending.card
+        await telegram.user_clicks(pending.bot.token, first, alice, buttons(first)["✅ Approve"])
+        def later_cards() -> list[dict[str, Any]]:
+            return [c for c in cards(telegram, chat["id"]) if c["message_id"] != first["message_id"]]
+        await telegram.wait_for(lambda: len(later_cards()) == 1)
+        [second] = later_cards()
         assert '"service": "worker"' in second["text"]
-        await telegram.user_clicks(bot.token, second, alice, buttons(second)["✅ Approve"])
+        await telegram.user_clicks(pending.bot.token, second, alice, buttons(second)["✅ Approve"])
         await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1:] == ["done: deployed worker"])
-    assert executed == ["web", "worker"]
+    assert pending.executed == ["web", "worker"]
 
 
 async def test_a_click_without_the_webhook_secret_is_refused(telegram: FakeTelegram, sqlite_url: str) -> None:
-    executed: list[str] = []
-    bot = TelegramBot(transport="webhook").register(telegram)
     alice = telegram.add_user(1001, "Alice")
     chat = telegram.private_chat(alice)
-    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
-                               model=calls_then_answers(("deploy_service", {"service": "web"})),
-                               registry=deploy_registry(executed), capabilities=DEPLOY) as gateway:
-        await telegram.user_says(bot.token, chat, alice, "deploy web")
-        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
-        [card] = cards(telegram, chat["id"])
+    async with awaiting_decision(telegram, sqlite_url, chat=chat, asker=alice, text="deploy web",
+                                 transport="webhook") as pending:
+        card = pending.card
         forged = {"update_id": 999, "callback_query": {"id": "77", "from": alice, "chat_instance": "1",
                                                        "message": card, "data": buttons(card)["✅ Approve"]}}
         async with httpx.AsyncClient() as client:
-            response = await client.post(f"{gateway.url}/telegram/{bot.name}/webhook", json=forged)
+            response = await client.post(f"{pending.gateway.url}/telegram/{pending.bot.name}/webhook", json=forged)
     assert response.status_code == 403
-    assert executed == [] and await approval_statuses(sqlite_url) == ["pending"]
+    assert pending.executed == [] and await approval_statuses(sqlite_url) == ["pending"]
 
 
 @pytest.mark.parametrize("data", ["ap:not-a-real-approval", "zz:whatever"])
 async def test_clicks_on_unknown_buttons_change_nothing(telegram: FakeTelegram, sqlite_url: str, data: str) -> None:
-    executed: list[str] = []
-    bot = TelegramBot().register(telegram)
     alice = telegram.add_user(1001, "Alice")
     chat = telegram.private_chat(alice)
-    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
-                               model=calls_then_answers(("deploy_service", {"service": "web"})),
-                               registry=deploy_registry(executed), capabilities=DEPLOY):
-        await telegram.user_says(bot.token, chat, alice, "deploy web")
-        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
-        [card] = cards(telegram, chat["id"])
-        await telegram.user_clicks(bot.token, card, alice, data)
+    async with awaiting_decision(telegram, sqlite_url, chat=chat, asker=alice, text="deploy web") as pending:
+        await telegram.user_clicks(pending.bot.token, pending.card, alice, data)
         if data.startswith("ap:"):
             await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 1)
-    assert executed == [] and await approval_statuses(sqlite_url) == ["pending"]
+    assert pending.executed == [] and await approval_statuses(sqlite_url) == ["pending"]
 
 
 async def test_the_audit_lists_decisions(telegram: FakeTelegram, sqlite_url: str,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    executed: list[str] = []
-    bot = TelegramBot().register(telegram)
     alice = telegram.add_user(1001, "Alice")
     chat = telegram.private_chat(alice)
-    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
-                               model=calls_then_answers(("deploy_service", {"service": "web"})),
-                               registry=deploy_registry(executed), capabilities=DEPLOY):
-        await telegram.user_says(bot.token, chat, alice, "deploy web")
-        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
-        [card] = cards(telegram, chat["id"])
-        await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])
+    async with awaiting_decision(telegram, sqlite_url, chat=chat, asker=alice, text="deploy web") as pending:
+        await telegram.user_clicks(pending.bot.token, pending.card, alice, buttons(pending.card)["✅ Approve"])
         await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1:] == ["done: deployed web"])
     monkeypatch.setenv("DATABASE_URL", sqlite_url)
     output = await asyncio.to_thread(lambda: CliRunner().invoke(app, ["approvals"]).output)
