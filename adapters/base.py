@@ -129,6 +129,49 @@ class HistoryItem:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelInfo:
+    """A room as the platform describes it to the bot; text fields are the platform's, unfiltered."""
+
+    channel_id: str
+    name: str
+    purpose: str | None = None
+    """What the room is for (Slack purpose, Mattermost purpose, Telegram description)."""
+    topic: str | None = None
+    """What is being discussed now (Slack/Mattermost header or topic); `None` where the platform has none."""
+    member_count: int | None = None
+    is_direct: bool = False
+
+
+class DirectoryRefused(Exception):
+    """The platform refused a lookup (the bot cannot see that room); asking again will not help."""
+
+
+class Directory(Protocol):
+    """The channel lookups a platform can answer, through the bot's own token.
+
+    `supports` is the contract: a lookup outside it is never offered to a model, so an
+    implementation only has to answer what it declares. Every method raises `DirectoryRefused`
+    for a room the bot cannot see; any other exception is a transient failure.
+    """
+
+    supports: frozenset[ChannelLookup]
+
+    async def channel_info(self, channel_id: str) -> ChannelInfo: ...
+
+    async def channel_members(self, channel_id: str, *, limit: int) -> list[Speaker]:
+        """Up to `limit` people of the room (on Telegram, its administrators: the Bot API lists no others)."""
+        ...
+
+    async def search_channels(self, query: str, *, limit: int) -> list[ChannelInfo]:
+        """Rooms the bot can see whose name or purpose matches `query`."""
+        ...
+
+    async def channel_history(self, channel_id: str, *, limit: int) -> list[HistoryItem]:
+        """The `limit` most recent messages of the room, oldest first."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalCard:
     """A tool call waiting for a person: what the agent wants to do, and for whom."""
 
@@ -179,6 +222,8 @@ class Adapter(Protocol):
     """Set by `open`; `None` until the bot is connected."""
     follows_threads: bool
     """True where a thread the bot answered in keeps addressing it (Slack, Mattermost)."""
+    directory: Directory
+    """The channel lookups this platform answers (`channel_tools`, binding placeholders)."""
 
     @property
     def has_transport(self) -> bool:

@@ -35,6 +35,7 @@ from adapters.base import (
     Speaker,
     VerificationError,
 )
+from adapters.telegram_directory import TelegramDirectory
 from adapters.telegram_markup import render_telegram_html, render_telegram_plain
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ class TelegramAdapter:
         self._bot = Bot(token, base_url=f"{base}/bot", base_file_url=f"{base}/file/bot",
                         request=HTTPXRequest(connection_pool_size=16))
         self.identity: BotIdentity | None = None
+        self.directory = TelegramDirectory(self._bot, self._call)
 
     async def open(self) -> BotIdentity:
         try:

@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
-from capabilities import clock
-from capabilities.registry import CapabilityDef, Registry
+from capabilities import (
+    channel_tools,
+    clock,
+    compaction,
+    guardrails,
+    memory_files,
+    planning,
+    system_reminders,
+    thinking,
+    tool_output_limits,
+)
+from capabilities.registry import ALL_SCOPES, CapabilityDef, Registry
 
-CAPABILITIES: tuple[CapabilityDef, ...] = (clock.CAPABILITY,)
+CAPABILITIES: tuple[CapabilityDef, ...] = (
+    memory_files.CAPABILITY,
+    planning.CAPABILITY,
+    thinking.CAPABILITY,
+    system_reminders.CAPABILITY,
+    clock.CAPABILITY,
+    guardrails.CAPABILITY,
+    compaction.CAPABILITY,
+    tool_output_limits.CAPABILITY,
+    channel_tools.CAPABILITY,
+)
 
 
-def default_registry() -> Registry:
-    return Registry(CAPABILITIES)
+def default_registry(*, granted_scopes: frozenset[str] = ALL_SCOPES) -> Registry:
+    return Registry(CAPABILITIES, granted_scopes=granted_scopes)

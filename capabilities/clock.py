@@ -15,7 +15,7 @@ from capabilities.registry import BuildContext, CapabilityDef
 
 
 class ClockConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     timezone: str = "UTC"
     """Any IANA name, e.g. `Europe/Warsaw`."""

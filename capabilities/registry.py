@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_ai.capabilities import AbstractCapability
+
+from adapters.base import ChatAddress, Directory
 
 Category = Literal["knowledge", "research", "analysis", "reasoning", "utility", "channels"]
 ApprovalMode = Literal["default", "required", "never"]
@@ -23,7 +25,7 @@ _CALLABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 class NoConfig(BaseModel):
     """A capability without settings."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +49,22 @@ class BuildContext:
     is_direct: bool
     stores: Mapping[str, Any] = field(default_factory=dict)
     """Database-backed stores by name (memory, plans, …), never a raw session."""
+    address: ChatAddress | None = None
+    """The room of the message that admitted the run; `None` for a run with no chat behind it."""
+    directory: Directory | None = None
+    """The bot's own channel lookups on its platform; `None` where there is no directory."""
+    state: ConversationState | None = None
+    """This conversation's capability state between turns; `None` where there is no conversation."""
+    resuming: bool = False
+    """True when the run continues one that was parked for an approval."""
+
+
+class ConversationState(Protocol):
+    """One JSON object per capability, kept with the conversation between its turns."""
+
+    async def load(self, capability: str) -> dict[str, Any] | None: ...
+
+    async def save(self, capability: str, data: dict[str, Any]) -> None: ...
 
 
 Builder = Callable[[BuildContext], AbstractCapability[Any] | None]
@@ -65,9 +83,29 @@ class CapabilityDef:
     config: type[BaseModel] = NoConfig
     scopes: frozenset[str] = frozenset()
     key: KeyRequirement | None = None
+    offered: Callable[[Any], Iterable[str]] | None = None
+    """The tool ids a given config offers, where that is not all of `tools` (the drift test holds
+    every build to it)."""
+    binding_only: bool = False
+    """Granted per bot binding (`bots[].binding.<id>`) and refused in an agent spec."""
 
     def tool(self, tool_id: str) -> ToolInfo | None:
         return next((t for t in self.tools if t.id == tool_id), None)
+
+    def offered_tools(self, config: BaseModel) -> frozenset[str]:
+        if self.offered is None:
+            return frozenset(t.id for t in self.tools)
+        return frozenset(self.offered(config))
+
+    def describe(self, *, granted_scopes: frozenset[str]) -> dict[str, Any]:
+        """This capability as the API serves it: what a builder UI draws its picker and forms from."""
+        return {"id": self.id, "name": self.name, "category": self.category, "description": self.description,
+                "tools": [{"id": t.id, "summary": t.summary, "side_effecting": t.side_effecting}
+                          for t in self.tools],
+                "scopes": sorted(self.scopes), "available": self.scopes <= granted_scopes,
+                "key": None if self.key is None else {"description": self.key.description},
+                "granted_in": "binding" if self.binding_only else "agent",
+                "config_schema": self.config.model_json_schema()}
 
 
 class Registry:
@@ -77,6 +115,12 @@ class Registry:
             if definition.id in self._defs:
                 raise ValueError(f"capability id {definition.id!r} is registered twice")
             self._defs[definition.id] = definition
+        owners: dict[str, str] = {}
+        for definition in self._defs.values():
+            for tool in definition.tools:
+                if owners.setdefault(tool.id, definition.id) != definition.id:
+                    raise ValueError(f"tool id {tool.id!r} is declared by both {owners[tool.id]!r} and "
+                                     f"{definition.id!r}; approval gates key on it, so it must be unique")
         self.granted_scopes = granted_scopes
 
     def __iter__(self) -> Any:
@@ -89,17 +133,53 @@ class Registry:
         """A registry with more capabilities (a deployment's own, the demo's)."""
         return Registry([*self._defs.values(), *defs], granted_scopes=self.granted_scopes)
 
+    def describe(self) -> list[dict[str, Any]]:
+        """The registry as JSON, each capability with its config's JSON Schema."""
+        return [definition.describe(granted_scopes=self.granted_scopes) for definition in self]
+
     def validate_config(self, config: Any) -> list[str]:
-        """Every problem with the agents' capabilities and the bindings' approval overrides."""
+        """Every problem with the agents' capabilities and the bindings' grants and approval overrides."""
         problems = [problem for i, agent in enumerate(config.agents)
-                    for j, entry in enumerate(agent.capabilities)
-                    for problem in self.validate_entry(entry, path=f"agents[{i}].capabilities[{j}]")]
+                    for problem in self.validate_agent(agent, path=f"agents[{i}]")]
         tool_ids = {tool.id for definition in self for tool in definition.tools}
         for i, bot in enumerate(config.bots):
             for tool_id in bot.binding.approvals.tool_approval:
                 if tool_id not in tool_ids:
                     problems.append(f"bots[{i}].binding.approvals.tool_approval.{tool_id}: no capability "
                                     f"offers a tool {tool_id!r}")
+            for definition in self:
+                grant = getattr(bot.binding, definition.id, None) if definition.binding_only else None
+                if grant is not None:
+                    problems += schema_problems(definition.config, grant, f"bots[{i}].binding.{definition.id}")
+        return problems
+
+    def validate_agent(self, agent: Any, *, path: str) -> list[str]:
+        """Every problem with one agent spec's `capabilities[]`, each naming its field and the fix."""
+        problems: list[str] = []
+        first: dict[str, int] = {}
+        for j, entry in enumerate(agent.capabilities):
+            if entry.id in first:
+                problems.append(f"{path}.capabilities[{j}].id: {entry.id!r} is already bound at "
+                                f"{path}.capabilities[{first[entry.id]}]; merge the two entries")
+                continue
+            first[entry.id] = j
+            problems += self.validate_entry(entry, path=f"{path}.capabilities[{j}]")
+        return problems + self._name_clashes(agent, path)
+
+    def _name_clashes(self, agent: Any, path: str) -> list[str]:
+        """Two tools the model would see under one name: one of them could never be called."""
+        problems: list[str] = []
+        owners: dict[str, str] = {}
+        for j, entry in enumerate(agent.capabilities):
+            definition = self._defs.get(entry.id)
+            if definition is None or not entry.enabled:
+                continue
+            for tool in definition.tools:
+                name = entry.tool_overrides.get(tool.id, {}).get("name", tool.id)
+                if name in owners:
+                    problems.append(f"{path}.capabilities[{j}].tool_overrides.{tool.id}.name: {name!r} is already "
+                                    f"the name of {owners[name]}; give each tool a name of its own")
+                owners.setdefault(name, f"{entry.id}.{tool.id}")
         return problems
 
     def validate_entry(self, entry: Any, *, path: str) -> list[str]:
@@ -107,7 +187,10 @@ class Registry:
         definition = self._defs.get(entry.id)
         if definition is None:
             return [f"{path}.id: unknown capability {entry.id!r}; known: {', '.join(sorted(self._defs))}"]
-        problems = _config_problems(definition, entry.config, path)
+        if definition.binding_only:
+            return [f"{path}.id: {entry.id!r} is granted per bot binding, not in an agent spec; remove it here "
+                    f"and set bots[].binding.{entry.id} on each bot whose chats may use it"]
+        problems = schema_problems(definition.config, entry.config, f"{path}.config")
         problems += _tool_key_problems(definition, entry, path)
         missing = definition.scopes - self.granted_scopes
         if missing:
@@ -119,12 +202,29 @@ class Registry:
         return problems
 
 
-def _config_problems(definition: CapabilityDef, config: Mapping[str, Any], path: str) -> list[str]:
+def schema_problems(schema: type[BaseModel], config: Mapping[str, Any], path: str) -> list[str]:
+    """Each way `config` breaks `schema`, at its field path, with the value and what is allowed."""
     try:
-        definition.config.model_validate(dict(config))
+        schema.model_validate(dict(config))
     except ValidationError as exc:
-        return [f"{path}.config.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        return [_schema_problem(schema, error, path) for error in exc.errors()]
     return []
+
+
+def _schema_problem(schema: type[BaseModel], error: Any, path: str) -> str:
+    loc = error["loc"]
+    where = path + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        known = f"; known: {', '.join(schema.model_fields)}" if len(loc) == 1 else ""
+        return f"{where}: unknown setting{known}"
+    if kind == "literal_error":
+        allowed = error["ctx"]["expected"].replace("'", "").replace(" or ", ", ")
+        return f"{where}: {error['input']!r} is not one of {allowed}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if kind in ("value_error", "missing", "assertion_error"):
+        return f"{where}: {message}"
+    return f"{where}: {message} (got {error['input']!r})"
 
 
 def _tool_key_problems(definition: CapabilityDef, entry: Any, path: str) -> list[str]:

@@ -11,8 +11,10 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 
-from capabilities.registry import BuildContext, CapabilityDef, Registry, config_for
+from adapters.base import ChatAddress, Directory
+from capabilities.registry import BuildContext, CapabilityDef, ConversationState, NoConfig, Registry, config_for
 from gateway.bindings import Binding
+from gateway.channel_context import binding_instructions
 from gateway.config import CapabilityEntry
 from gateway.model_profiles import ModelResolver
 
@@ -56,19 +58,24 @@ class AssembledAgent:
 
 
 def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, is_direct: bool,
-             stores: Mapping[str, Any] | None = None) -> AssembledAgent:
+             stores: Mapping[str, Any] | None = None, address: ChatAddress | None = None,
+             directory: Directory | None = None, state: ConversationState | None = None,
+             resuming: bool = False) -> AssembledAgent:
     spec = binding.agent.spec
-    instructions = [text for text in (spec.instructions, binding.spec.instructions) if text.strip()]
+    room = address.channel_id if address is not None else None
+    binding_text = binding_instructions(binding.spec.instructions, directory, room)
+    instructions = [text for text in (spec.instructions, binding_text) if not isinstance(text, str) or text.strip()]
+    turn = BuildContext(config=NoConfig(), is_direct=is_direct, stores=stores or {}, address=address,
+                        directory=directory, state=state, resuming=resuming)
     built: list[AbstractCapability[Any]] = []
     gated: set[str] = set()
     names: dict[str, str] = {}
     descriptions: dict[str, str] = {}
-    for entry in spec.capabilities:
+    for entry in [*spec.capabilities, *_binding_grants(binding, registry)]:
         definition = registry.get(entry.id)
         if not entry.enabled or definition is None:
             continue
-        capability = definition.build(BuildContext(config=config_for(definition, entry.config),
-                                                   is_direct=is_direct, stores=stores or {}))
+        capability = definition.build(replace(turn, config=config_for(definition, entry.config)))
         if capability is None:
             continue
         built.append(capability)
@@ -83,6 +90,12 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, is_
                                       instructions=instructions or None, name=spec.name,
                                       capabilities=[*built, policy])
     return AssembledAgent(agent=agent, policy=policy)
+
+
+def _binding_grants(binding: Binding, registry: Registry) -> list[CapabilityEntry]:
+    """Capabilities granted per bot binding (`channel_tools`), attached like a spec's entries."""
+    return [CapabilityEntry(id=definition.id, config=grant) for definition in registry
+            if definition.binding_only and (grant := getattr(binding.spec, definition.id, None)) is not None]
 
 
 def _gated_tools(definition: CapabilityDef, entry: CapabilityEntry, binding_modes: Mapping[str, str]) -> set[str]:

@@ -1,4 +1,4 @@
-"""The `gateway` command: check, apply, serve, demo."""
+"""The `gateway` command: check, apply, serve, demo, and Slack setup."""
 
 from __future__ import annotations
 
@@ -6,16 +6,27 @@ import asyncio
 import json
 import signal
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gateway.cli_people import identities_app, memory_app
 from gateway.config import ConfigError, GatewayConfig, Settings, load_config
 from gateway.logs import configure_logging
 from gateway.secrets import SecretSource
 
+if TYPE_CHECKING:
+    from capabilities.registry import Registry
+
 app = typer.Typer(help="chat-gateway: pydantic-ai agents in Slack, Mattermost and Telegram.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
+
+slack_app = typer.Typer(help="Setting up Slack apps.", no_args_is_help=True)
+app.add_typer(slack_app, name="slack")
+mattermost_app = typer.Typer(help="Setting up Mattermost bots.", no_args_is_help=True)
+app.add_typer(mattermost_app, name="mattermost")
+app.add_typer(identities_app, name="identities")
+app.add_typer(memory_app, name="memory")
 
 ConfigOption = Annotated[Path, typer.Option("--config", "-c", "--file", "-f", help="Path to gateway.yaml.")]
 
@@ -59,6 +70,27 @@ def demo() -> None:
 
 
 @app.command()
+def capabilities(as_json: Annotated[bool, typer.Option("--json", help="Print JSON with each config's "
+                                                                   "JSON Schema, as the API serves it.")] = False
+                 ) -> None:
+    """List the capabilities this deployment offers: tools, scopes and whether a key is needed."""
+    registry = _registry(Settings())
+    if as_json:
+        typer.echo(json.dumps({"capabilities": registry.describe()}, indent=2))
+        return
+    rows = [("id", "name", "category", "scope", "key", "tools")]
+    for entry in registry.describe():
+        rows.append((entry["id"] + (" (per binding)" if entry["granted_in"] == "binding" else ""), entry["name"],
+                     entry["category"],
+                     ", ".join(entry["scopes"]) + ("" if entry["available"] else " (not granted)") or "—",
+                     "required" if entry["key"] else "—",
+                     ", ".join(t["id"] for t in entry["tools"]) or "none, by design"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
+
+
+@app.command()
 def approvals(limit: Annotated[int, typer.Option(help="How many rows to show.")] = 50) -> None:
     """List pending approvals, then recent decisions: what was asked, by whom, who decided, when."""
     from gateway.approvals import Approvals
@@ -82,9 +114,59 @@ def approvals(limit: Annotated[int, typer.Option(help="How many rows to show.")]
                    f"[{row.conversation_key}]")
 
 
-def _load(path: Path) -> GatewayConfig:
+@slack_app.command("manifest")
+def slack_manifest(bot: Annotated[str, typer.Argument(help="The bot's name in the config.")],
+                   config: ConfigOption = Path("gateway.yaml")) -> None:
+    """Print the Slack app manifest (YAML) of BOT: paste it at api.slack.com/apps, Create New App, From a manifest."""
+    from gateway.config import SlackBotSpec
+    from gateway.slack_manifest import build_slack_manifest, render_slack_manifest
+
+    loaded = _load(config)
+    spec = next((b for b in loaded.bots if b.name == bot), None)
+    if not isinstance(spec, SlackBotSpec):
+        slack_bots = ", ".join(b.name for b in loaded.bots if isinstance(b, SlackBotSpec)) or "none"
+        typer.echo(f"{config}: {bot!r} is not a Slack bot of this config (Slack bots: {slack_bots})", err=True)
+        raise typer.Exit(2)
+    manifest = build_slack_manifest(spec, public_url=loaded.server.public_url,
+                                    description=f"{spec.agent}, an assistant served by chat-gateway")
+    typer.echo(render_slack_manifest(manifest), nl=False)
+
+
+@mattermost_app.command("doctor")
+def mattermost_doctor(bot: Annotated[str, typer.Argument(help="The bot's name in the config.")],
+                      config: ConfigOption = Path("gateway.yaml")) -> None:
+    """Connect BOT to its server and say what to fix: token, team, channels, event stream, webhook token."""
+    from gateway.mattermost_doctor import run_doctor
+
+    loaded = _load(config)
+    settings = Settings()
     try:
-        return load_config(path)
+        healthy = asyncio.run(run_doctor(loaded, bot, SecretSource.load(settings.secrets_file), typer.echo))
+    except ConfigError as exc:
+        typer.echo(f"{config}: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if not healthy:
+        raise typer.Exit(1)
+
+
+def _load(path: Path) -> GatewayConfig:
+    """The config, refused (exit 2, every problem listed) unless it can be applied as it stands."""
+    from gateway.validation import check_appliable
+
+    try:
+        loaded = load_config(path)
+        check_appliable(loaded, _registry(Settings()))
+    except ConfigError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    return loaded
+
+
+def _registry(settings: Settings) -> Registry:
+    from gateway.validation import deployment_registry
+
+    try:
+        return deployment_registry(settings)
     except ConfigError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None

@@ -107,6 +107,13 @@ class BindingSpec(_Strict):
     """Per speaker; `null` turns it off."""
     history_turns: int = Field(default=50, ge=0, le=500)
     approvals: ApprovalPolicy = ApprovalPolicy()
+    allow_personal_memory: bool = True
+    """`false` removes personal memory from this bot's one-to-one chats; group chats keep their notes."""
+    allow_bots: bool = False
+    """Answer other bots (Slack) when they mention this bot; never by following a thread, so bots cannot loop."""
+    channel_tools: dict[str, Any] | None = None
+    """The channel lookups granted in this bot's chats (`{tools: [...], default_limit: 20}`), validated
+    against the `channel_tools` capability and what the platform can answer when applied."""
 
     @model_validator(mode="after")
     def _allowlist_named(self) -> BindingSpec:
@@ -142,6 +149,10 @@ class _BotSpecBase(_Strict):
         """True when the platform must be told where to reach this server."""
         return False
 
+    def missing_settings(self) -> list[tuple[str, str]]:
+        """Settings the chosen transport needs and this bot lacks, as (field, what to set)."""
+        return []
+
 
 class TelegramBotSpec(_BotSpecBase):
     platform: Literal["telegram"]
@@ -165,6 +176,18 @@ class SlackBotSpec(_BotSpecBase):
     def _secrets_by_reference(cls, value: str | None) -> str | None:
         _require_reference(value)
         return value
+
+    @property
+    def needs_public_url(self) -> bool:
+        return self.transport == "http"
+
+    def missing_settings(self) -> list[tuple[str, str]]:
+        if self.transport == "socket" and self.app_token is None:
+            return [("app_token", "transport 'socket' needs the app-level token (xapp-…, scope connections:write) "
+                                  "as a ${ENV_VAR} reference")]
+        if self.transport == "http" and self.signing_secret is None:
+            return [("signing_secret", "transport 'http' needs the app's Signing Secret as a ${ENV_VAR} reference")]
+        return []
 
 
 class MattermostBotSpec(_BotSpecBase):
@@ -225,6 +248,7 @@ class GatewayConfig(_Strict):
                 problems.append(f"bots[{i}].agent: {bot.agent!r} is not one of {_names(agents)}")
             if bot.needs_public_url and not self.server.public_url:
                 problems.append(f"bots[{i}].transport: {bot.transport!r} needs server.public_url")
+            problems += [f"bots[{i}].{field}: {missing}" for field, missing in bot.missing_settings()]
         for i, agent in enumerate(self.agents):
             if agent.model not in self.models and ":" not in agent.model and agent.model != "test":
                 problems.append(
@@ -247,6 +271,8 @@ class Settings(BaseSettings):
     database_url: str = "sqlite+aiosqlite:///./gateway.db"
     redis_url: str | None = None
     secrets_file: Path | None = Field(default=None, alias="GATEWAY_SECRETS_FILE")
+    granted_scopes: str | None = Field(default=None, alias="GATEWAY_GRANTED_SCOPES")
+    """Comma-separated capability scopes this deployment grants; unset grants all of them."""
 
     @field_validator("database_url")
     @classmethod

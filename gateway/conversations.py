@@ -21,6 +21,8 @@ class TurnRecord:
 
     conversation_id: int
     identity_id: int
+    person_id: int | None
+    """The person the speaker's identity is linked to, if any."""
     message_id: int
     first_turn: bool
     """Nothing was said in this conversation before this turn."""
@@ -34,7 +36,8 @@ class Conversations:
         """Store the speaker, the conversation and the user's words once, even when a turn is retried."""
         async def work(session: AsyncSession) -> TurnRecord:
             conversation_id = await self._conversation(session, inbound.address)
-            identity_id = await self._identity(session, inbound.speaker)
+            identity = await self._identity(session, inbound.speaker)
+            identity_id = identity.id
             existing = (await session.execute(
                 select(MessageRow.id).where(MessageRow.conversation_id == conversation_id,
                                             MessageRow.role == "user",
@@ -49,8 +52,14 @@ class Conversations:
             earlier = (await session.execute(
                 select(MessageRow.id).where(MessageRow.conversation_id == conversation_id,
                                             MessageRow.id < existing).limit(1))).scalar()
-            return TurnRecord(conversation_id=conversation_id, identity_id=identity_id, message_id=existing,
-                              first_turn=earlier is None)
+            return TurnRecord(conversation_id=conversation_id, identity_id=identity_id,
+                              person_id=identity.person_id, message_id=existing, first_turn=earlier is None)
+        return await self._db.transaction(work)
+
+    async def identity(self, speaker: Speaker) -> int:
+        """Store the speaker (handle and name kept fresh) without recording anything they said."""
+        async def work(session: AsyncSession) -> int:
+            return (await self._identity(session, speaker)).id
         return await self._db.transaction(work)
 
     async def answered_in(self, conversation_key: str) -> bool:
@@ -88,7 +97,7 @@ class Conversations:
         return await _get_or_insert(session, ConversationRow, values, ["key"],
                                     ConversationRow.key == address.conversation_key)
 
-    async def _identity(self, session: AsyncSession, speaker: Speaker) -> int:
+    async def _identity(self, session: AsyncSession, speaker: Speaker) -> IdentityRow:
         values = {"platform": speaker.platform, "workspace": speaker.workspace,
                   "platform_user_id": speaker.platform_user_id,
                   "handle": speaker.handle, "display_name": speaker.display_name, "is_bot": speaker.is_bot,
@@ -98,9 +107,11 @@ class Conversations:
         identity_id = await _get_or_insert(session, IdentityRow, values,
                                            ["platform", "workspace", "platform_user_id"], where)
         row = await session.get(IdentityRow, identity_id)
-        if row is not None and (row.handle, row.display_name) != (speaker.handle, speaker.display_name):
+        if row is None:
+            raise LookupError(f"identity {identity_id} vanished while its turn was being recorded")
+        if (row.handle, row.display_name) != (speaker.handle, speaker.display_name):
             row.handle, row.display_name, row.updated_at = speaker.handle, speaker.display_name, utcnow()
-        return identity_id
+        return row
 
 
 async def _get_or_insert(session: AsyncSession, table: type, values: dict, keys: list[str], where: object) -> int:

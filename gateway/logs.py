@@ -52,6 +52,9 @@ def configure_logging(level: str = "INFO") -> None:
 
 
 def quiet_leaky_loggers() -> None:
-    """Libraries that log what must not be logged: request URLs (Telegram puts the token there), SQL parameters."""
-    for name in ("httpx", "httpcore", "aiosqlite", "sqlalchemy.engine"):
+    """Libraries that log what must not be logged: request URLs (Telegram puts the token there), SQL parameters.
+
+    slack_sdk logs whole request and response bodies at DEBUG.
+    """
+    for name in ("httpx", "httpcore", "aiosqlite", "sqlalchemy.engine", "slack_sdk"):
         logging.getLogger(name).setLevel(logging.WARNING)

@@ -1,4 +1,4 @@
-"""One inbox item to one turn: bot ► binding ► access ► rate limit ► conversation ► runtime."""
+"""One inbox item to one turn: bot ► binding ► access ► rate limit ► DM command? ► conversation ► runtime."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from adapters.base import Adapter, ApprovalClick, Inbound
 from gateway.approval_flow import ApprovalFlow
 from gateway.bindings import Binding, BindingStore
 from gateway.conversations import Conversations, speaker_line, thread_context
+from gateway.direct_commands import DirectCommands
 from gateway.inbox import Inbox, InboxItem
 from gateway.live_reply import LiveReply
 from gateway.runtime import Runtime, Turn, TurnDeps
+from gateway.scope import memory_owner
 from storage.cache import Cache
 
 log = logging.getLogger(__name__)
@@ -25,7 +27,8 @@ SLOW_DOWN = "You're sending messages faster than I can answer. Please wait a mom
 
 class Router:
     def __init__(self, *, adapters: Mapping[str, Adapter], bindings: BindingStore, conversations: Conversations,
-                 runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ApprovalFlow) -> None:
+                 runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ApprovalFlow,
+                 commands: DirectCommands) -> None:
         self._adapters = adapters
         self._bindings = bindings
         self._conversations = conversations
@@ -33,6 +36,7 @@ class Router:
         self._cache = cache
         self._inbox = inbox
         self._approval_flow = approval_flow
+        self._commands = commands
 
     async def handle(self, item: InboxItem) -> None:
         adapter = self._adapters.get(item.bot_name)
@@ -51,16 +55,31 @@ class Router:
             if refusal and item.reply_message_id is None:
                 await adapter.send(inbound.address, refusal)
             return
+        if inbound.address.is_direct and self._commands.recognizes(inbound.text):
+            await self._command(adapter, inbound, item)
+            return
         await self._answer(adapter, inbound, binding, item)
+
+    async def _command(self, adapter: Adapter, inbound: Inbound, item: InboxItem) -> None:
+        """`link`, `unlink`, `forget` in a DM: answered here, kept out of the history, no model run."""
+        if item.reply_message_id is not None:
+            return  # answered before a crash; running it again would spend a code or a second link attempt
+        identity_id = await self._conversations.identity(inbound.speaker)
+        ref = await adapter.send(inbound.address, await self._commands.answer(inbound.text, identity_id))
+        await self._inbox.remember_reply(item.id, ref.message_id)
 
     async def _answer(self, adapter: Adapter, inbound: Inbound, binding: Binding, item: InboxItem) -> None:
         record = await self._conversations.record_user_turn(inbound)
         group = not inbound.address.is_direct
         history = await self._conversations.history(record, limit=binding.spec.history_turns, name_speakers=group)
-        if record.first_turn and inbound.address.thread_id and adapter.follows_threads:
+        # A thread this very message starts (a top-level mention on Slack) has nothing earlier to read.
+        if record.first_turn and inbound.address.thread_id not in (None, inbound.message_id) \
+                and adapter.follows_threads:
             earlier = await adapter.read_thread(inbound.address, limit=THREAD_CONTEXT_LIMIT)
             history = thread_context(earlier, before=inbound.message_id)
-        turn = Turn(deps=TurnDeps(address=inbound.address, speaker=inbound.speaker, binding=binding),
+        owner = memory_owner(inbound.address, identity_id=record.identity_id, person_id=record.person_id,
+                             allow_personal=binding.spec.allow_personal_memory)
+        turn = Turn(deps=TurnDeps(address=inbound.address, speaker=inbound.speaker, binding=binding, owner=owner),
                     prompt=speaker_line(inbound.speaker.display_name, inbound.text, group),
                     history=history, conversation_id=record.conversation_id,
                     identity_id=record.identity_id, inbox_id=item.id)

@@ -25,13 +25,16 @@ from pydantic_ai.usage import RunUsage
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from adapters.base import ChatAddress, Speaker
+from adapters.base import ChatAddress, Directory, Speaker
+from capabilities.guardrails import GuardrailBlocked
 from capabilities.registry import Registry
 from gateway.assembly import AssembledAgent, assemble
 from gateway.bindings import AgentDefinition, Binding
 from gateway.config import AgentSpec, BindingSpec
+from gateway.conversation_state import StoredConversationState
 from gateway.live_reply import LiveReply
 from gateway.model_profiles import ModelResolver
+from gateway.scope import MemoryOwner
 from storage.db import Database
 from storage.models import RunRow, utcnow
 
@@ -47,6 +50,8 @@ class TurnDeps:
     address: ChatAddress
     speaker: Speaker
     binding: Binding
+    owner: MemoryOwner | None = None
+    """Whose memory this run reaches (`gateway/scope.py`); None: no store in this conversation."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,10 +99,14 @@ RunOutcome = Answered | Parked | Failed
 
 
 class Runtime:
-    def __init__(self, *, models: ModelResolver, db: Database, registry: Registry) -> None:
+    def __init__(self, *, models: ModelResolver, db: Database, registry: Registry,
+                 stores: Mapping[str, Any] | None = None, directories: Mapping[str, Directory] | None = None) -> None:
         self._models = models
         self._db = db
         self._registry = registry
+        self._stores = dict(stores or {})
+        self._directories = dict(directories or {})
+        """Each bot's channel lookups, by bot name."""
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
@@ -108,14 +117,24 @@ class Runtime:
         """Continue a parked run with the decisions, as the same agent version and binding."""
         await self._set_run(run_id, status="running")
         conversation = ConversationTypeAdapter.validate_json(state)
-        return await self._drive(run_id, deps, reply, conversation=conversation, results=results)
+        return await self._drive(run_id, deps, reply, resuming=True, conversation=conversation, results=results)
 
-    async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, **run_input: Any) -> RunOutcome:
+    async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, resuming: bool = False,
+                     **run_input: Any) -> RunOutcome:
         await reply.start()
         assembled = assemble(deps.binding, registry=self._registry, models=self._models,
-                             is_direct=deps.address.is_direct)
+                             is_direct=deps.address.is_direct, stores=self._stores, address=deps.address,
+                             directory=self._directories.get(deps.binding.bot_name),
+                             state=StoredConversationState(self._db, deps.address.conversation_key),
+                             resuming=resuming)
         try:
             result = await self._stream(assembled, deps, reply, **run_input)
+        except GuardrailBlocked as exc:  # a refusal is the platform doing its job: an outcome of its own
+            log.info("run %d for bot %r stopped by a guardrail at the %s edge", run_id, deps.binding.bot_name,
+                     exc.edge)
+            refs = await reply.finish(exc.notice)
+            await self._set_run(run_id, status="blocked", error=str(exc))
+            return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
         except Exception as exc:  # whatever failed, the chat gets a short notice instead of silence
             log.warning("run %d for bot %r failed: %s: %s", run_id, deps.binding.bot_name, type(exc).__name__, exc,
                         exc_info=not isinstance(exc, AgentRunError | ModelAPIError))
@@ -186,6 +205,7 @@ def deps_snapshot(deps: TurnDeps) -> dict[str, Any]:
     """The admitting turn's server-side facts, stored with a parked run so a resume uses the same ones."""
     binding = deps.binding
     return {"address": asdict(deps.address), "speaker": asdict(deps.speaker),
+            "owner": asdict(deps.owner) if deps.owner else None,
             "binding": {"bot_name": binding.bot_name, "spec": binding.spec.model_dump(mode="json"),
                         "agent": {"name": binding.agent.name, "version": binding.agent.version,
                                   "spec": binding.agent.spec.model_dump(mode="json")}}}
@@ -196,8 +216,9 @@ def deps_from_snapshot(snapshot: Mapping[str, Any]) -> TurnDeps:
     agent = AgentDefinition(name=stored["agent"]["name"], version=stored["agent"]["version"],
                             spec=AgentSpec.model_validate(stored["agent"]["spec"]))
     binding = Binding(bot_name=stored["bot_name"], agent=agent, spec=BindingSpec.model_validate(stored["spec"]))
+    owner = snapshot.get("owner")
     return TurnDeps(address=ChatAddress(**snapshot["address"]), speaker=Speaker(**snapshot["speaker"]),
-                    binding=binding)
+                    binding=binding, owner=MemoryOwner(**owner) if owner else None)
 
 
 def failure_notice(exc: BaseException) -> str:

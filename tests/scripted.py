@@ -69,8 +69,10 @@ def user_prompts(messages: list[ModelMessage]) -> list[str]:
             for p in m.parts if isinstance(p, UserPromptPart)]
 
 
-def calls_then_answers(*calls: tuple[str, dict[str, object]]) -> FunctionModel:
-    """Calls the tools in order, one per model request, then answers with what the last call returned."""
+def calls_then_answers(*calls: tuple[str, dict[str, object]],
+                       answer: Callable[[list[str]], str] | None = None) -> FunctionModel:
+    """Calls the tools in order, one per model request, then answers with what the last call returned
+    (or with `answer(every result)`)."""
 
     def step(messages: list[ModelMessage]) -> tuple[str, dict[str, object], str] | str:
         returned = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts
@@ -78,6 +80,8 @@ def calls_then_answers(*calls: tuple[str, dict[str, object]]) -> FunctionModel:
         if len(returned) < len(calls):
             name, args = calls[len(returned)]
             return name, args, f"call-{len(returned) + 1}"
+        if answer is not None:
+            return answer([str(p.content) for p in returned])
         return f"done: {returned[-1].content}"
 
     async def stream(messages: list[ModelMessage], _info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:

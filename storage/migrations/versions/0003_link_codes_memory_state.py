@@ -11,7 +11,6 @@ from alembic import op
 
 import storage.models
 
-
 revision = '0003'
 down_revision = '0002'
 branch_labels = None

@@ -1,0 +1,80 @@
+"""Approval buttons on Mattermost: interactive message actions whose `context` carries our own HMAC.
+
+Mattermost does not sign the call it makes to an action's integration URL (server
+`model/integration_action.go`), so every button's context is signed with the bot's stored secret
+and a click is accepted only when the signature and the channel match. The server strips
+`integration` from posts sent to clients, so nobody in the channel sees the context.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from adapters.base import ApprovalCard, ChatAddress, VerificationError
+
+Verb = Literal["approve", "deny"]
+_BUTTONS: tuple[tuple[Verb, str, str], ...] = (("approve", "Approve", "primary"), ("deny", "Deny", "danger"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Click:
+    """A button call, read: the signed context and who clicked where."""
+
+    approval_id: str
+    verb: Verb
+    channel_id: str
+    thread_id: str | None
+    is_direct: bool
+    post_id: str
+    user_id: str
+    user_name: str
+    trigger_id: str
+
+
+def approval_props(card: ApprovalCard, address: ChatAddress, *, url: str, key: str) -> dict[str, Any]:
+    """The post's `props`: one attachment with Approve and Deny buttons that call `url`."""
+    actions = []
+    for verb, name, style in _BUTTONS:
+        context = {"approval_id": card.approval_id, "verb": verb, "channel_id": address.channel_id,
+                   "thread_id": address.thread_id or "", "direct": address.is_direct}
+        actions.append({"id": verb, "type": "button", "name": name, "style": style,
+                        "integration": {"url": url, "context": {**context, "sig": _signature(context, key)}}})
+    return {"attachments": [{"text": "Approve or deny this call:", "actions": actions}]}
+
+
+def is_click(payload: Mapping[str, Any]) -> bool:
+    return isinstance(payload.get("context"), Mapping) and "post_id" in payload
+
+
+def check_click(payload: Mapping[str, Any], key: str | None) -> None:
+    """Raises `VerificationError` unless the context is ours, unchanged, and clicked in its own channel."""
+    if not key:
+        raise VerificationError("no key to check approval buttons with; every click is refused")
+    context = dict(payload.get("context") or {})
+    given = str(context.pop("sig", ""))
+    if not hmac.compare_digest(given.encode(), _signature(context, key).encode()):
+        raise VerificationError("approval button context has a missing or wrong signature")
+    if context.get("channel_id") != payload.get("channel_id"):
+        raise VerificationError("approval button was clicked outside the channel it was posted in")
+
+
+def read_click(payload: Mapping[str, Any]) -> Click | None:
+    """The click in `payload`, or None when its context is not one of our approval buttons."""
+    context = payload.get("context")
+    if not isinstance(context, Mapping) or context.get("verb") not in ("approve", "deny"):
+        return None
+    return Click(approval_id=str(context.get("approval_id") or ""), verb=context["verb"],
+                 channel_id=str(context.get("channel_id") or ""), thread_id=str(context.get("thread_id") or "") or None,
+                 is_direct=context.get("direct") is True, post_id=str(payload.get("post_id") or ""),
+                 user_id=str(payload.get("user_id") or ""), user_name=str(payload.get("user_name") or ""),
+                 trigger_id=str(payload.get("trigger_id") or ""))
+
+
+def _signature(context: Mapping[str, Any], key: str) -> str:
+    body = json.dumps(dict(context), sort_keys=True, separators=(",", ":"))
+    return hmac.new(key.encode(), body.encode(), hashlib.sha256).hexdigest()

@@ -1,0 +1,270 @@
+"""Slack text in both directions: the agent's Markdown to `mrkdwn`, and a person's message to plain words.
+
+Slack's `mrkdwn` (https://docs.slack.dev/messaging/formatting-message-text) has `*bold*`, `_italic_`,
+`~strike~`, inline and fenced code, `>` quotes and `<url|label>` links, and nothing for headings, lists
+or tables; those are rendered as bold lines, bullet lines and monospace blocks. Markdown is parsed by
+markdown-it-py with raw HTML disabled, and every `&`, `<` and `>` of the text is escaped as Slack
+requires, so the agent can never write a `<!channel>` ping or a mention: all markup comes from the tree.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
+
+from markdown_it import MarkdownIt
+from markdown_it.tree import SyntaxTreeNode
+
+LINK_SCHEMES = frozenset({"http", "https", "mailto"})
+"""Link schemes rendered as `<url|label>`; a link with any other scheme shows only its label."""
+
+HORIZONTAL_RULE = "———"
+BULLET = "•"
+_INDENT = "    "
+_MARKERS = {"strong": "*", "em": "_", "s": "~"}
+_LISTS = ("bullet_list", "ordered_list")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Context:
+    depth: int = 0
+    """Number of enclosing lists."""
+    indent: str = ""
+    """Prefix of continuation lines inside a list item."""
+    open_marks: frozenset[str] = frozenset()
+    """Emphasis already open around this node: Slack does not nest the same mark."""
+
+
+def render_slack_mrkdwn(markdown: str) -> str:
+    """Render the agent's Markdown as Slack `mrkdwn`, escaped for `chat.postMessage` and `chat.update`."""
+    parser = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    root = SyntaxTreeNode(parser.parse(markdown))
+    return _blocks(root.children, _Context(), "\n\n").strip("\n")
+
+
+def _blocks(nodes: Sequence[SyntaxTreeNode], ctx: _Context, separator: str) -> str:
+    return separator.join(part for node in nodes if (part := _block(node, ctx)))
+
+
+def _block(node: SyntaxTreeNode, ctx: _Context) -> str:
+    match node.type:
+        case "paragraph":
+            return _inlines(node.children, ctx)
+        case "heading":
+            return _marked("strong", node.children, ctx)
+        case "bullet_list" | "ordered_list":
+            return _list(node, ctx)
+        case "blockquote":
+            return _quote(node, ctx)
+        case "fence" | "code_block":
+            return _code_block(node.content)
+        case "hr":
+            return HORIZONTAL_RULE
+        case "table":
+            return _table(node)
+        case _:
+            return _blocks(node.children, ctx, "\n\n") if node.children else _escape(node.content)
+
+
+def _inlines(nodes: Sequence[SyntaxTreeNode], ctx: _Context) -> str:
+    return "".join(_inline(node, ctx) for node in nodes)
+
+
+def _inline(node: SyntaxTreeNode, ctx: _Context) -> str:
+    match node.type:
+        case "strong" | "em" | "s":
+            return _marked(node.type, node.children, ctx)
+        case "code_inline":
+            return f"`{_escape(node.content)}`" if node.content.strip() else _escape(node.content)
+        case "softbreak" | "hardbreak":
+            return "\n" + ctx.indent
+        case "link":
+            return _link(str(node.attrs.get("href", "")), node)
+        case "image":
+            return _link(str(node.attrs.get("src", "")), node)
+        case _:
+            return _inlines(node.children, ctx) if node.children else _escape(node.content)
+
+
+def _marked(kind: str, nodes: Sequence[SyntaxTreeNode], ctx: _Context) -> str:
+    """Wrap in the mark for `kind`; Slack reads a mark only when it hugs the words, so spaces go outside."""
+    if kind in ctx.open_marks:
+        return _inlines(nodes, ctx)
+    inner = _inlines(nodes, replace(ctx, open_marks=ctx.open_marks | {kind}))
+    words = inner.strip()
+    if not words:
+        return inner
+    mark = _MARKERS[kind]
+    lead, trail = inner[: len(inner) - len(inner.lstrip())], inner[len(inner.rstrip()) :]
+    return f"{lead}{mark}{words}{mark}{trail}"
+
+
+def _link(href: str, node: SyntaxTreeNode) -> str:
+    """`<url|label>`; the label is plain text, since Slack does not format inside a link."""
+    label = _plain(node.children).strip() or href
+    if not _is_safe(href):
+        return _escape(label)
+    url = _escape(href).replace("|", "%7C")
+    shown = _escape(label).replace("|", "¦")
+    return f"<{url}>" if label in (href, href.removeprefix("mailto:")) and "|" not in href else f"<{url}|{shown}>"
+
+
+def _is_safe(href: str) -> bool:
+    try:
+        return urlsplit(href).scheme.lower() in LINK_SCHEMES
+    except ValueError:
+        return False
+
+
+def _plain(nodes: Sequence[SyntaxTreeNode]) -> str:
+    """The words of inline nodes, without any markup."""
+    parts: list[str] = []
+    for node in nodes:
+        if node.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif node.children:
+            parts.append(_plain(node.children))
+        else:
+            parts.append(node.content)
+    return "".join(parts)
+
+
+def _list(node: SyntaxTreeNode, ctx: _Context) -> str:
+    """One item per line for a tight list, a blank line between the items of a loose one."""
+    tight = all(_is_tight(item) for item in node.children)
+    pairs = zip(node.children, _list_markers(node), strict=True)
+    return ("\n" if tight else "\n\n").join(_list_item(item, marker, ctx, tight) for item, marker in pairs)
+
+
+def _list_markers(node: SyntaxTreeNode) -> list[str]:
+    if node.type == "bullet_list":
+        return [BULLET] * len(node.children)
+    start = int(node.attrs.get("start", 1))
+    return [f"{start + index}." for index in range(len(node.children))]
+
+
+def _is_tight(item: SyntaxTreeNode) -> bool:
+    """markdown-it hides the paragraphs of a tight list's items."""
+    return all(child.hidden for child in item.children if child.type == "paragraph")
+
+
+def _list_item(item: SyntaxTreeNode, marker: str, ctx: _Context, tight: bool) -> str:
+    inner = replace(ctx, depth=ctx.depth + 1, indent=_INDENT * (ctx.depth + 1))
+    parts: list[str] = []
+    for child in item.children:
+        part = _block(child, inner)
+        # Nested lists carry their own indentation; later blocks line up under the item's text.
+        if part and parts and child.type not in _LISTS:
+            part = inner.indent + part
+        parts.extend([part] if part else [])
+    body = ("\n" if tight else "\n\n").join(parts)
+    head = f"{_INDENT * ctx.depth}{marker}"
+    return f"{head} {body}" if body else head
+
+
+def _quote(node: SyntaxTreeNode, ctx: _Context) -> str:
+    """Slack quotes one level only, so a nested quote joins the outer one."""
+    inner = _blocks(node.children, ctx, "\n\n")
+    lines = [line.removeprefix("> ") for line in inner.split("\n")]
+    return "\n".join(f"> {line}".rstrip() for line in lines) if inner else ""
+
+
+def _code_block(code: str) -> str:
+    """A fence without its language: Slack would show the language name as the first line of code."""
+    code = code.rstrip("\n")
+    return f"```\n{_escape(code)}\n```" if code.strip() else ""
+
+
+def _table(node: SyntaxTreeNode) -> str:
+    """A table as aligned monospace text; cells keep their words but lose their styling."""
+    rows = [row for section in node.children for row in section.children]
+    cells = [[_plain(cell.children).strip() for cell in row.children] for row in rows]
+    columns = max((len(row) for row in cells), default=0)
+    cells = [row + [""] * (columns - len(row)) for row in cells]
+    aligns = [str(cell.attrs.get("style", "")).removeprefix("text-align:") for cell in rows[0].children]
+    widths = [max(_width(row[index]) for row in cells) for index in range(columns)]
+    header, *body = [_table_row(row, widths, aligns) for row in cells]
+    text = "\n".join([header, "-+-".join("-" * width for width in widths), *body])
+    return f"```\n{_escape(text)}\n```"
+
+
+def _table_row(row: list[str], widths: list[int], aligns: list[str]) -> str:
+    padded = (_pad(cell, width, align) for cell, width, align in zip(row, widths, aligns, strict=False))
+    return " | ".join(padded).rstrip()
+
+
+def _pad(text: str, width: int, align: str) -> str:
+    room = width - _width(text)
+    if align == "right":
+        return " " * room + text
+    if align == "center":
+        return " " * (room // 2) + text + " " * (room - room // 2)
+    return text + " " * room
+
+
+def _width(text: str) -> int:
+    """Columns `text` takes in a monospace font: wide East Asian characters take two."""
+    return sum(
+        0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text
+    )
+
+
+def _escape(text: str) -> str:
+    """Escape the three characters Slack reads as markup in message text."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_ENTITY_OR_LINK = re.compile(r"(<[^<>]*>)|&(amp|lt|gt);")
+_FULL_WIDTH = {"amp": "\uff06", "lt": "\uff1c", "gt": "\uff1e"}
+
+
+def compact_entities(mrkdwn: str) -> str:
+    """Rendered text with `&`, `<` and `>` shown as their full-width forms (U+FF06, U+FF1C, U+FF1E), not entities.
+
+    One character instead of four or five: for a piece whose escapes push it past Slack's length cap,
+    which is better read with look-alike characters than cut. Links keep their URLs as they are.
+    """
+    return _ENTITY_OR_LINK.sub(lambda match: match.group(1) or _FULL_WIDTH[match.group(2)], mrkdwn)
+
+
+# -- from the wire -------------------------------------------------------------------------------------
+
+_ANGLED = re.compile(r"<([^<>]*)>")
+_SPECIAL = {"here": "@here", "channel": "@channel", "everyone": "@everyone"}
+_DROPPED = "\x00"
+"""Stands for a removed mention until the spaces (and a `,` or `:`) around it are tidied."""
+_DROPPED_GAP = re.compile(r"[ \t]*\x00[,:]?[ \t]*")
+
+
+def parse_slack_text(text: str, *, names: Mapping[str, str], drop_user: str | None = None) -> str:
+    """A message's text as a person reads it: mentions as `@name`, links as `label (url)`, entities decoded.
+
+    Args:
+        names: Display names by user id; an unknown id is shown as `@<id>`.
+        drop_user: A user whose mentions are removed (the bot itself: the model knows it is addressed).
+    """
+
+    def angled(match: re.Match[str]) -> str:
+        return _angled(match.group(1), names, drop_user)
+
+    words = _DROPPED_GAP.sub(" ", _ANGLED.sub(angled, text.replace(_DROPPED, "")))
+    return words.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").strip()
+
+
+def _angled(inner: str, names: Mapping[str, str], drop_user: str | None) -> str:
+    """One `<…>` of Slack's wire format: a user, channel, special mention, or link."""
+    target, _, label = inner.partition("|")
+    if target.startswith("@"):
+        user = target[1:]
+        return _DROPPED if user == drop_user else f"@{names.get(user) or label.lstrip('@') or user}"
+    if target.startswith("#"):
+        return f"#{label or target[1:]}"
+    if target.startswith("!"):
+        command = target[1:].split("^", 1)[0]
+        return _SPECIAL.get(command) or label or f"@{command}"
+    if not label or label == target or f"mailto:{label}" == target:
+        return target.removeprefix("mailto:") if label else target
+    return f"{label} ({target})"

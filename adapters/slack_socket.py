@@ -1,0 +1,79 @@
+"""One Slack Socket Mode connection: envelopes in, each acknowledged only after it was handled.
+
+The protocol (https://docs.slack.dev/apis/events-api/using-socket-mode): `apps.connections.open`
+with the app-level token gives a one-time `wss://` URL; the server greets with `hello`, then sends
+envelopes `{"envelope_id", "type": "events_api" | "interactive" | "slash_commands", "payload"}`,
+each of which must be answered with `{"envelope_id"}` within 3 seconds, or it is sent again later.
+`disconnect` announces the end of a connection. Reconnecting (with backoff) belongs to the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import aiohttp
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT = 30.0
+"""Seconds between our pings; a connection whose pong does not come back is closed."""
+PAYLOAD_TYPES = frozenset({"events_api", "interactive", "slash_commands"})
+
+Handle = Callable[[Mapping[str, Any]], Awaitable[None]]
+
+
+class SocketModeRefused(Exception):
+    """Slack ended the connection for good (Socket Mode turned off for the app)."""
+
+
+async def hold_socket(session: aiohttp.ClientSession, url: str, handle: Handle, *, bot_id: str) -> str:
+    """Read envelopes until the connection ends; returns why: a `disconnect` reason, or "closed".
+
+    `handle` receives each envelope's payload; the acknowledgement is sent only after it returned,
+    so an envelope whose handling failed (the exception ends the connection) is redelivered by Slack.
+
+    Raises:
+        SocketModeRefused: Slack disabled Socket Mode for the app (`link_disabled`).
+    """
+    async with session.ws_connect(url, heartbeat=HEARTBEAT, autoping=True) as socket:
+        async for message in socket:
+            if message.type == aiohttp.WSMsgType.ERROR:
+                return f"error: {socket.exception()}"
+            if message.type != aiohttp.WSMsgType.TEXT:
+                continue
+            envelope = _envelope(message.data, bot_id)
+            reason = await _dispatch(socket, envelope, handle, bot_id)
+            if reason is not None:
+                return reason
+    return "closed"
+
+
+async def _dispatch(socket: aiohttp.ClientWebSocketResponse, envelope: Mapping[str, Any], handle: Handle,
+                    bot_id: str) -> str | None:
+    """Handle one frame; a `disconnect` frame's reason ends the connection."""
+    kind = envelope.get("type")
+    if kind == "hello":
+        log.info("slack socket mode connected for bot %r", bot_id)
+    elif kind == "disconnect":
+        reason = str(envelope.get("reason") or "disconnect")
+        if reason == "link_disabled":
+            raise SocketModeRefused("Socket Mode is turned off for this Slack app; turn it on, or use transport: http")
+        return reason
+    elif envelope_id := envelope.get("envelope_id"):
+        payload = envelope.get("payload")
+        if kind in PAYLOAD_TYPES and isinstance(payload, Mapping):
+            await handle(payload)
+        await socket.send_json({"envelope_id": envelope_id})
+    return None
+
+
+def _envelope(data: str, bot_id: str) -> Mapping[str, Any]:
+    try:
+        envelope = json.loads(data)
+    except ValueError:
+        log.warning("slack socket mode sent bot %r a frame that is not JSON; skipped", bot_id)
+        return {}
+    return envelope if isinstance(envelope, Mapping) else {}

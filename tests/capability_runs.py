@@ -1,0 +1,160 @@
+"""Runs an agent assembled from a spec and a binding, the way the runtime does, without a chat around it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai import AgentRunResult, ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models import Model
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
+
+from adapters.base import ChannelInfo, ChatAddress, HistoryItem, Speaker
+from capabilities import default_registry
+from capabilities.registry import ConversationState, Registry
+from gateway.assembly import AssembledAgent, assemble
+from gateway.bindings import AgentDefinition, Binding
+from gateway.config import AgentSpec, BindingSpec
+from gateway.model_profiles import ModelResolver
+from gateway.runtime import TurnDeps
+from gateway.secrets import SecretSource
+
+ROOM = ChatAddress(bot_id="helper", platform="telegram", channel_id="-100", thread_id=None, is_direct=False)
+ALICE = Speaker(platform="telegram", platform_user_id="1001", display_name="Alice")
+
+
+@dataclass
+class FakeDirectory:
+    """A platform directory that answers all four lookups from memory."""
+
+    info: ChannelInfo = field(default_factory=lambda: ChannelInfo(channel_id="-100", name="Ops", purpose="Releases",
+                                                                  topic="Q3 freeze", member_count=3))
+    members: list[Speaker] = field(default_factory=lambda: [ALICE])
+    channels: list[ChannelInfo] = field(default_factory=list)
+    history: list[HistoryItem] = field(default_factory=list)
+    supports: frozenset[Any] = frozenset({"get_channel_info", "list_channel_members", "search_channels",
+                                          "read_channel_history"})
+    asked: list[tuple[str, str]] = field(default_factory=list)
+    """(lookup, channel id or query) for each call."""
+
+    async def channel_info(self, channel_id: str) -> ChannelInfo:
+        self.asked.append(("channel_info", channel_id))
+        return self.info
+
+    async def channel_members(self, channel_id: str, *, limit: int) -> list[Speaker]:
+        self.asked.append(("channel_members", channel_id))
+        return self.members[:limit]
+
+    async def search_channels(self, query: str, *, limit: int) -> list[ChannelInfo]:
+        self.asked.append(("search_channels", query))
+        found = [c for c in self.channels if query.lower() in f"{c.name} {c.purpose or ''}".lower()]
+        return found[:limit]
+
+    async def channel_history(self, channel_id: str, *, limit: int) -> list[HistoryItem]:
+        self.asked.append(("channel_history", channel_id))
+        return self.history[-limit:]
+
+
+@dataclass
+class MemoryState:
+    """`conversation_state` for one conversation, kept in a dict."""
+
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    async def load(self, capability: str) -> dict[str, Any] | None:
+        return self.rows.get(capability)
+
+    async def save(self, capability: str, data: dict[str, Any]) -> None:
+        self.rows[capability] = data
+
+
+def binding_with(capabilities: Iterable[Mapping[str, Any]] = (), *, binding: Mapping[str, Any] | None = None,
+                 instructions: str = "") -> Binding:
+    spec = AgentSpec.model_validate({"name": "assistant", "model": "scripted", "instructions": instructions,
+                                     "capabilities": list(capabilities)})
+    return Binding(bot_name="helper", agent=AgentDefinition(name="assistant", version=1, spec=spec),
+                   spec=BindingSpec.model_validate(dict(binding or {})))
+
+
+def assembled(binding: Binding, model: Model, *, registry: Registry | None = None,
+              stores: Mapping[str, Any] | None = None, directory: Any = None,
+              state: ConversationState | None = None, resuming: bool = False,
+              address: ChatAddress = ROOM) -> AssembledAgent:
+    models = ModelResolver({}, SecretSource(environ={}), fixed={"scripted": model})
+    return assemble(binding, registry=registry or default_registry(), models=models, is_direct=address.is_direct,
+                    stores=stores, address=address, directory=directory, state=state, resuming=resuming)
+
+
+def deps_for(binding: Binding, address: ChatAddress = ROOM) -> TurnDeps:
+    return TurnDeps(address=address, speaker=ALICE, binding=binding)
+
+
+async def run(agent: AssembledAgent, prompt: str, *, binding: Binding, history: list[ModelMessage] | None = None,
+              address: ChatAddress = ROOM) -> AgentRunResult[Any]:
+    return await agent.agent.run(prompt, deps=deps_for(binding, address), message_history=history)
+
+
+def recording(reply: str = "ok") -> tuple[FunctionModel, list[AgentInfo]]:
+    """A model that answers `reply` and records what it was offered on each request."""
+    seen: list[AgentInfo] = []
+
+    def answer(_messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(info)
+        return ModelResponse(parts=[TextPart(reply)])
+    return FunctionModel(answer), seen
+
+
+def tool_defs(seen: list[AgentInfo]) -> dict[str, ToolDefinition]:
+    return {tool.name: tool for info in seen for tool in info.function_tools}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
+    """One capability under one config, as an agent spec (or, for `channel_tools`, a binding) grants it."""
+
+    id: str
+    capability: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+    def binding(self) -> Binding:
+        if self.capability == "channel_tools":
+            return binding_with(binding={"channel_tools": dict(self.config)})
+        return binding_with([{"id": self.capability, "config": dict(self.config)}])
+
+
+ALL_LOOKUPS = ["get_channel_info", "list_channel_members", "search_channels", "read_channel_history"]
+
+CASES = (
+    Case(id="memory_files", capability="memory_files"),
+    Case(id="planning-flat", capability="planning"),
+    Case(id="planning-subtasks", capability="planning", config={"enable_subtasks": True}),
+    Case(id="thinking", capability="thinking", config={"effort": "high"}),
+    Case(id="system_reminders", capability="system_reminders", config={"reminders": [{"text": "Be brief."}]}),
+    Case(id="clock", capability="clock"),
+    Case(id="guardrails", capability="guardrails", config={"redact_secrets_in": True}),
+    Case(id="compaction", capability="compaction", config={"strategy": "sliding_window"}),
+    Case(id="tool_output_limits-spill", capability="tool_output_limits"),
+    Case(id="tool_output_limits-truncate", capability="tool_output_limits", config={"action": "truncate"}),
+    Case(id="channel_tools-all", capability="channel_tools", config={"tools": ALL_LOOKUPS}),
+    Case(id="channel_tools-info", capability="channel_tools", config={"tools": ["get_channel_info"]}),
+)
+"""Every registered capability, under the configs that change what it offers."""
+
+
+async def offered_tool_defs(case: Case) -> dict[str, ToolDefinition]:
+    """The tools a model is actually offered for `case`, through a real assembled run."""
+    from gateway.memory import MemoryNotes
+    from storage.db import Database
+
+    db = Database("sqlite+aiosqlite://")
+    try:
+        model, seen = recording()
+        binding = case.binding()
+        agent = assembled(binding, model, stores={"memory": MemoryNotes(db)}, directory=FakeDirectory(),
+                          state=MemoryState())
+        await run(agent, "hi", binding=binding)
+        return tool_defs(seen)
+    finally:
+        await db.close()

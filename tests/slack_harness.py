@@ -1,0 +1,80 @@
+"""Runs a real gateway against the fake Slack, configured the way an operator would."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic_ai.models import Model
+
+from capabilities.registry import Registry
+from gateway.app import Gateway, Tuning
+from gateway.config import GatewayConfig, Settings
+from gateway.model_profiles import ModelResolver
+from gateway.secrets import SecretSource
+from tests.fakes.slack import FakeSlack, SlackApp
+from tests.harness import FAST, free_port
+
+
+@dataclass(kw_only=True)
+class SlackBot:
+    """A Slack app installed in the fake workspace, with the config that binds it to an agent."""
+
+    app: SlackApp
+    transport: Literal["socket", "http"] = "socket"
+    binding: dict[str, Any] = field(default_factory=dict)
+    name: str = field(default_factory=lambda: f"sl{uuid.uuid4().hex[:10]}")
+
+    @property
+    def user_id(self) -> str:
+        return self.app.bot_user_id
+
+    @property
+    def mention(self) -> str:
+        return f"<@{self.app.bot_user_id}>"
+
+    def secrets(self) -> dict[str, str]:
+        prefix = self.name.upper()
+        return {f"{prefix}_TOKEN": self.app.token, f"{prefix}_APP_TOKEN": self.app.app_token,
+                f"{prefix}_SIGNING_SECRET": self.app.signing_secret}
+
+    def spec(self, slack: FakeSlack) -> dict[str, Any]:
+        prefix = self.name.upper()
+        secret = {"app_token": f"${{{prefix}_APP_TOKEN}}"} if self.transport == "socket" else {
+            "signing_secret": f"${{{prefix}_SIGNING_SECRET}}"}
+        return {"name": self.name, "platform": "slack", "token": f"${{{prefix}_TOKEN}}", "api_base_url": slack.url,
+                "transport": self.transport, "agent": "assistant", "binding": self.binding, **secret}
+
+
+def slack_config(slack: FakeSlack, bots: list[SlackBot], *, port: int = 0,
+                 capabilities: list[dict[str, Any]] | None = None) -> GatewayConfig:
+    public_url = f"http://127.0.0.1:{port}" if port else None
+    return GatewayConfig.model_validate({
+        "agents": [{"name": "assistant", "model": "function:scripted", "instructions": "You are a helpful assistant.",
+                    "capabilities": capabilities or []}],
+        "bots": [bot.spec(slack) for bot in bots],
+        "server": {"host": "127.0.0.1", "port": port, "public_url": public_url},
+    })
+
+
+@asynccontextmanager
+async def running_gateway(slack: FakeSlack, bots: list[SlackBot], *, database_url: str, redis_url: str | None,
+                          model: Model, tuning: Tuning = FAST, registry: Registry | None = None,
+                          capabilities: list[dict[str, Any]] | None = None) -> AsyncIterator[Gateway]:
+    """A gateway serving `bots`: Socket Mode bots connected, Events API bots' request URLs pointed at it."""
+    port = free_port() if any(bot.transport == "http" for bot in bots) else 0
+    config = slack_config(slack, bots, port=port, capabilities=capabilities)
+    secrets = SecretSource(environ={key: value for bot in bots for key, value in bot.secrets().items()})
+    for bot in bots:
+        bot.app.request_url = f"http://127.0.0.1:{port}/slack/{bot.name}/events" if bot.transport == "http" else None
+    settings = Settings(database_url=database_url, redis_url=redis_url)
+    models = ModelResolver(config.models, secrets, fixed={"function:scripted": model})
+    async with Gateway(config, settings, secrets=secrets, models=models, registry=registry, tuning=tuning,
+                       migrate=True) as gateway:
+        # An Events API bot's last call is auth.test: only a re-check sees it read the answer.
+        await slack.wait_for(lambda: all(a.identity is not None for a in gateway.adapters.values()), recheck=0.02)
+        await slack.wait_for(lambda: all(bot.app.sockets for bot in bots if bot.transport == "socket"))
+        yield gateway
