@@ -119,8 +119,7 @@ class Gateway:
             self.adapters[bot.name] = await build_adapter(index, bot, context)
         inbox = Inbox(db)
         memory = MemoryNotes(db)
-        # `getattr`: an adapter still being built may not have its directory yet; it then offers no lookups.
-        directories = {name: d for name, a in self.adapters.items() if (d := getattr(a, "directory", None))}
+        directories = {name: adapter.directory for name, adapter in self.adapters.items()}
         runtime = Runtime(models=self._models, db=db, registry=self.registry, stores={"memory": memory},
                           directories=directories)
         conversations = Conversations(db)
@@ -136,7 +135,7 @@ class Gateway:
 
         async def readiness() -> dict[str, bool]:
             return {"database": await _database_ok(db), "cache": await cache.ping(),
-                    "bots": all(getattr(a, "identity", None) is not None for a in self.adapters.values())}
+                    "bots": all(a.identity is not None for a in self.adapters.values())}
 
         http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry)
         await self._serve_http(http)

@@ -133,7 +133,7 @@ class Runtime:
             log.info("run %d for bot %r stopped by a guardrail at the %s edge", run_id, deps.binding.bot_name,
                      exc.edge)
             refs = await reply.finish(exc.notice)
-            await self._set_run(run_id, status="blocked", error=str(exc))
+            await self._set_run(run_id, status="guardrail_blocked", error=str(exc))
             return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
         except Exception as exc:  # whatever failed, the chat gets a short notice instead of silence
             log.warning("run %d for bot %r failed: %s: %s", run_id, deps.binding.bot_name, type(exc).__name__, exc,

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import get_args
 
 from adapters.base import ChannelLookup
+from adapters.mattermost_directory import MattermostDirectory
 from adapters.slack_directory import SlackDirectory
 from adapters.telegram_directory import TelegramDirectory
 from capabilities import default_registry
@@ -15,7 +16,8 @@ from gateway.channel_context import PLACEHOLDERS, unknown_placeholders
 from gateway.config import ConfigError, GatewayConfig, Settings
 
 DIRECTORY_SUPPORT: Mapping[str, frozenset[ChannelLookup]] = {"telegram": TelegramDirectory.supports,
-                                                              "slack": SlackDirectory.supports}
+                                                              "slack": SlackDirectory.supports,
+                                                              "mattermost": MattermostDirectory.supports}
 """The channel lookups each platform's adapter answers (its `Directory.supports`)."""
 
 

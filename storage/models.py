@@ -129,7 +129,7 @@ class RunRow(Base):
     agent_version: Mapped[int]
     model: Mapped[str] = mapped_column(String(256))
     identity_id: Mapped[int | None] = mapped_column(ForeignKey("identities.id", ondelete="SET NULL"))
-    status: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(32))
     requests: Mapped[int] = mapped_column(default=0)
     input_tokens: Mapped[int] = mapped_column(default=0)
     output_tokens: Mapped[int] = mapped_column(default=0)

@@ -28,12 +28,8 @@ def registry_without_web_fetch() -> Registry:
     return Registry([*default_registry(), MAILER, FETCHER], granted_scopes=ALL_SCOPES - {"web:fetch"})
 
 
-def config(capabilities: list[Any] | None = None, *, binding: dict[str, Any] | None = None,
-           platform: str = "telegram") -> GatewayConfig:
-    bot: dict[str, Any] = {"name": "tg", "platform": platform, "token": "${TOKEN}", "agent": "helper",
-                           "binding": binding or {}}
-    if platform == "mattermost":
-        bot["api_base_url"] = "https://chat.example.org"
+def config(capabilities: list[Any] | None = None, *, binding: dict[str, Any] | None = None) -> GatewayConfig:
+    bot = {"name": "tg", "platform": "telegram", "token": "${TOKEN}", "agent": "helper", "binding": binding or {}}
     return GatewayConfig.model_validate({"agents": [{"name": "helper", "model": "openai-chat:m",
                                                      "capabilities": capabilities or []}], "bots": [bot]})
 
@@ -140,13 +136,6 @@ def test_a_spec_from_the_catalog_is_accepted() -> None:
                "channel_tools": {"tools": ["get_channel_info", "list_channel_members"], "default_limit": 50},
                "approvals": {"tool_approval": {"list_channel_members": "required"}}}
     assert apply_problems(config(spec, binding=binding), default_registry()) == []
-
-
-def test_a_platform_without_a_directory_yet_is_refused_every_lookup() -> None:
-    problems = apply_problems(config(binding={"channel_tools": {"tools": ["get_channel_info"]}},
-                                     platform="mattermost"), default_registry())
-    assert problems == ["bots[0].binding.channel_tools.tools: mattermost cannot answer get_channel_info "
-                        "(it answers none of them); remove them from this bot's grant"]
 
 
 def test_a_tool_id_declared_by_two_capabilities_is_refused_when_the_registry_is_built() -> None:

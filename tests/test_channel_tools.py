@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest_asyncio
-from pydantic_ai import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai import DeferredToolRequests, ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -158,3 +158,12 @@ async def test_without_a_directory_nothing_is_attached() -> None:
     binding = binding_with(binding={"channel_tools": {"tools": ALL}})
     await run(assembled(binding, model, directory=None), "hi", binding=binding)
     assert tool_defs(seen) == {}
+
+
+async def test_a_binding_can_put_a_lookup_behind_an_approval() -> None:
+    binding = binding_with(binding={"channel_tools": {"tools": ["list_channel_members"]},
+                                    "approvals": {"tool_approval": {"list_channel_members": "required"}}})
+    result = await run(assembled(binding, calls_then_reports(("list_channel_members", {})),
+                                 directory=FakeDirectory()), "who?", binding=binding)
+    assert isinstance(result.output, DeferredToolRequests)
+    assert [call.tool_name for call in result.output.approvals] == ["list_channel_members"]

@@ -53,7 +53,7 @@ async def test_a_blocked_term_in_the_prompt_ends_the_run_before_the_model(
         await telegram.user_says(bot.token, chat, alice, "what is Bob's Salary?")
         await telegram.wait_for(lambda: telegram.transcript(chat["id"])[-1:] == [("Helper", NOTICES["input"])])
     assert asked == []
-    assert await run_statuses(database_url) == ["blocked"]
+    assert await run_statuses(database_url) == ["guardrail_blocked"]
 
 
 async def test_a_redacted_answer_never_reaches_the_chat_even_while_streaming(
@@ -83,7 +83,7 @@ async def test_a_blocked_term_in_a_tool_result_ends_the_run(telegram: FakeTelegr
         await telegram.user_says(bot.token, chat, alice, "deploy web")
         await telegram.wait_for(lambda: telegram.transcript(chat["id"])[-1:] == [("Helper", NOTICES["tool"])])
     assert executed == ["web"]
-    assert await run_statuses(sqlite_url) == ["blocked"]
+    assert await run_statuses(sqlite_url) == ["guardrail_blocked"]
 
 
 async def test_secrets_and_personal_data_are_redacted_from_the_prompt_before_the_model_reads_it() -> None:

@@ -103,3 +103,16 @@ async def test_a_failed_summary_falls_back_to_a_spill() -> None:
         return ModelResponse(parts=[TextPart(seen[0])])
 
     assert "stored to handle" in await run_limited({"action": "summarize"}, FunctionModel(model))
+
+
+async def test_a_renamed_reader_is_named_in_the_spill_marker() -> None:
+    def model(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
+        seen = returns(messages)
+        if not seen:
+            return ModelResponse(parts=[ToolCallPart("fetch_log", {}, tool_call_id="c1")])
+        return ModelResponse(parts=[TextPart(seen[0])])
+
+    binding = binding_with([{"id": "logs"}, {"id": "tool_output_limits",
+                                             "tool_overrides": {"read_tool_result": {"name": "read_stored_output"}}}])
+    result = await run(assembled(binding, FunctionModel(model), registry=log_registry()), "go", binding=binding)
+    assert "Read it with read_stored_output(handle=" in str(result.output)

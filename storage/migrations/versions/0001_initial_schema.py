@@ -111,7 +111,7 @@ def upgrade() -> None:
     sa.Column('agent_version', sa.Integer(), nullable=False),
     sa.Column('model', sa.String(length=256), nullable=False),
     sa.Column('identity_id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), nullable=True),
-    sa.Column('status', sa.String(length=16), nullable=False),
+    sa.Column('status', sa.String(length=32), nullable=False),
     sa.Column('requests', sa.Integer(), nullable=False),
     sa.Column('input_tokens', sa.Integer(), nullable=False),
     sa.Column('output_tokens', sa.Integer(), nullable=False),
