@@ -9,6 +9,7 @@ from capabilities import (
     guardrails,
     memory_files,
     planning,
+    subagents,
     system_reminders,
     thinking,
     tool_output_limits,
@@ -25,6 +26,7 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     compaction.CAPABILITY,
     tool_output_limits.CAPABILITY,
     channel_tools.CAPABILITY,
+    subagents.CAPABILITY,
 )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -57,6 +57,57 @@ class BuildContext:
     """This conversation's capability state between turns; `None` where there is no conversation."""
     resuming: bool = False
     """True when the run continues one that was parked for an approval."""
+    delegates: Delegates | None = None
+    """How `subagents` builds this agent's delegates; `None` where nothing can be delegated to."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuiltDelegate:
+    """A delegate agent built for one run: its own capabilities and approval gates, on this run's budget."""
+
+    agent: Any
+    """A pydantic-ai `Agent` whose output is `str | DeferredToolRequests`."""
+    stable_id: Callable[[str], str]
+    """The stable tool id behind a name the delegate's model sees (approval cards name the real call)."""
+
+
+class Delegates(Protocol):
+    """What `subagents` needs from the gateway: delegates built through the same assembly as the agent
+    a chat admitted, on the deployment's models, with their approval gates, counted into the run's usage."""
+
+    depth_left: int | None
+    """Levels of delegation the tree above leaves this agent; `None` for the agent a chat admitted."""
+    parent_model: str
+    """The delegating agent's own model (profile name or model string): what an agent file inherits."""
+    model_names: frozenset[str]
+    """The model profiles this deployment configures: all a model-written specialist may name."""
+    ask_user: Callable[[str], Awaitable[str]] | None
+    """Puts a synchronous delegate's question to the person holding the run; `None`: nobody to ask."""
+
+    pinned: tuple[str, ...]
+    """The other agents of this gateway the delegating agent names in its spec's top-level `subagents`."""
+
+    def resolve_model(self, name: str) -> Any:
+        """A pydantic-ai model for a profile name or model string, as the agent's own model resolves."""
+        ...
+
+    def agent_description(self, name: str) -> str | None:
+        """The description of another agent of this gateway, or None when there is no such agent."""
+        ...
+
+    def build_agent(self, name: str, *, depth_left: int, share: Sequence[str],
+                    extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
+        """Another agent of this gateway, from its own spec (its capabilities, its gates) plus `share`."""
+        ...
+
+    def build_specialist(self, *, name: str, instructions: str, model: str, model_settings: Any = None,
+                         share: Sequence[str], extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
+        """A specialist with `instructions` on the model profile or string `model`, plus `share`."""
+        ...
+
+    def charge(self, usage: Any) -> None:
+        """Adds one delegate model response's usage to the run's accounting."""
+        ...
 
 
 class ConversationState(Protocol):

@@ -102,6 +102,7 @@ class Gateway:
         return f"http://{self.config.server.host}:{self.port}"
 
     async def start(self) -> None:
+        """Build the whole object graph here, in order (long on purpose: the wiring is read in one place)."""
         self.redactor.install()
         self._stack.callback(self.redactor.uninstall)
         db = Database(self.settings.database_url)

@@ -11,7 +11,16 @@ from adapters.base import Adapter, ApprovalClick, ApprovalOutcome, MessageRef
 from gateway.approvals import Approval, Approvals, NewCall, ParkedRun, args_hash, refusal
 from gateway.conversations import Conversations
 from gateway.live_reply import LiveReply
-from gateway.runtime import Answered, Parked, RunOutcome, Runtime, TurnDeps, deps_from_snapshot, deps_snapshot
+from gateway.runtime import (
+    Answered,
+    Parked,
+    RunOutcome,
+    Runtime,
+    TurnDeps,
+    deps_from_snapshot,
+    deps_snapshot,
+    shown_call,
+)
 from storage.models import utcnow
 
 log = logging.getLogger(__name__)
@@ -133,15 +142,21 @@ class ApprovalFlow:
 def _results(parked: ParkedRun, approvals: list[Approval]) -> DeferredToolResults:
     """Each decision bound to the arguments that were shown: a changed call is denied, never run."""
     pending = ConversationTypeAdapter.validate_json(parked.state).deferred_tool_requests
-    shown = {call.tool_call_id: args_hash(call.args_as_dict()) for call in (pending.approvals if pending else [])}
+    metadata = pending.metadata if pending else {}
+    shown = {call.tool_call_id: args_hash(shown_call(call.tool_name, call.args_as_dict(),
+                                                     metadata.get(call.tool_call_id))[2])
+             for call in (pending.approvals if pending else [])}
     decisions: dict[str, ToolApproved | ToolDenied] = {}
+    carried: dict[str, object] = {}
     for approval in approvals:
         if shown.get(approval.tool_call_id) != approval.args_hash:
             decisions[approval.tool_call_id] = ToolDenied("The call changed after it was shown; it was not run.")
         elif approval.status == "approved":
             decisions[approval.tool_call_id] = ToolApproved()
+            if approval.tool_call_id in metadata:  # a delegate's state, to resume it where it stopped
+                carried[approval.tool_call_id] = metadata[approval.tool_call_id]
         elif approval.status == "denied":
             decisions[approval.tool_call_id] = ToolDenied(f"{approval.decided_by} denied this call; it was not run.")
         else:
             decisions[approval.tool_call_id] = ToolDenied(EXPIRED_RESULT)
-    return DeferredToolResults(approvals=decisions)
+    return DeferredToolResults(approvals=decisions, metadata=carried)

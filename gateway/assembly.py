@@ -9,13 +9,14 @@ from typing import Any
 from pydantic_ai import Agent, DeferredToolRequests, RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.tools import ToolDefinition
-from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
+from pydantic_ai.usage import RunUsage
 
 from adapters.base import ChatAddress, Directory
 from capabilities.registry import BuildContext, CapabilityDef, ConversationState, NoConfig, Registry, config_for
 from gateway.bindings import Binding
 from gateway.channel_context import binding_instructions
-from gateway.config import CapabilityEntry
+from gateway.config import AgentSpec, CapabilityEntry
 from gateway.model_profiles import ModelResolver
 
 Output = str | DeferredToolRequests
@@ -39,7 +40,9 @@ class ToolPolicy(AbstractCapability[Any]):
         if self.descriptions:
             wrapped = wrapped.prepared(self._describe)
         if self.gated:
-            wrapped = wrapped.approval_required(lambda _ctx, tool_def, _args: tool_def.name in self.gated)
+            wrapped = wrapped.approval_required(
+                lambda ctx, tool_def, _args: tool_def.name in self.gated and not in_background(ctx))
+            wrapped = RefusedInBackground(wrapped, gated=self.gated)
         if self.names:
             wrapped = wrapped.renamed({visible: stable for stable, visible in self.names.items()})
         return wrapped
@@ -51,27 +54,68 @@ class ToolPolicy(AbstractCapability[Any]):
         return next((stable for stable, visible in self.names.items() if visible == visible_name), visible_name)
 
 
+BACKGROUND_REFUSAL = ("Not run: this tool needs a person's approval, and a background delegation cannot stop to "
+                      "ask one. Say so in your answer; the agent that delegated to you can hand this work over "
+                      "with mode='sync'.")
+
+
+def in_background(ctx: RunContext[Any]) -> bool:
+    """True inside a background delegation, where nobody is left to ask for an approval."""
+    return bool(getattr(ctx.deps, "background", False))
+
+
+@dataclass
+class RefusedInBackground(WrapperToolset[Any]):
+    """A gated tool called inside a background delegation is refused with a sentence, not parked."""
+
+    gated: frozenset[str] = frozenset()
+
+    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: Any) -> Any:
+        if name in self.gated and in_background(ctx) and not ctx.tool_call_approved:
+            return BACKGROUND_REFUSAL
+        return await super().call_tool(name, tool_args, ctx, tool)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AssembledAgent:
     agent: Agent[Any, Output]
     policy: ToolPolicy
+    delegated: RunUsage = field(default_factory=RunUsage)
+    """What this run's delegates spent: added to the run's own usage in its row."""
 
 
 def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, is_direct: bool,
              stores: Mapping[str, Any] | None = None, address: ChatAddress | None = None,
              directory: Directory | None = None, state: ConversationState | None = None,
-             resuming: bool = False) -> AssembledAgent:
+             resuming: bool = False, agents: Mapping[str, AgentSpec] | None = None) -> AssembledAgent:
+    from gateway.delegates import GatewayDelegates
+
     spec = binding.agent.spec
     room = address.channel_id if address is not None else None
     binding_text = binding_instructions(binding.spec.instructions, directory, room)
     instructions = [text for text in (spec.instructions, binding_text) if not isinstance(text, str) or text.strip()]
     turn = BuildContext(config=NoConfig(), is_direct=is_direct, stores=stores or {}, address=address,
                         directory=directory, state=state, resuming=resuming)
+    modes = binding.spec.approvals.tool_approval
+    delegated = RunUsage()
+    delegates = GatewayDelegates(parent=spec, agents=agents or {}, registry=registry, models=models,
+                                 binding_modes=modes, turn=turn, usage=delegated)
+    built, policy = build_capabilities([*spec.capabilities, *_binding_grants(binding, registry)], registry=registry,
+                                       turn=replace(turn, delegates=delegates), binding_modes=modes)
+    agent: Agent[Any, Output] = Agent(models.resolve(spec.model), output_type=[str, DeferredToolRequests],
+                                      instructions=instructions or None, name=spec.name,
+                                      capabilities=[*built, policy])
+    return AssembledAgent(agent=agent, policy=policy, delegated=delegated)
+
+
+def build_capabilities(entries: list[CapabilityEntry], *, registry: Registry, turn: BuildContext,
+                       binding_modes: Mapping[str, str]) -> tuple[list[AbstractCapability[Any]], ToolPolicy]:
+    """Each enabled entry's capability for this run, and the policy gating and renaming their tools."""
     built: list[AbstractCapability[Any]] = []
     gated: set[str] = set()
     names: dict[str, str] = {}
     descriptions: dict[str, str] = {}
-    for entry in [*spec.capabilities, *_binding_grants(binding, registry)]:
+    for entry in entries:
         definition = registry.get(entry.id)
         if not entry.enabled or definition is None:
             continue
@@ -79,17 +123,13 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, is_
         if capability is None:
             continue
         built.append(capability)
-        gated |= _gated_tools(definition, entry, binding.spec.approvals.tool_approval)
+        gated |= _gated_tools(definition, entry, binding_modes)
         for tool_id, override in entry.tool_overrides.items():
             if "name" in override:
                 names[tool_id] = override["name"]
             if "description" in override:
                 descriptions[tool_id] = override["description"]
-    policy = ToolPolicy(gated=frozenset(gated), names=names, descriptions=descriptions)
-    agent: Agent[Any, Output] = Agent(models.resolve(spec.model), output_type=[str, DeferredToolRequests],
-                                      instructions=instructions or None, name=spec.name,
-                                      capabilities=[*built, policy])
-    return AssembledAgent(agent=agent, policy=policy)
+    return built, ToolPolicy(gated=frozenset(gated), names=names, descriptions=descriptions)
 
 
 def _binding_grants(binding: Binding, registry: Registry) -> list[CapabilityEntry]:

@@ -70,6 +70,14 @@ class BindingStore:
             return Binding(bot_name=bot_name, agent=definition, spec=BindingSpec.model_validate(binding.spec))
         return await self._db.transaction(work)
 
+    async def agents(self) -> dict[str, AgentDefinition]:
+        """Every applied agent by name: what a delegating agent's pinned delegates are built from."""
+        async def work(session: AsyncSession) -> dict[str, AgentDefinition]:
+            rows = (await session.execute(select(AgentRow))).scalars()
+            return {row.name: AgentDefinition(name=row.name, version=row.version,
+                                              spec=AgentSpec.model_validate(row.spec)) for row in rows}
+        return await self._db.transaction(work)
+
     async def webhook_secret(self, bot_name: str) -> str:
         """The bot's webhook secret, generated once and shared by every replica."""
         async def work(session: AsyncSession) -> str:

@@ -61,7 +61,11 @@ class AgentSpec(_Strict):
     model: str
     """A model profile name or a pydantic-ai model string such as `openai-chat:gpt-4o`."""
     instructions: str = ""
+    description: str = ""
+    """One sentence on what this agent does: how an agent that delegates to it lists it."""
     capabilities: list[CapabilityEntry] = Field(default_factory=list)
+    subagents: list[str] = Field(default_factory=list)
+    """Other agents of this config this one may delegate to, by name (the `subagents` capability)."""
 
     @field_validator("capabilities", mode="before")
     @classmethod

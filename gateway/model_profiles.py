@@ -21,6 +21,11 @@ class ModelResolver:
         self._secrets = secrets
         self._fixed = dict(fixed or {})
 
+    @property
+    def names(self) -> frozenset[str]:
+        """The configured profiles (and fixed models): what a model-written specialist may run on."""
+        return frozenset(self._profiles) | frozenset(self._fixed)
+
     def resolve(self, name: str) -> Model:
         if name in self._fixed:
             return self._fixed[name]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from pydantic_ai import (
@@ -29,7 +29,7 @@ from adapters.base import ChatAddress, Directory, Speaker
 from capabilities.guardrails import GuardrailBlocked
 from capabilities.registry import Registry
 from gateway.assembly import AssembledAgent, assemble
-from gateway.bindings import AgentDefinition, Binding
+from gateway.bindings import AgentDefinition, Binding, BindingStore
 from gateway.config import AgentSpec, BindingSpec
 from gateway.conversation_state import StoredConversationState
 from gateway.live_reply import LiveReply
@@ -52,6 +52,12 @@ class TurnDeps:
     binding: Binding
     owner: MemoryOwner | None = None
     """Whose memory this run reaches (`gateway/scope.py`); None: no store in this conversation."""
+    background: bool = False
+    """True inside a background delegation: a gated tool there is refused, since nobody can be asked."""
+
+    def clone_for_subagent(self, max_depth: int = 0) -> TurnDeps:
+        """A delegate's deps: the same server-side facts (the delegation's depth is decided at assembly)."""
+        return replace(self)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,16 +123,21 @@ class Runtime:
         """Continue a parked run with the decisions, as the same agent version and binding."""
         await self._set_run(run_id, status="running")
         conversation = ConversationTypeAdapter.validate_json(state)
-        return await self._drive(run_id, deps, reply, resuming=True, conversation=conversation, results=results)
+        delegated = await self._delegated_before(run_id, conversation.usage)
+        return await self._drive(run_id, deps, reply, resuming=True, delegated=delegated, conversation=conversation,
+                                 results=results)
 
     async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, resuming: bool = False,
-                     **run_input: Any) -> RunOutcome:
+                     delegated: RunUsage | None = None, **run_input: Any) -> RunOutcome:
         await reply.start()
+        agents = await self._delegate_specs(deps.binding.agent.spec)
         assembled = assemble(deps.binding, registry=self._registry, models=self._models,
                              is_direct=deps.address.is_direct, stores=self._stores, address=deps.address,
                              directory=self._directories.get(deps.binding.bot_name),
                              state=StoredConversationState(self._db, deps.address.conversation_key),
-                             resuming=resuming)
+                             resuming=resuming, agents=agents)
+        if delegated is not None:
+            assembled.delegated.incr(delegated)
         try:
             result = await self._stream(assembled, deps, reply, **run_input)
         except GuardrailBlocked as exc:  # a refusal is the platform doing its job: an outcome of its own
@@ -139,15 +150,16 @@ class Runtime:
             log.warning("run %d for bot %r failed: %s: %s", run_id, deps.binding.bot_name, type(exc).__name__, exc,
                         exc_info=not isinstance(exc, AgentRunError | ModelAPIError))
             refs = await reply.finish(failure_notice(exc))
-            await self._set_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}")
+            await self._set_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}",
+                                usage=assembled.delegated if assembled.delegated.requests else None)
             return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
         if isinstance(result.output, DeferredToolRequests):
             await reply.finish(reply.shown_text or "I need a decision before I can continue:")
-            await self._set_run(run_id, status="parked", usage=result.usage)
+            await self._set_run(run_id, status="parked", usage=result.usage + assembled.delegated)
             return Parked(run_id=run_id, calls=_gated_calls(result.output, assembled),
                           state=ConversationTypeAdapter.dump_json(result.conversation).decode())
         refs = await reply.finish(result.output)
-        await self._set_run(run_id, status="answered", usage=result.usage)
+        await self._set_run(run_id, status="answered", usage=result.usage + assembled.delegated)
         return Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id)
 
     async def _stream(self, assembled: AssembledAgent, deps: TurnDeps, reply: LiveReply,
@@ -168,6 +180,24 @@ class Runtime:
                     continue
                 reply.update(shown)
         raise AgentRunError("the model stream ended without a result")
+
+    async def _delegated_before(self, run_id: int, own: RunUsage) -> RunUsage:
+        """What delegates spent before the park: the row books it, the parked conversation carries only the
+        agent's own usage, which the continuation counts on from."""
+        async def work(session: AsyncSession) -> RunUsage:
+            row = await session.get(RunRow, run_id)
+            if row is None:
+                return RunUsage()
+            return RunUsage(requests=max(0, (row.requests or 0) - own.requests),
+                            input_tokens=max(0, (row.input_tokens or 0) - own.input_tokens),
+                            output_tokens=max(0, (row.output_tokens or 0) - own.output_tokens))
+        return await self._db.transaction(work)
+
+    async def _delegate_specs(self, spec: AgentSpec) -> dict[str, AgentSpec]:
+        """The other agents this one may delegate to are built from their applied specs, read per run."""
+        if not any(entry.id == "subagents" and entry.enabled for entry in spec.capabilities):
+            return {}
+        return {name: agent.spec for name, agent in (await BindingStore(self._db).agents()).items()}
 
     async def _open_run(self, turn: Turn) -> int:
         binding = turn.deps.binding
@@ -196,9 +226,27 @@ class Runtime:
 
 
 def _gated_calls(requests: DeferredToolRequests, assembled: AssembledAgent) -> tuple[GatedCall, ...]:
-    return tuple(GatedCall(tool_call_id=call.tool_call_id, tool_id=assembled.policy.stable_id(call.tool_name),
-                           tool_name=call.tool_name, args=call.args_as_dict())
-                 for call in requests.approvals)
+    calls = []
+    for call in requests.approvals:
+        metadata = requests.metadata.get(call.tool_call_id)
+        tool_id, tool_name, args = shown_call(call.tool_name, call.args_as_dict(), metadata)
+        calls.append(GatedCall(tool_call_id=call.tool_call_id, tool_name=tool_name, args=args,
+                               tool_id=tool_id or assembled.policy.stable_id(call.tool_name)))
+    return tuple(calls)
+
+
+def shown_call(tool_name: str, args: dict[str, Any], metadata: Any) -> tuple[str | None, str, dict[str, Any]]:
+    """The call a person is asked to approve. When the run parked inside a synchronous delegation, that is the
+    delegate's own gated call (`capabilities/delegation.py` puts it in the metadata), not the `task` that
+    reached it: approving resumes the delegate and runs exactly that call."""
+    if not isinstance(metadata, dict) or not metadata.get("calls"):
+        return None, tool_name, args
+    calls = metadata["calls"]
+    if len(calls) == 1:
+        tool_id, inner_name, inner_args = shown_call(calls[0]["tool_name"], calls[0]["args"], calls[0].get("metadata"))
+        return tool_id or calls[0]["tool_id"], f"{metadata['delegate']}: {inner_name}", inner_args
+    return (calls[0]["tool_id"], f"{metadata['delegate']}: {', '.join(c['tool_name'] for c in calls)}",
+            {c["tool_name"]: c["args"] for c in calls})
 
 
 def deps_snapshot(deps: TurnDeps) -> dict[str, Any]:

@@ -124,6 +124,8 @@ class Case:
         return binding_with([{"id": self.capability, "config": dict(self.config)}])
 
 
+SPECIALIST = {"name": "researcher", "description": "Researches a topic and reports findings.",
+              "instructions": "Research the topic; cite sources.", "model": "scripted"}
 ALL_LOOKUPS = ["get_channel_info", "list_channel_members", "search_channels", "read_channel_history"]
 
 CASES = (
@@ -139,6 +141,12 @@ CASES = (
     Case(id="tool_output_limits-truncate", capability="tool_output_limits", config={"action": "truncate"}),
     Case(id="channel_tools-all", capability="channel_tools", config={"tools": ALL_LOOKUPS}),
     Case(id="channel_tools-info", capability="channel_tools", config={"tools": ["get_channel_info"]}),
+    Case(id="subagents-sync", capability="subagents", config={"inline": [SPECIALIST]}),
+    Case(id="subagents-async", capability="subagents", config={"mode": "async", "inline": [SPECIALIST]}),
+    Case(id="subagents-auto-delegate", capability="subagents", config={"inline": [{**SPECIALIST, "mode": "auto"}]}),
+    Case(id="subagents-menu", capability="subagents",
+         config={"inline": [SPECIALIST], "models": {"fast": {"model": "scripted", "description": "quick drafts"}}}),
+    Case(id="subagents-dynamic", capability="subagents", config={"allow_dynamic": True}),
 )
 """Every registered capability, under the configs that change what it offers."""
 

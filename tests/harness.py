@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -47,11 +47,13 @@ def free_port() -> int:
 
 def gateway_config(telegram: FakeTelegram, bots: list[TelegramBot], *, port: int = 0,
                    instructions: str = "You are a helpful assistant.",
-                   capabilities: list[dict[str, Any]] | None = None) -> GatewayConfig:
+                   capabilities: list[dict[str, Any]] | None = None,
+                   agent: Mapping[str, Any] | None = None, agents: list[dict[str, Any]] | None = None) -> GatewayConfig:
+    """`agent` adds fields to the bound agent's spec; `agents` are further agents (delegates, say)."""
     public_url = f"http://127.0.0.1:{port}" if port else None
     return GatewayConfig.model_validate({
         "agents": [{"name": "assistant", "model": "function:scripted", "instructions": instructions,
-                    "capabilities": capabilities or []}],
+                    "capabilities": capabilities or [], **(agent or {})}, *(agents or [])],
         "bots": [{"name": bot.name, "platform": "telegram", "token": f"${{TOKEN_{bot.name.upper()}}}",
                   "api_base_url": telegram.url, "transport": bot.transport, "agent": "assistant",
                   "binding": bot.binding} for bot in bots],
@@ -63,14 +65,17 @@ def gateway_config(telegram: FakeTelegram, bots: list[TelegramBot], *, port: int
 async def running_gateway(telegram: FakeTelegram, bots: list[TelegramBot], *, database_url: str,
                           redis_url: str | None, model: Model, tuning: Tuning = FAST,
                           instructions: str = "You are a helpful assistant.", registry: Registry | None = None,
-                          capabilities: list[dict[str, Any]] | None = None) -> AsyncIterator[Gateway]:
+                          capabilities: list[dict[str, Any]] | None = None, agent: Mapping[str, Any] | None = None,
+                          agents: list[dict[str, Any]] | None = None,
+                          models: Mapping[str, Model] | None = None) -> AsyncIterator[Gateway]:
+    """`models` are further scripted models by name, for the `agents` and specialists that name them."""
     webhook = any(bot.transport == "webhook" for bot in bots)
     config = gateway_config(telegram, bots, port=free_port() if webhook else 0, instructions=instructions,
-                            capabilities=capabilities)
+                            capabilities=capabilities, agent=agent, agents=agents)
     secrets = SecretSource(environ={f"TOKEN_{bot.name.upper()}": bot.token for bot in bots})
     settings = Settings(database_url=database_url, redis_url=redis_url)
-    models = ModelResolver(config.models, secrets, fixed={"function:scripted": model})
-    async with Gateway(config, settings, secrets=secrets, models=models, registry=registry, tuning=tuning,
+    resolver = ModelResolver(config.models, secrets, fixed={"function:scripted": model, **(models or {})})
+    async with Gateway(config, settings, secrets=secrets, models=resolver, registry=registry, tuning=tuning,
                        migrate=True) as gateway:
         await telegram.wait_for(lambda: all(a.identity is not None for a in gateway.adapters.values()))
         yield gateway

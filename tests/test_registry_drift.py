@@ -6,6 +6,7 @@ import pytest
 
 from capabilities import default_registry
 from capabilities.registry import config_for
+from capabilities.subagents import NEVER_OFFERED
 from tests.capability_runs import CASES, Case, offered_tool_defs
 
 
@@ -26,4 +27,12 @@ def test_every_declared_tool_is_offered_under_some_config() -> None:
     for definition in registry:
         offered = {tool for case in CASES if case.capability == definition.id
                    for tool in definition.offered_tools(config_for(definition, case.config))}
-        assert offered == {tool.id for tool in definition.tools}, definition.id
+        never = set(NEVER_OFFERED) if definition.id == "subagents" else set()
+        assert offered == {tool.id for tool in definition.tools} - never, definition.id
+
+
+def test_answer_subagent_is_declared_so_it_can_be_gated_and_renamed_but_never_offered() -> None:
+    definition = default_registry().get("subagents")
+    assert definition is not None and definition.tool("answer_subagent") is not None
+    assert all("answer_subagent" not in definition.offered_tools(config_for(definition, case.config))
+               for case in CASES if case.capability == "subagents")
