@@ -42,7 +42,8 @@ UPDATE_LIMIT = 4_000
 """Characters `chat.update` accepts; longer text is refused with `msg_too_long`."""
 POST_LIMIT = 40_000
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
-_BOT_TOKEN_METHODS_ONLY = "apps.connections.open"
+_APP_TOKEN_METHOD = "apps.connections.open"
+"""The one method that takes the app-level token; every other one takes the bot token."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -505,7 +506,7 @@ class SlackSandbox:
         if app is None:
             raise ApiError("invalid_auth")
         app_level = token == app.app_token
-        if app_level != (method == _BOT_TOKEN_METHODS_ONLY):
+        if app_level != (method == _APP_TOKEN_METHOD):
             raise ApiError("not_allowed_token_type")
         return app
 

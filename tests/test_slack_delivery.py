@@ -220,13 +220,16 @@ async def test_envelopes_are_acknowledged_only_after_the_inbox_commit(slack: Fak
     stored_at_ack: list[int] = []
 
     async def count_rows(_app: SlackApp, _envelope_id: str) -> None:
-        stored_at_ack.append(await inbox_count(database_url))
+        # Only the first ack (the user's message): a query still running at teardown would hold a lock
+        # that the fixture's DROP SCHEMA waits for.
+        if not stored_at_ack:
+            stored_at_ack.append(await inbox_count(database_url))
 
     async with running_gateway(slack, [bot], database_url=database_url, redis_url=None, model=echoes()):
         slack.on_ack = count_rows
         await slack.user_says(dm, alice, "hi")
-        await slack.wait_for(lambda: slack.texts(dm, by=bot.app) == ["echo: hi"])
-    assert stored_at_ack[0] == 1, "the first ack came after the message was committed"
+        await slack.wait_for(lambda: slack.texts(dm, by=bot.app) == ["echo: hi"] and bool(stored_at_ack))
+    assert stored_at_ack == [1], "the first ack came after the message was committed"
 
 
 async def test_tokens_and_the_signing_secret_never_reach_the_log(slack: FakeSlack, sqlite_url: str,
