@@ -51,8 +51,10 @@ def build_http_app(*, intake: Intake, adapters: Mapping[str, Adapter], readiness
         return await _webhook(intake, adapters, "mattermost", bot, request, read=_mattermost_click)
 
     @app.post("/slack/{bot}/events")
+    @app.post("/slack/{bot}/interactions")
     async def slack_events(bot: str, request: Request) -> JSONResponse:
-        """Events API and interactivity; Slack's URL check gets its challenge back only once verified."""
+        """Events API and interactivity (one verified reader for both bodies); the URL check gets its
+        challenge back only once verified."""
         try:
             return await _webhook(intake, adapters, "slack", bot, request, read=_slack_event)
         except UrlVerification as exc:

@@ -37,9 +37,9 @@ def build_slack_manifest(bot: SlackBotSpec, *, public_url: str | None, descripti
     events: dict[str, Any] = {"bot_events": list(BOT_EVENTS)}
     interactivity: dict[str, Any] = {"is_enabled": True}
     if bot.transport == "http":
-        url = f"{(public_url or 'https://YOUR-PUBLIC-URL').rstrip('/')}/slack/{bot.name}/events"
-        events = {"request_url": url, **events}
-        interactivity["request_url"] = url
+        base = f"{(public_url or 'https://YOUR-PUBLIC-URL').rstrip('/')}/slack/{bot.name}"
+        events = {"request_url": f"{base}/events", **events}
+        interactivity["request_url"] = f"{base}/interactions"
     return {
         "_metadata": {"major_version": 1, "minor_version": 1},
         "display_information": {"name": bot.name[:NAME_LIMIT], "description": description[:140]},

@@ -81,7 +81,8 @@ class SlackApp:
     app_token: str
     signing_secret: str
     request_url: str | None = None
-    """Where Events API and interactivity requests go; ``None`` delivers over Socket Mode."""
+    """Where Events API requests go (and interactivity, unless it has its own); ``None``: Socket Mode."""
+    interactivity_url: str | None = None
     connected_at: list[float] = field(default_factory=list)
     """``time.monotonic()`` of every Socket Mode connection."""
     acked: list[str] = field(default_factory=list)
@@ -306,11 +307,13 @@ class SlackSandbox:
         digest = hmac.new((secret or app.signing_secret).encode(), base, hashlib.sha256).hexdigest()
         return {"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": f"v0={digest}"}
 
-    async def post_to_app(self, app: SlackApp, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
-        """POST ``body`` to the app's request URL with exactly these headers; returns (status, text)."""
-        if self._session is None or app.request_url is None:
+    async def post_to_app(self, app: SlackApp, body: bytes, headers: dict[str, str],
+                          *, url: str | None = None) -> tuple[int, str]:
+        """POST ``body`` to the app's request URL (or ``url``) with exactly these headers; returns (status, text)."""
+        target = url or app.request_url
+        if self._session is None or target is None:
             raise RuntimeError("start the sandbox and give the app a request_url first")
-        async with self._session.post(app.request_url, data=body, headers=headers) as answer:
+        async with self._session.post(target, data=body, headers=headers) as answer:
             return answer.status, await answer.text()
 
     async def verify_url(self, app: SlackApp) -> tuple[int, str, str]:
@@ -404,16 +407,17 @@ class SlackSandbox:
         """POST as Slack does, retrying a refused or failed request up to three times."""
         content_type = "application/x-www-form-urlencoded" if kind == "interactive" else "application/json"
         body = urlencode({"payload": json.dumps(payload)}) if kind == "interactive" else json.dumps(payload)
-        return await self._post_attempts(app, payload.get("event_id"), body.encode(), content_type, retry)
+        url = (app.interactivity_url or app.request_url) if kind == "interactive" else app.request_url
+        return await self._post_attempts(app, payload.get("event_id"), body.encode(), content_type, retry, url)
 
     async def _post_attempts(self, app: SlackApp, event_id: str | None, body: bytes, content_type: str,
-                             retry: int) -> None:
+                             retry: int, url: str | None) -> None:
         for attempt in range(retry, retry + 1 + len(self._retry_delays)):
             headers = {"Content-Type": content_type, **self.signed_headers(app, body)}
             if attempt:
                 headers |= {"X-Slack-Retry-Num": str(attempt), "X-Slack-Retry-Reason": "http_error"}
             try:
-                status, text = await self.post_to_app(app, body, headers)
+                status, text = await self.post_to_app(app, body, headers, url=url)
             except (aiohttp.ClientError, TimeoutError) as error:
                 status, text = 0, f"{type(error).__name__}: {error}"
             app.http.append(HttpDelivery(event_id=event_id, retry_num=attempt, status=status,

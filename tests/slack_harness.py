@@ -70,6 +70,8 @@ async def running_gateway(slack: FakeSlack, bots: list[SlackBot], *, database_ur
     secrets = SecretSource(environ={key: value for bot in bots for key, value in bot.secrets().items()})
     for bot in bots:
         bot.app.request_url = f"http://127.0.0.1:{port}/slack/{bot.name}/events" if bot.transport == "http" else None
+        bot.app.interactivity_url = (f"http://127.0.0.1:{port}/slack/{bot.name}/interactions"
+                                     if bot.transport == "http" else None)
     settings = Settings(database_url=database_url, redis_url=redis_url)
     models = ModelResolver(config.models, secrets, fixed={"function:scripted": model})
     async with Gateway(config, settings, secrets=secrets, models=models, registry=registry, tuning=tuning,

@@ -47,9 +47,9 @@ def test_manifest_for_the_events_api_points_slack_at_the_public_url(tmp_path: Pa
                         public_url="https://gw.example.org")
     result = CliRunner().invoke(app, ["slack", "manifest", "team-slack", "-c", str(path)])
     settings = yaml.safe_load(result.output)["settings"]
-    url = "https://gw.example.org/slack/team-slack/events"
+    url = "https://gw.example.org/slack/team-slack"
     assert (settings["socket_mode_enabled"], settings["event_subscriptions"]["request_url"],
-            settings["interactivity"]["request_url"]) == (False, url, url)
+            settings["interactivity"]["request_url"]) == (False, f"{url}/events", f"{url}/interactions")
 
 
 def test_manifest_of_an_unknown_bot_names_the_slack_bots(tmp_path: Path) -> None:
