@@ -17,15 +17,15 @@ from urllib.parse import urlsplit
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
+from adapters.markdown_lists import render_list
+
 LINK_SCHEMES = frozenset({"http", "https", "tg", "mailto"})
 """Link schemes rendered as `<a href>`; a link with any other scheme shows only its text."""
 
 HORIZONTAL_RULE = "———"
-BULLET = "•"
 _INDENT = "  "
 _LANGUAGE = re.compile(r"[\w+#.-]+")
 _INLINE_TAGS = {"strong": "b", "em": "i", "s": "s"}
-_LISTS = ("bullet_list", "ordered_list")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,38 +136,7 @@ def _is_safe(href: str) -> bool:
 
 
 def _list(node: SyntaxTreeNode, ctx: _Context) -> str:
-    """Render a list; a tight list has one item per line, a loose one a blank line between items."""
-    tight = all(_is_tight(item) for item in node.children)
-    pairs = zip(node.children, _markers(node), strict=True)
-    items = [_list_item(item, marker, ctx, tight) for item, marker in pairs]
-    return ("\n" if tight else "\n\n").join(items)
-
-
-def _markers(node: SyntaxTreeNode) -> list[str]:
-    if node.type == "bullet_list":
-        return [BULLET] * len(node.children)
-    start = int(node.attrs.get("start", 1))
-    return [f"{start + index}." for index in range(len(node.children))]
-
-
-def _is_tight(item: SyntaxTreeNode) -> bool:
-    """markdown-it hides the paragraphs of a tight list's items."""
-    return all(child.hidden for child in item.children if child.type == "paragraph")
-
-
-def _list_item(item: SyntaxTreeNode, marker: str, ctx: _Context, tight: bool) -> str:
-    """Render one item: marker on the first line, nested lists indented two spaces per level."""
-    inner = replace(ctx, depth=ctx.depth + 1, indent=_INDENT * (ctx.depth + 1))
-    parts: list[str] = []
-    for child in item.children:
-        part = _block(child, inner)
-        # Nested lists carry their own indentation; later blocks line up under the item's text.
-        if part and parts and child.type not in _LISTS:
-            part = inner.indent + part
-        parts.extend([part] if part else [])
-    body = ("\n" if tight else "\n\n").join(parts)
-    head = f"{_INDENT * ctx.depth}{marker}"
-    return f"{head} {body}" if body else head
+    return render_list(node, ctx, _block, unit=_INDENT)
 
 
 def _quote(node: SyntaxTreeNode, ctx: _Context) -> str:

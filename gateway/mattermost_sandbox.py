@@ -11,7 +11,6 @@ the network (`drop_connections`, `refuse_connections`, `fail_next`), and read wh
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import itertools
 import json
@@ -26,6 +25,8 @@ from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp import web
+
+from gateway.sandbox_support import ChangeSignal, LocalServer
 
 __all__ = ["ApiCall", "MattermostSandbox", "OutgoingWebhook"]
 
@@ -100,7 +101,7 @@ class MattermostSandbox:
         """(user id, post) of every ephemeral post, shown to that user only."""
         self.sessions = 0
         """Event-stream connections authenticated so far."""
-        self._host, self._port, self._webhook_timeout = host, port, webhook_timeout
+        self._webhook_timeout = webhook_timeout
         self._users: dict[str, JSON] = {}
         self._tokens: dict[str, str] = {}
         self._teams: dict[str, JSON] = {}
@@ -114,9 +115,8 @@ class MattermostSandbox:
         self._anonymous: set[str] = set()
         self._refusing = False
         self._last_time = 0
-        self._changed = asyncio.Condition()
-        self._runner: web.AppRunner | None = None
-        self._session: aiohttp.ClientSession | None = None
+        self._changes = ChangeSignal()
+        self._server = LocalServer(host, port)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -125,20 +125,11 @@ class MattermostSandbox:
         for method, path, handler in self._routes():
             app.router.add_route(method, API + path, self._endpoint(handler))
         app.router.add_get(API + "/websocket", self._handle_websocket)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self._host, self._port).start()
-        host, port = self._runner.addresses[0][:2]
-        self.url = f"http://{host}:{port}"
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self._webhook_timeout))
+        self.url = await self._server.start(app, client_timeout=self._webhook_timeout)
 
     async def stop(self) -> None:
         await self.drop_connections()
-        if self._session is not None:
-            await self._session.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
-        self._session = self._runner = None
+        await self._server.stop()
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -249,9 +240,9 @@ class MattermostSandbox:
                 "channel_name": channel["name"], "team_id": channel["team_id"], "team_domain": team.get("name", ""),
                 "post_id": stored["id"], "trigger_id": _new_id(), "type": "", "data_source": "",
                 "context": action["integration"].get("context", {}) if context is None else context}
-        assert self._session is not None, "the sandbox is not started"
+        assert self._server.session is not None, "the sandbox is not started"
         try:
-            async with self._session.post(action["integration"]["url"], json=body) as response:
+            async with self._server.session.post(action["integration"]["url"], json=body) as response:
                 result = (response.status, await response.text())
         except (aiohttp.ClientError, TimeoutError) as exc:
             result = (0, f"{type(exc).__name__}: {exc}")
@@ -309,8 +300,7 @@ class MattermostSandbox:
         Raises:
             TimeoutError: it stayed false for ``timeout`` seconds.
         """
-        async with asyncio.timeout(timeout), self._changed:
-            await self._changed.wait_for(predicate)
+        await self._changes.wait_for(predicate, timeout=timeout)
 
     # -- REST --------------------------------------------------------------------------------
 
@@ -584,12 +574,12 @@ class MattermostSandbox:
                 await self.deliver_webhook(hook, post, trigger_word=trigger or "")
 
     async def _post_webhook(self, hook: OutgoingWebhook, url: str, fields: JSON, post: JSON) -> tuple[int, str]:
-        assert self._session is not None, "the sandbox is not started"
+        assert self._server.session is not None, "the sandbox is not started"
         if hook.content_type == "application/json":
-            request = self._session.post(url, json=fields)
+            request = self._server.session.post(url, json=fields)
         else:
             form = {**fields, "timestamp": str(int(fields.get("timestamp", 0)) // 1000)}
-            request = self._session.post(url, data=urlencode(form),
+            request = self._server.session.post(url, data=urlencode(form),
                                          headers={"Content-Type": "application/x-www-form-urlencoded"})
         try:
             async with request as response:
@@ -671,8 +661,7 @@ class MattermostSandbox:
         return self._last_time
 
     async def _notify(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
+        self._changes.notify()
 
 
 def _as_clients_see_it(post: JSON) -> JSON:

@@ -33,6 +33,8 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import web
 
+from gateway.sandbox_support import ChangeSignal, LocalServer
+
 __all__ = ["ApiCall", "HttpDelivery", "SlackApp", "SlackSandbox"]
 
 JSON = dict[str, Any]
@@ -119,7 +121,7 @@ class SlackSandbox:
         """Ephemeral messages, each seen only by its ``user``."""
         self.on_ack: Callable[[SlackApp, str], Awaitable[None]] | None = None
         """Awaited when an envelope is acknowledged, before the ack is recorded."""
-        self._host, self._port, self._retry_delays = host, port, retry_delays
+        self._retry_delays = retry_delays
         self._apps: dict[str, SlackApp] = {}
         self._users: dict[str, JSON] = {}
         self._channels: dict[str, JSON] = {}
@@ -129,11 +131,9 @@ class SlackSandbox:
         self._failures: dict[str, list[int]] = {}
         self._ids = itertools.count(1)
         self._epoch = int(time.time())
-        self._changed = asyncio.Event()
-        """Set and replaced on every change; waiters hold the one that was current when they looked."""
+        self._changes = ChangeSignal()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._runner: web.AppRunner | None = None
-        self._session: aiohttp.ClientSession | None = None
+        self._server = LocalServer(host, port)
         self._methods = self._method_table()
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -143,12 +143,7 @@ class SlackSandbox:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._handle_api)
         app.router.add_get("/link/", self._handle_socket)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self._host, self._port).start()
-        host, port = self._runner.addresses[0][:2]
-        self.url = f"http://{host}:{port}"
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
+        self.url = await self._server.start(app, client_timeout=10)
 
     async def stop(self) -> None:
         """Close every socket and stop listening."""
@@ -158,11 +153,7 @@ class SlackSandbox:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._session is not None:
-            await self._session.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
-        self._session = self._runner = None
+        await self._server.stop()
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -311,9 +302,9 @@ class SlackSandbox:
                           *, url: str | None = None) -> tuple[int, str]:
         """POST ``body`` to the app's request URL (or ``url``) with exactly these headers; returns (status, text)."""
         target = url or app.request_url
-        if self._session is None or target is None:
+        if self._server.session is None or target is None:
             raise RuntimeError("start the sandbox and give the app a request_url first")
-        async with self._session.post(target, data=body, headers=headers) as answer:
+        async with self._server.session.post(target, data=body, headers=headers) as answer:
             return answer.status, await answer.text()
 
     async def verify_url(self, app: SlackApp) -> tuple[int, str, str]:
@@ -351,14 +342,7 @@ class SlackSandbox:
         Raises:
             TimeoutError: it stayed false for ``timeout`` seconds.
         """
-        async with asyncio.timeout(timeout):
-            while True:
-                changed = self._changed
-                if predicate():
-                    return
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(recheck):
-                        await changed.wait()
+        await self._changes.wait_for(predicate, timeout=timeout, recheck=recheck)
 
     # -- delivery ----------------------------------------------------------------------------------
 
@@ -473,9 +457,7 @@ class SlackSandbox:
         task.add_done_callback(self._tasks.discard)
 
     async def _notify(self) -> None:
-        # An event per generation rather than a Condition: no lock that a cancelled waiter could hold.
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self._changes.notify()
 
     # -- the Web API -------------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ carry nested objects as JSON strings. Answers are ``{"ok": true, "result": ...}`
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import itertools
@@ -25,6 +24,7 @@ from typing import Any, Literal, Self
 import aiohttp
 from aiohttp import web
 
+from gateway.sandbox_support import ChangeSignal, LocalServer
 from gateway.telegram_html import RejectedContent, detect_entities, inline_keyboard, message_text
 
 __all__ = ["ApiCall", "ApiError", "TelegramSandbox"]
@@ -131,7 +131,7 @@ class TelegramSandbox:
         self.calls: list[ApiCall] = []
         self.webhook_responses: list[tuple[int, str]] = []
         """(HTTP status, body) of every webhook push; status 0 when no HTTP answer came."""
-        self._host, self._port, self._webhook_timeout = host, port, webhook_timeout
+        self._webhook_timeout = webhook_timeout
         self._bots: dict[str, _Bot] = {}
         self._users: dict[int, JSON] = {}
         self._chats: dict[int, JSON] = {}
@@ -143,11 +143,9 @@ class TelegramSandbox:
         self._open_queries: set[str] = set()
         self._query_ids = itertools.count(1)
         self._failures: dict[str, list[int]] = {}
-        self._changed = asyncio.Event()
-        """Set and replaced on every change; waiters hold the one that was current when they looked."""
+        self._changes = ChangeSignal()
         self._closing = False
-        self._runner: web.AppRunner | None = None
-        self._session: aiohttp.ClientSession | None = None
+        self._server = LocalServer(host, port)
         self._methods = self._method_table()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -157,23 +155,14 @@ class TelegramSandbox:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle_api)
         app.router.add_get("/file/bot{token}/{file_path:.+}", self._handle_file)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self._host, self._port).start()
-        host, port = self._runner.addresses[0][:2]
-        self.url = f"http://{host}:{port}"
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self._webhook_timeout))
+        self.url = await self._server.start(app, client_timeout=self._webhook_timeout)
         self._closing = False
 
     async def stop(self) -> None:
         """Answer pending long polls and stop listening."""
         self._closing = True
         await self._notify()
-        if self._session is not None:
-            await self._session.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
-        self._session = self._runner = None
+        await self._server.stop()
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -355,12 +344,7 @@ class TelegramSandbox:
         Raises:
             TimeoutError: it stayed false for ``timeout`` seconds.
         """
-        async with asyncio.timeout(timeout):
-            while True:
-                changed = self._changed
-                if predicate():
-                    return
-                await changed.wait()
+        await self._changes.wait_for(predicate, timeout=timeout)
 
     # -- HTTP --------------------------------------------------------------------------------
 
@@ -435,13 +419,13 @@ class TelegramSandbox:
         await self._notify()
 
     async def _push(self, bot: _Bot, update: JSON) -> bool:
-        if self._session is None:
+        if self._server.session is None:
             raise RuntimeError("start the TelegramSandbox before it pushes to a webhook")
         headers = {"Content-Type": "application/json"}
         if bot.secret_token:
             headers["X-Telegram-Bot-Api-Secret-Token"] = bot.secret_token
         try:
-            async with self._session.post(bot.webhook_url, data=json.dumps(update), headers=headers) as answer:
+            async with self._server.session.post(bot.webhook_url, data=json.dumps(update), headers=headers) as answer:
                 status, body, reason = answer.status, await answer.text(), answer.reason or ""
         except (aiohttp.ClientError, TimeoutError) as error:
             status, body, reason = 0, f"{type(error).__name__}: {error}", "Connection failed"
@@ -452,9 +436,7 @@ class TelegramSandbox:
         return False
 
     async def _notify(self) -> None:
-        # An event per generation rather than a Condition: no lock that a cancelled waiter could hold.
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self._changes.notify()
 
     # -- Bot API methods: updates and webhooks ----------------------------------------------------
 
