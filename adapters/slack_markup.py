@@ -10,7 +10,6 @@ requires, so the agent can never write a `<!channel>` ping or a mention: all mar
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
@@ -18,7 +17,7 @@ from urllib.parse import urlsplit
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-from adapters.markdown_lists import render_list
+from adapters.markdown_layout import render_list, table_text
 
 LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 """Link schemes rendered as `<url|label>`; a link with any other scheme shows only its label."""
@@ -151,36 +150,7 @@ def _code_block(code: str) -> str:
 
 def _table(node: SyntaxTreeNode) -> str:
     """A table as aligned monospace text; cells keep their words but lose their styling."""
-    rows = [row for section in node.children for row in section.children]
-    cells = [[_plain(cell.children).strip() for cell in row.children] for row in rows]
-    columns = max((len(row) for row in cells), default=0)
-    cells = [row + [""] * (columns - len(row)) for row in cells]
-    aligns = [str(cell.attrs.get("style", "")).removeprefix("text-align:") for cell in rows[0].children]
-    widths = [max(_width(row[index]) for row in cells) for index in range(columns)]
-    header, *body = [_table_row(row, widths, aligns) for row in cells]
-    text = "\n".join([header, "-+-".join("-" * width for width in widths), *body])
-    return f"```\n{_escape(text)}\n```"
-
-
-def _table_row(row: list[str], widths: list[int], aligns: list[str]) -> str:
-    padded = (_pad(cell, width, align) for cell, width, align in zip(row, widths, aligns, strict=False))
-    return " | ".join(padded).rstrip()
-
-
-def _pad(text: str, width: int, align: str) -> str:
-    room = width - _width(text)
-    if align == "right":
-        return " " * room + text
-    if align == "center":
-        return " " * (room // 2) + text + " " * (room - room // 2)
-    return text + " " * room
-
-
-def _width(text: str) -> int:
-    """Columns `text` takes in a monospace font: wide East Asian characters take two."""
-    return sum(
-        0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text
-    )
+    return f"```\n{_escape(table_text(node, lambda cell: _plain(cell.children)))}\n```"
 
 
 def _escape(text: str) -> str:

@@ -9,7 +9,6 @@ from a node of the syntax tree, which keeps the markup balanced whatever the inp
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
@@ -17,7 +16,7 @@ from urllib.parse import urlsplit
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-from adapters.markdown_lists import render_list
+from adapters.markdown_layout import render_list, table_text
 
 LINK_SCHEMES = frozenset({"http", "https", "tg", "mailto"})
 """Link schemes rendered as `<a href>`; a link with any other scheme shows only its text."""
@@ -169,41 +168,8 @@ def _language(info: str) -> str:
 
 def _table(node: SyntaxTreeNode, ctx: _Context) -> str:
     """Render a table as aligned monospace text; cells keep their words but lose their styling."""
-    rows = [row for section in node.children for row in section.children]
-    cells = [[_inlines(cell.children, replace(ctx, plain=True)) for cell in row.children] for row in rows]
-    columns = max((len(row) for row in cells), default=0)
-    cells = [row + [""] * (columns - len(row)) for row in cells]
-    aligns = [_alignment(cell) for cell in rows[0].children] if rows else []
-    widths = [max(_width(row[index]) for row in cells) for index in range(columns)]
-    header, *body = [_table_row(row, widths, aligns) for row in cells]
-    text = "\n".join([header, "-+-".join("-" * width for width in widths), *body])
+    text = table_text(node, lambda cell: _inlines(cell.children, replace(ctx, plain=True)))
     return text if ctx.plain else f"<pre>{_escape(text)}</pre>"
-
-
-def _alignment(cell: SyntaxTreeNode) -> str:
-    style = str(cell.attrs.get("style", ""))
-    return style.removeprefix("text-align:") or "left"
-
-
-def _table_row(row: list[str], widths: list[int], aligns: list[str]) -> str:
-    padded = (_pad(cell, width, align) for cell, width, align in zip(row, widths, aligns, strict=False))
-    return " | ".join(padded).rstrip()
-
-
-def _pad(text: str, width: int, align: str) -> str:
-    room = width - _width(text)
-    if align == "right":
-        return " " * room + text
-    if align == "center":
-        return " " * (room // 2) + text + " " * (room - room // 2)
-    return text + " " * room
-
-
-def _width(text: str) -> int:
-    """Columns `text` takes in a monospace font: wide East Asian characters take two."""
-    return sum(
-        0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text
-    )
 
 
 def _text(text: str, ctx: _Context) -> str:

@@ -1,7 +1,8 @@
-"""Lists rendered from a markdown-it syntax tree, shared by the platforms whose markup has no list syntax."""
+"""Lists and tables laid out as text from a markdown-it syntax tree, for platforms whose markup has neither."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -54,3 +55,40 @@ def _item(item: SyntaxTreeNode, marker: str, ctx: C, tight: bool, block: Callabl
     body = ("\n" if tight else "\n\n").join(parts)
     head = f"{unit * ctx.depth}{marker}"
     return f"{head} {body}" if body else head
+
+
+def table_text(node: SyntaxTreeNode, cell_text: Callable[[SyntaxTreeNode], str]) -> str:
+    """A table as aligned monospace text (header, rule, rows); `cell_text` gives a cell's plain words."""
+    rows = [row for section in node.children for row in section.children]
+    cells = [[cell_text(cell).strip() for cell in row.children] for row in rows]
+    columns = max((len(row) for row in cells), default=0)
+    cells = [row + [""] * (columns - len(row)) for row in cells]
+    aligns = [_alignment(cell) for cell in rows[0].children] if rows else []
+    widths = [max(_width(row[index]) for row in cells) for index in range(columns)]
+    header, *body = [_table_row(row, widths, aligns) for row in cells]
+    return "\n".join([header, "-+-".join("-" * width for width in widths), *body])
+
+
+def _alignment(cell: SyntaxTreeNode) -> str:
+    return str(cell.attrs.get("style", "")).removeprefix("text-align:") or "left"
+
+
+def _table_row(row: list[str], widths: list[int], aligns: list[str]) -> str:
+    padded = (_pad(cell, width, align) for cell, width, align in zip(row, widths, aligns, strict=False))
+    return " | ".join(padded).rstrip()
+
+
+def _pad(text: str, width: int, align: str) -> str:
+    room = width - _width(text)
+    if align == "right":
+        return " " * room + text
+    if align == "center":
+        return " " * (room // 2) + text + " " * (room - room // 2)
+    return text + " " * room
+
+
+def _width(text: str) -> int:
+    """Columns `text` takes in a monospace font: wide East Asian characters take two."""
+    return sum(
+        0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text
+    )
