@@ -10,6 +10,10 @@ The library runs delegations, keeps background tasks and truncates `wait_tasks`;
 - A gated tool inside a synchronous delegate parks the whole run with the delegate's own call on the
   card; approving resumes that delegate where it stopped (its state rides the approval's metadata). In a
   background delegation the gate refuses instead (`gateway/assembly.py`), because nobody can be asked.
+- A synchronous delegate's `ask_parent` (under `allow_questions`) parks the same way: the gateway's
+  `ask_user` defers the call (`ask_in_chat`), the whole run parks on the `task` call with the question in
+  its metadata, and the person's answer (or None when nobody answered) rides that metadata back; the
+  delegate then continues in place with the answer as the result of its deferred `ask_parent` call.
 - Every delegate model response is charged to the run through `DelegateMeter`.
 """
 
@@ -31,7 +35,7 @@ from pydantic_ai import (
     UsageLimits,
 )
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import ApprovalRequired, UsageLimitExceeded
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, UsageLimitExceeded
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
@@ -54,6 +58,43 @@ from capabilities.tool_text import described, function_toolset
 
 DELEGATE_REQUEST_LIMIT = 25
 """Model requests one delegation may make when its delegate sets no `usage_limits` of its own."""
+ASK_PARENT = "ask_parent"
+"""The library's tool a synchronous delegate asks the parent agent's person with."""
+NOBODY_ANSWERED = ("Nobody answered your question before it expired. Continue with what you have, and say in "
+                   "your answer what you had to assume.")
+NOT_ASKED = ("This question was not put to the person: ask one question at a time, and only once no other call "
+             "of yours is waiting for a decision.")
+NOT_RUN_HERE = "This call cannot be completed from here; continue without it."
+
+
+async def ask_in_chat(question: str) -> str:
+    """The gateway's `ask_user`: a delegate's question parks the whole run rather than blocking it.
+
+    The deferred `ask_parent` call ends the delegate's run with it in `DeferredToolRequests.calls`; the
+    delegation tool then parks the parent's `task` call with the question, and the chat asks the person.
+    """
+    raise CallDeferred(metadata={"question": question})
+
+
+def asked(metadata: Any) -> tuple[str, str] | None:
+    """(specialist, question) when a parked call waits on a delegate's question to the person, looking
+    through nested delegations; None for an approval or anything else."""
+    if not isinstance(metadata, dict) or "delegate" not in metadata:
+        return None
+    calls = metadata.get("calls") or []
+    if calls:
+        return asked(calls[0].get("metadata")) if len(calls) == 1 else None
+    questions = [q for q in metadata.get("questions") or [] if q.get("question") is not None]
+    return (str(metadata["delegate"]), str(questions[0]["question"])) if questions else None
+
+
+def with_answer(metadata: dict[str, Any], answer: str | None) -> dict[str, Any]:
+    """The parked state with the person's answer (None: nobody answered) put where the asking delegate reads it."""
+    calls = metadata.get("calls") or []
+    if calls:
+        inner = calls[0].get("metadata")
+        return {**metadata, "calls": [{**calls[0], "metadata": with_answer(inner, answer)}, *calls[1:]]}
+    return {**metadata, "answer": answer}
 
 
 class DelegateTimedOut(UsageLimitExceeded):
@@ -312,7 +353,7 @@ class Delegation(AbstractCapability[Any]):
         try:
             with self._on_model(delegate, option):
                 return str(await start(run_ctx))
-        except ApprovalRequired:
+        except (ApprovalRequired, CallDeferred):
             state = self._suspension(ctx, delegate, description, option) if delegate is not None else None
             if state is None:  # nothing a person could be shown: refused, never parked on the bare `task` call
                 return (f"{name!r} stopped for a decision that cannot be put to a person from here, so it produced "
@@ -344,7 +385,7 @@ class Delegation(AbstractCapability[Any]):
         handle = next((h for h in reversed(self.library.task_manager.handles.values())
                        if h.parent_run_id == ctx.run_id and h.subagent_name == delegate.name
                        and h.description == description and h.deferred_requests is not None), None)
-        if handle is None or not handle.deferred_requests.approvals:
+        if handle is None or not (handle.deferred_requests.approvals or _questions(handle.deferred_requests)):
             return None
         self.library.task_manager.handles.pop(handle.task_id, None)
         return suspension_state(delegate, handle.message_history or "[]", handle.deferred_requests,
@@ -365,14 +406,39 @@ class Delegation(AbstractCapability[Any]):
             with self._on_model(delegate, option):
                 result = await delegate.built.agent.run(
                     message_history=ModelMessagesTypeAdapter.validate_json(state["history"]),
-                    deferred_tool_results=DeferredToolResults(approvals=approvals, metadata=metadata),
+                    deferred_tool_results=DeferredToolResults(approvals=approvals, calls=_answers(state),
+                                                              metadata=metadata),
                     deps=ctx.deps.clone_for_subagent(self.depth - 1), usage_limits=usage_limits(delegate.controls))
         except UsageLimitExceeded as exc:
             return self._budget_spent(delegate.name, delegate, exc)
         if isinstance(result.output, DeferredToolRequests):
+            if not (result.output.approvals or _questions(result.output)):
+                return (f"{delegate.name!r} stopped for something that cannot be put to a person from here, so it "
+                        "produced no answer. Do this part yourself, or leave it out and say so.")
             raise ApprovalRequired(metadata=suspension_state(delegate, result.all_messages_json().decode(),
                                                              result.output, state.get("model")))
         return str(result.output)
+
+
+def _questions(requests: DeferredToolRequests) -> list[Any]:
+    return [call for call in requests.calls if call.tool_name == ASK_PARENT]
+
+
+def _answers(state: dict[str, Any]) -> dict[str, str]:
+    """A result for every call the delegate deferred: the person's answer to the question that was asked
+    (the first, when no approval came first), and a sentence for the rest."""
+    deferred = state.get("questions") or []
+    put = not state.get("calls") and asked(state) is not None
+    answers = {}
+    for index, call in enumerate(deferred):
+        if call.get("question") is None:
+            answers[call["tool_call_id"]] = NOT_RUN_HERE
+        elif index == 0 and put:
+            answer = state.get("answer")
+            answers[call["tool_call_id"]] = NOBODY_ANSWERED if answer is None else str(answer)
+        else:
+            answers[call["tool_call_id"]] = NOT_ASKED
+    return answers
 
 
 def suspension_state(delegate: Delegate, history: str, requests: DeferredToolRequests | None,
@@ -382,7 +448,10 @@ def suspension_state(delegate: Delegate, history: str, requests: DeferredToolReq
     calls = [{"tool_call_id": call.tool_call_id, "tool_name": call.tool_name,
               "tool_id": delegate.built.stable_id(call.tool_name), "args": call.args_as_dict(),
               "metadata": metadata.get(call.tool_call_id)} for call in approvals]
-    return {"delegate": delegate.name, "history": history, "model": model, "calls": calls}
+    questions = [{"tool_call_id": call.tool_call_id,
+                  "question": str(call.args_as_dict().get("question", "")) if call.tool_name == ASK_PARENT else None}
+                 for call in (requests.calls if requests is not None else [])]
+    return {"delegate": delegate.name, "history": history, "model": model, "calls": calls, "questions": questions}
 
 
 def usage_limits(controls: DelegateControls) -> UsageLimits:

@@ -7,11 +7,13 @@ from collections.abc import Mapping
 
 from pydantic_ai import ConversationTypeAdapter, DeferredToolResults, ToolApproved, ToolDenied
 
-from adapters.base import Adapter, ApprovalClick, ApprovalOutcome, MessageRef
+from adapters.base import Adapter, ApprovalClick, ApprovalOutcome, Inbound, MessageRef
+from capabilities.delegation import with_answer
 from gateway.approvals import Approval, Approvals, NewCall, ParkedRun, args_hash, refusal
 from gateway.conversations import Conversations
 from gateway.live_reply import LiveReply
 from gateway.runtime import (
+    QUESTION,
     Answered,
     Parked,
     RunOutcome,
@@ -53,14 +55,17 @@ class ApprovalFlow:
             bot_name=deps.binding.bot_name, turn=deps_snapshot(deps), state=outcome.state, calls=calls,
             requester=deps.speaker, policy=deps.binding.spec.approvals)
         for approval in approvals:
-            ref = await adapter.post_approval(deps.address, approval.card)
+            if approval.tool_id == QUESTION:  # a delegate's question: a plain message the requester answers
+                ref = await adapter.send(deps.address, question_text(approval))
+            else:
+                ref = await adapter.post_approval(deps.address, approval.card)
             await self._approvals.attach_card(approval.id, ref.message_id)
         log.info("run %d parked for %d approval(s) in %s", outcome.run_id, len(approvals),
                  deps.address.conversation_key)
 
     async def on_click(self, adapter: Adapter, click: ApprovalClick, *, retried: bool) -> None:
         approval = await self._approvals.get(click.approval_id)
-        if approval is None or approval.card_message_id != click.card.message_id \
+        if approval is None or approval.card_message_id != click.card.message_id or approval.tool_id == QUESTION \
                 or approval.conversation_key != click.card.address.conversation_key:
             log.warning("bot %r: click on an unknown or mismatched approval card refused", adapter.bot_id)
             await adapter.answer_click(click, "This button does not belong to a pending approval.", refused=True)
@@ -97,6 +102,26 @@ class ApprovalFlow:
         await adapter.answer_click(click, f"{verdict.capitalize()}.")
         await self._resume_if_ready(adapter, decided.parked_run_id)
 
+    async def take_answer(self, adapter: Adapter, inbound: Inbound, *, retried: bool) -> bool:
+        """The requester's message answers the question a delegate of their parked run asked in this
+        conversation: the run resumes with it, and True says it was no new turn. Anyone else's message,
+        or one with no open question, is left to be a turn of its own (False)."""
+        key = inbound.address.conversation_key
+        question = await self._approvals.pending_question(key, inbound.speaker.platform_user_id, tool_id=QUESTION)
+        answered = None
+        if question is not None:
+            answered = await self._approvals.answer(question.id, inbound.text, inbound.speaker, inbound.message_id)
+        if answered is None and retried:  # answered before a crash: finish the resume it started
+            answered = await self._approvals.answered_with(key, inbound.message_id, tool_id=QUESTION)
+            if answered is not None:
+                await self._resume_if_ready(adapter, answered.parked_run_id, reclaim=True)
+                return True
+        if answered is None:
+            return False
+        log.info("question %s answered by %s in %s", answered.id, inbound.speaker.platform_user_id, key)
+        await self._resume_if_ready(adapter, answered.parked_run_id)
+        return True
+
     async def expire_due(self) -> int:
         """Deny every call nobody decided in time, say so on its card, and resume its run."""
         expired = 0
@@ -111,7 +136,7 @@ class ApprovalFlow:
                 log.warning("approval %s expired for bot %r, which this gateway does not run", approval_id,
                             parked.bot_name)
                 continue
-            if decided.card_message_id:
+            if decided.card_message_id and decided.tool_id != QUESTION:
                 address = deps_from_snapshot(parked.turn).address
                 await self._close_card(adapter, MessageRef(address=address, message_id=decided.card_message_id),
                                        decided)
@@ -149,7 +174,12 @@ def _results(parked: ParkedRun, approvals: list[Approval]) -> DeferredToolResult
     decisions: dict[str, ToolApproved | ToolDenied] = {}
     carried: dict[str, object] = {}
     for approval in approvals:
-        if shown.get(approval.tool_call_id) != approval.args_hash:
+        if approval.tool_id == QUESTION and shown.get(approval.tool_call_id) == approval.args_hash:
+            # approved either way: the delegate continues in place, told the answer or that nobody gave one
+            answer = approval.args.get("answer") if approval.status == "answered" else None
+            decisions[approval.tool_call_id] = ToolApproved()
+            carried[approval.tool_call_id] = with_answer(metadata[approval.tool_call_id], answer)
+        elif shown.get(approval.tool_call_id) != approval.args_hash:
             decisions[approval.tool_call_id] = ToolDenied("The call changed after it was shown; it was not run.")
         elif approval.status == "approved":
             decisions[approval.tool_call_id] = ToolApproved()
@@ -160,3 +190,9 @@ def _results(parked: ParkedRun, approvals: list[Approval]) -> DeferredToolResult
         else:
             decisions[approval.tool_call_id] = ToolDenied(EXPIRED_RESULT)
     return DeferredToolResults(approvals=decisions, metadata=carried)
+
+
+def question_text(approval: Approval) -> str:
+    """A delegate's question, put to the person whose run it is, in the conversation the run belongs to."""
+    return (f"{approval.requester_name}, {approval.args.get('specialist')} asks: {approval.args.get('question')}\n\n"
+            "Your next message here is taken as the answer.")

@@ -20,7 +20,7 @@ from gateway.config import ApprovalPolicy
 from storage.db import Database
 from storage.models import ApprovalRow, ApprovalVoteRow, ParkedRunRow, utcnow
 
-Verdict = Literal["approved", "denied", "expired"]
+Verdict = Literal["approved", "denied", "expired", "answered"]
 ARGUMENTS_SHOWN = 1500
 
 
@@ -130,6 +130,44 @@ class Approvals:
             return _approval(row) if row is not None else None
         return await self._db.transaction(work)
 
+    async def pending_question(self, conversation_key: str, requester_id: str, *,
+                               tool_id: str) -> Approval | None:
+        """The oldest open question (a row of kind `tool_id`) this person is asked in this conversation."""
+        async def work(session: AsyncSession) -> Approval | None:
+            row = (await session.execute(select(ApprovalRow).where(
+                ApprovalRow.conversation_key == conversation_key, ApprovalRow.requester_id == requester_id,
+                ApprovalRow.tool_id == tool_id, ApprovalRow.status == "pending", ApprovalRow.expires_at > utcnow())
+                .order_by(ApprovalRow.created_at).limit(1))).scalar_one_or_none()
+            return _approval(row) if row is not None else None
+        return await self._db.transaction(work)
+
+    async def answer(self, approval_id: str, text: str, speaker: Speaker, message_id: str) -> Approval | None:
+        """Compare-and-swap a pending question to `answered`; the answer and the message that gave it are kept
+        beside the question in `args` (its hash stays that of the question shown)."""
+        async def work(session: AsyncSession) -> Approval | None:
+            row = await session.get(ApprovalRow, approval_id)
+            if row is None:
+                return None
+            args = {**row.args, "answer": text, "answer_message_id": message_id}
+            result = await session.execute(
+                update(ApprovalRow).where(ApprovalRow.id == approval_id, ApprovalRow.status == "pending",
+                                          ApprovalRow.expires_at > utcnow())
+                .values(status="answered", decided_by=speaker.display_name, decided_at=utcnow(), args=args)
+                .returning(ApprovalRow))
+            answered = result.scalar_one_or_none()
+            return _approval(answered) if answered is not None else None
+        return await self._db.transaction(work)
+
+    async def answered_with(self, conversation_key: str, message_id: str, *, tool_id: str) -> Approval | None:
+        """The question a given message already answered (an inbox item retried after a crash)."""
+        async def work(session: AsyncSession) -> Approval | None:
+            rows = await session.execute(select(ApprovalRow).where(
+                ApprovalRow.conversation_key == conversation_key, ApprovalRow.tool_id == tool_id,
+                ApprovalRow.status == "answered").order_by(ApprovalRow.decided_at.desc()).limit(20))
+            row = next((r for r in rows.scalars() if r.args.get("answer_message_id") == message_id), None)
+            return _approval(row) if row is not None else None
+        return await self._db.transaction(work)
+
     async def due_for_expiry(self, *, limit: int = 50) -> list[str]:
         async def work(session: AsyncSession) -> list[str]:
             rows = await session.execute(select(ApprovalRow.id).where(
@@ -201,8 +239,8 @@ def refusal(approval: Approval, clicker: Speaker) -> str | None:
         if clicker.platform_user_id == approval.requester_id:
             return None
         return f"Only {approval.requester_name}, who asked, can decide this."
-    names = {entry.lower() for entry in policy.approvers}
-    if clicker.platform_user_id in names or (clicker.handle and f"@{clicker.handle.lower()}" in names):
+    names = {entry.lower() for entry in policy.approvers}  # ids too: Slack's are upper case (`U0123ABCD`)
+    if clicker.platform_user_id.lower() in names or (clicker.handle and f"@{clicker.handle.lower()}" in names):
         return None
     return "You are not one of the approvers for this bot."
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -87,7 +87,10 @@ class AssembledAgent:
 def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, is_direct: bool,
              stores: Mapping[str, Any] | None = None, address: ChatAddress | None = None,
              directory: Directory | None = None, state: ConversationState | None = None,
-             resuming: bool = False, agents: Mapping[str, AgentSpec] | None = None) -> AssembledAgent:
+             resuming: bool = False, agents: Mapping[str, AgentSpec] | None = None,
+             ask_user: Callable[[str], Awaitable[str]] | None = None) -> AssembledAgent:
+    """`ask_user` is how a synchronous delegate's question reaches the run's person (`allow_questions`);
+    None: no delegate is offered `ask_parent`."""
     from gateway.delegates import GatewayDelegates
 
     spec = binding.agent.spec
@@ -99,7 +102,7 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, is_
     modes = binding.spec.approvals.tool_approval
     delegated = RunUsage()
     delegates = GatewayDelegates(parent=spec, agents=agents or {}, registry=registry, models=models,
-                                 binding_modes=modes, turn=turn, usage=delegated)
+                                 binding_modes=modes, turn=turn, usage=delegated, ask_user=ask_user)
     built, policy = build_capabilities([*spec.capabilities, *_binding_grants(binding, registry)], registry=registry,
                                        turn=replace(turn, delegates=delegates), binding_modes=modes)
     agent: Agent[Any, Output] = Agent(models.resolve(spec.model), output_type=[str, DeferredToolRequests],

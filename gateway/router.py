@@ -1,4 +1,5 @@
-"""One inbox item to one turn: bot ► binding ► access ► rate limit ► DM command? ► conversation ► runtime."""
+"""One inbox item to one turn: bot ► binding ► access ► rate limit ► DM command? ► open question? ► conversation ►
+runtime."""
 
 from __future__ import annotations
 
@@ -57,6 +58,9 @@ class Router:
             return
         if inbound.address.is_direct and self._commands.recognizes(inbound.text):
             await self._command(adapter, inbound, item)
+            return
+        # A question a delegate put to this person here is answered by their next message, not a new turn.
+        if await self._approval_flow.take_answer(adapter, inbound, retried=item.attempts > 1):
             return
         await self._answer(adapter, inbound, binding, item)
 

@@ -26,6 +26,7 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Directory, Speaker
+from capabilities.delegation import ASK_PARENT, ask_in_chat, asked
 from capabilities.guardrails import GuardrailBlocked
 from capabilities.registry import Registry
 from gateway.assembly import AssembledAgent, assemble
@@ -41,6 +42,9 @@ from storage.models import RunRow, utcnow
 log = logging.getLogger(__name__)
 
 REQUEST_LIMIT = 25
+QUESTION = ASK_PARENT
+"""The tool id of a parked call that waits on a delegate's question rather than on an approval: its row is
+answered by the requester's next message in the conversation (`gateway/approval_flow.py`), not by buttons."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,7 +139,7 @@ class Runtime:
                              is_direct=deps.address.is_direct, stores=self._stores, address=deps.address,
                              directory=self._directories.get(deps.binding.bot_name),
                              state=StoredConversationState(self._db, deps.address.conversation_key),
-                             resuming=resuming, agents=agents)
+                             resuming=resuming, agents=agents, ask_user=ask_in_chat)
         if delegated is not None:
             assembled.delegated.incr(delegated)
         try:
@@ -154,9 +158,12 @@ class Runtime:
                                 usage=assembled.delegated if assembled.delegated.requests else None)
             return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
         if isinstance(result.output, DeferredToolRequests):
-            await reply.finish(reply.shown_text or "I need a decision before I can continue:")
+            calls = _gated_calls(result.output, assembled)
+            waiting = ("I need an answer before I can continue:" if all(c.tool_id == QUESTION for c in calls)
+                       else "I need a decision before I can continue:")
+            await reply.finish(reply.shown_text or waiting)
             await self._set_run(run_id, status="parked", usage=result.usage + assembled.delegated)
-            return Parked(run_id=run_id, calls=_gated_calls(result.output, assembled),
+            return Parked(run_id=run_id, calls=calls,
                           state=ConversationTypeAdapter.dump_json(result.conversation).decode())
         refs = await reply.finish(result.output)
         await self._set_run(run_id, status="answered", usage=result.usage + assembled.delegated)
@@ -238,7 +245,11 @@ def _gated_calls(requests: DeferredToolRequests, assembled: AssembledAgent) -> t
 def shown_call(tool_name: str, args: dict[str, Any], metadata: Any) -> tuple[str | None, str, dict[str, Any]]:
     """The call a person is asked to approve. When the run parked inside a synchronous delegation, that is the
     delegate's own gated call (`capabilities/delegation.py` puts it in the metadata), not the `task` that
-    reached it: approving resumes the delegate and runs exactly that call."""
+    reached it: approving resumes the delegate and runs exactly that call. A delegate's question is shown as
+    the specialist that asks and its question."""
+    question = asked(metadata)
+    if question is not None:
+        return QUESTION, f"{question[0]}: {ASK_PARENT}", {"specialist": question[0], "question": question[1]}
     if not isinstance(metadata, dict) or not metadata.get("calls"):
         return None, tool_name, args
     calls = metadata["calls"]

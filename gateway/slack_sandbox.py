@@ -243,14 +243,24 @@ class SlackSandbox:
         return copy.deepcopy(message)
 
     async def user_clicks(self, app: SlackApp, message: JSON, user: JSON, action_id: str) -> None:
-        """``user`` presses the button ``action_id`` on an app's message: a ``block_actions`` request."""
+        """``user`` presses the button ``action_id`` on an app's message: a ``block_actions`` request.
+
+        A button the app has since removed can still be pressed on ``message`` as the caller last saw it,
+        as on a Slack client that has not caught up with the edit yet.
+        """
+        await self._deliver(app, self.click_payload(app, message, user, action_id), kind="interactive")
+
+    def click_payload(self, app: SlackApp, message: JSON, user: JSON, action_id: str) -> JSON:
+        """The ``block_actions`` payload of ``user`` pressing ``action_id``, without sending it."""
         channel_id = self._channel_of(message["ts"])
         posted = self._find(channel_id, message["ts"]) or message
+        if not _has_button(posted, action_id):
+            posted = message  # the stale view: the buttons the person still sees
         action, block_id = _button(posted, action_id)
         container = {"type": "message", "message_ts": posted["ts"], "channel_id": channel_id, "is_ephemeral": False}
         if posted.get("thread_ts"):
             container["thread_ts"] = posted["thread_ts"]
-        payload = {
+        return {
             "type": "block_actions", "api_app_id": app.app_id, "token": "verification-token-unused",
             "user": {"id": user["id"], "username": user["name"], "name": user["name"], "team_id": self.team_id},
             "team": {"id": self.team_id, "domain": "sandbox"}, "container": container,
@@ -259,7 +269,6 @@ class SlackSandbox:
             "response_url": f"{self.url}/actions/{secrets.token_hex(8)}",
             "actions": [{**copy.deepcopy(action), "block_id": block_id, "action_ts": f"{time.time():.6f}"}],
         }
-        await self._deliver(app, payload, kind="interactive")
 
     async def redeliver(self, event_id: str) -> None:
         """Slack's retry of an event it believes was not received: same payload, ``X-Slack-Retry-Num: 1``."""
@@ -675,6 +684,11 @@ def _channel_type(channel: JSON) -> str:
 def _list_type(channel: JSON) -> str:
     kind = _channel_type(channel)
     return {"channel": "public_channel", "group": "private_channel"}.get(kind, kind)
+
+
+def _has_button(message: JSON, action_id: str) -> bool:
+    return any(element.get("action_id") == action_id
+               for block in message.get("blocks") or [] for element in block.get("elements") or [])
 
 
 def _button(message: JSON, action_id: str) -> tuple[JSON, str]:

@@ -82,12 +82,14 @@ def hook_up(mattermost: FakeMattermost, gateway: Gateway, bot: MattermostBot, te
 async def running_gateway(mattermost: FakeMattermost, bots: list[MattermostBot], *, database_url: str,
                           model: Model, redis_url: str | None = None, tuning: Tuning = FAST,
                           connected: bool = True, public: bool = False, registry: Registry | None = None,
-                          capabilities: list[dict[str, Any]] | None = None) -> AsyncIterator[Gateway]:
+                          capabilities: list[dict[str, Any]] | None = None,
+                          port: int | None = None) -> AsyncIterator[Gateway]:
     """A gateway serving `bots`; with `connected`, every websocket bot holds its event stream on entry.
 
-    `public` gives the gateway a `server.public_url`, which approval buttons need.
+    `public` gives the gateway a `server.public_url`, which approval buttons need; on `port` when given,
+    so that a restarted gateway answers at the URL its earlier cards point to.
     """
-    port = free_port() if public else 0
+    port = (port or free_port()) if public else 0
     config = GatewayConfig.model_validate({
         "agents": [{"name": "assistant", "model": "function:scripted", "instructions": "You are helpful.",
                     "capabilities": capabilities or []}],

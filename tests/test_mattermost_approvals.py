@@ -1,19 +1,28 @@
-"""Gated tool calls decided by Mattermost buttons: signed contexts, the requester decides, the answer continues."""
+"""Gated tool calls decided by Mattermost buttons: signed contexts, only the people allowed, exactly once,
+across restarts, with the card always telling the truth."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pytest_asyncio
+from sqlalchemy import select
 
+from gateway.app import Gateway
+from storage.db import Database
+from storage.models import ApprovalRow
 from tests.fakes.mattermost import FakeMattermost
 from tests.gated_tools import deploy_registry
 from tests.mattermost_harness import MattermostBot, running_gateway
 from tests.scripted import calls_then_answers
 
 DEPLOY = [{"id": "deploy"}]
+DEPLOY_WEB: tuple[tuple[str, dict[str, object]], ...] = (("deploy_service", {"service": "web"}),)
 
 
 @pytest_asyncio.fixture
@@ -31,46 +40,182 @@ def notices_to(mattermost: FakeMattermost, user: dict[str, Any]) -> list[str]:
     return [post["message"] for user_id, post in mattermost.ephemeral if user_id == user["id"]]
 
 
+async def approval_statuses(database_url: str) -> list[str]:
+    db = Database(database_url)
+    try:
+        async with db.session() as session:
+            return list((await session.execute(select(ApprovalRow.status).order_by(ApprovalRow.created_at))).scalars())
+    finally:
+        await db.close()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pending:
+    bot: MattermostBot
+    room: dict[str, Any]
+    asked: dict[str, Any]
+    card: dict[str, Any]
+    executed: list[str]
+    gateway: Gateway
+
+    def bot_posts(self, mattermost: FakeMattermost) -> list[dict[str, Any]]:
+        return mattermost.posts(self.room, user=self.bot.user)
+
+    def last_said(self, mattermost: FakeMattermost) -> str:
+        return str(self.bot_posts(mattermost)[-1]["message"])
+
+    def current(self, mattermost: FakeMattermost, post: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The card (or `post`) as the server holds it now."""
+        wanted = (post or self.card)["id"]
+        [found] = [p for p in mattermost.posts(self.room) if p["id"] == wanted]
+        return found
+
+
+@asynccontextmanager
+async def awaiting_decision(mattermost: FakeMattermost, database_url: str, *, asker: dict[str, Any],
+                            text: str = "deploy web", others: Sequence[dict[str, Any]] | None = None,
+                            binding: dict[str, Any] | None = None,
+                            calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB,
+                            ) -> AsyncIterator[Pending]:
+    """A running, public gateway whose agent has asked to run `deploy_service`; the card is posted.
+
+    Without `others` the asker writes to the bot in a direct message; with them (even none), the asker
+    mentions the bot in a team channel whose members are the bot, the asker and `others`.
+    """
+    executed: list[str] = []
+    bot = MattermostBot(binding=binding or {}).register(mattermost)
+    if others is None:
+        room = mattermost.direct_channel(asker, bot.user)
+    else:
+        room = mattermost.add_channel(mattermost.add_team("acme"), "ops", members=[bot.user, asker, *others])
+        text = f"@{bot.username} {text}"
+    async with running_gateway(mattermost, [bot], database_url=database_url, public=True,
+                               model=calls_then_answers(*calls), registry=deploy_registry(executed),
+                               capabilities=DEPLOY) as gateway:
+        asked = await mattermost.user_posts(room, asker, text)
+        await mattermost.wait_for(lambda: len(cards(mattermost, room, bot)) == 1)
+        [card] = cards(mattermost, room, bot)
+        yield Pending(bot=bot, room=room, asked=asked, card=card, executed=executed, gateway=gateway)
+
+
 async def test_only_the_requester_decides_and_the_answer_continues_in_the_thread(
         mattermost: FakeMattermost, database_url: str) -> None:
-    executed: list[str] = []
-    bot = MattermostBot().register(mattermost)
     alice, mallory = mattermost.add_user("alice"), mattermost.add_user("mallory")
-    channel = mattermost.add_channel(mattermost.add_team("acme"), "ops", members=[bot.user, alice, mallory])
-    async with running_gateway(mattermost, [bot], database_url=database_url, public=True,
-                               model=calls_then_answers(("deploy_service", {"service": "web"})),
-                               registry=deploy_registry(executed), capabilities=DEPLOY):
-        asked = await mattermost.user_posts(channel, alice, "@helper deploy web")
-        await mattermost.wait_for(lambda: len(cards(mattermost, channel, bot)) == 1)
-        [card] = cards(mattermost, channel, bot)
-        assert card["root_id"] == asked["id"] and '"service": "web"' in card["message"]
+    async with awaiting_decision(mattermost, database_url, asker=alice, others=[mallory]) as pending:
+        card = pending.card
+        assert card["root_id"] == pending.asked["id"] and '"service": "web"' in card["message"]
         await mattermost.click(card, mallory, "approve")
         await mattermost.wait_for(lambda: len(notices_to(mattermost, mallory)) == 1)
-        assert executed == []
+        assert pending.executed == [] and mattermost.route_calls("update_post") == []
         await mattermost.click(card, alice, "approve")
-        await mattermost.wait_for(lambda: mattermost.posts(channel, user=bot.user)[-1]["message"]
-                                  == "done: deployed web")
-    assert executed == ["web"]
-    [closed] = [p for p in mattermost.posts(channel) if p["id"] == card["id"]]
+        await mattermost.wait_for(lambda: pending.last_said(mattermost) == "done: deployed web")
+    assert pending.executed == ["web"]
+    closed = pending.current(mattermost)
     assert closed["message"].startswith("**Approved** by alice") and not closed["props"].get("attachments")
-    assert {p["root_id"] for p in mattermost.posts(channel, user=bot.user)} == {asked["id"]}
+    assert {p["root_id"] for p in pending.bot_posts(mattermost)} == {pending.asked["id"]}
+
+
+async def test_a_denial_is_told_to_the_model(mattermost: FakeMattermost, sqlite_url: str) -> None:
+    alice = mattermost.add_user("alice")
+    async with awaiting_decision(mattermost, sqlite_url, asker=alice) as pending:
+        await mattermost.click(pending.card, alice, "deny")
+        await mattermost.wait_for(lambda: pending.last_said(mattermost).startswith("done:"))
+    assert pending.executed == []
+    assert pending.last_said(mattermost) == "done: alice denied this call; it was not run."
+
+
+async def test_concurrent_clicks_decide_once(mattermost: FakeMattermost, database_url: str) -> None:
+    alice, bob = mattermost.add_user("alice"), mattermost.add_user("bob")
+    async with awaiting_decision(mattermost, database_url, asker=alice, others=[bob],
+                                 binding={"approvals": {"who": "room"}}) as pending:
+        card = pending.card
+        await asyncio.gather(mattermost.click(card, alice, "approve"), mattermost.click(card, bob, "deny"),
+                             mattermost.click(card, bob, "approve"))
+        await mattermost.wait_for(lambda: len(mattermost.ephemeral) == 3
+                                  and pending.last_said(mattermost).startswith("done:"))
+    notices = [post["message"] for _user, post in mattermost.ephemeral]
+    assert sum("Already" in n for n in notices) == 2
+    [status] = await approval_statuses(database_url)
+    assert pending.executed == (["web"] if status == "approved" else [])
+    assert [c.path for c in mattermost.route_calls("update_post")] == [f"/api/v4/posts/{card['id']}"]
+
+
+async def test_a_click_after_a_restart_resumes_the_parked_run(mattermost: FakeMattermost, database_url: str) -> None:
+    alice = mattermost.add_user("alice")
+    async with awaiting_decision(mattermost, database_url, asker=alice, others=[]) as pending:
+        pass
+    async with running_gateway(mattermost, [pending.bot], database_url=database_url, public=True,
+                               port=pending.gateway.port, model=calls_then_answers(*DEPLOY_WEB),
+                               registry=deploy_registry(pending.executed), capabilities=DEPLOY):
+        await mattermost.click(pending.card, alice, "approve")
+        await mattermost.wait_for(lambda: pending.last_said(mattermost) == "done: deployed web")
+    assert pending.executed == ["web"]
+    assert {p["root_id"] for p in pending.bot_posts(mattermost)} == {pending.asked["id"]}
+
+
+async def test_an_undecided_call_expires_and_the_card_says_so(mattermost: FakeMattermost, sqlite_url: str) -> None:
+    alice = mattermost.add_user("alice")
+    async with awaiting_decision(mattermost, sqlite_url, asker=alice,
+                                 binding={"approvals": {"expires_after": 1}}) as pending:
+        await mattermost.wait_for(lambda: pending.last_said(mattermost).startswith("done:"), timeout=10)
+    assert pending.executed == []
+    assert pending.last_said(mattermost) == "done: Nobody approved this call before it expired, so it was not run."
+    closed = pending.current(mattermost)
+    assert closed["message"].startswith("**Expired**") and not closed["props"].get("attachments")
+
+
+async def test_a_click_after_expiry_is_told_privately(mattermost: FakeMattermost, sqlite_url: str) -> None:
+    """Mattermost drops clicks on buttons a post no longer has, so a late click reaches the gateway only
+    from a card whose edit failed (or while the edit is in flight): here the server refuses the edit."""
+    alice = mattermost.add_user("alice")
+    async with awaiting_decision(mattermost, sqlite_url, asker=alice,
+                                 binding={"approvals": {"expires_after": 1}}) as pending:
+        mattermost.fail_next("update_post", 500)
+        await mattermost.wait_for(lambda: pending.last_said(mattermost).startswith("done:"), timeout=10)
+        await mattermost.click(pending.card, alice, "approve")
+        await mattermost.wait_for(lambda: len(notices_to(mattermost, alice)) == 1)
+    assert notices_to(mattermost, alice) == [":no_entry_sign: Already expired."]
+    assert pending.executed == [] and await approval_statuses(sqlite_url) == ["expired"]
 
 
 async def test_a_click_with_a_forged_context_is_refused(mattermost: FakeMattermost, sqlite_url: str) -> None:
-    executed: list[str] = []
-    bot = MattermostBot().register(mattermost)
     alice = mattermost.add_user("alice")
-    dm = mattermost.direct_channel(alice, bot.user)
-    async with running_gateway(mattermost, [bot], database_url=sqlite_url, public=True,
-                               model=calls_then_answers(("deploy_service", {"service": "db"})),
-                               registry=deploy_registry(executed), capabilities=DEPLOY):
-        await mattermost.user_posts(dm, alice, "deploy db")
-        await mattermost.wait_for(lambda: len(cards(mattermost, dm, bot)) == 1)
-        [card] = cards(mattermost, dm, bot)
-        forged = {**mattermost.button_context(card, "approve"), "approval_id": "someone-else"}
-        status, body = await mattermost.click(card, alice, "approve", context=forged)
+    async with awaiting_decision(mattermost, sqlite_url, asker=alice) as pending:
+        forged = {**mattermost.button_context(pending.card, "approve"), "approval_id": "someone-else"}
+        status, body = await mattermost.click(pending.card, alice, "approve", context=forged)
     assert status == 403 and "signature" in json.loads(body)["error"]
-    assert executed == []
+    assert pending.executed == [] and await approval_statuses(sqlite_url) == ["pending"]
+
+
+async def test_two_person_rule(mattermost: FakeMattermost, sqlite_url: str) -> None:
+    alice, bob = mattermost.add_user("alice"), mattermost.add_user("bob")
+    rule = {"approvals": {"who": "approvers", "approvers": ["@alice", "@bob"], "required_approvals": 2}}
+    async with awaiting_decision(mattermost, sqlite_url, asker=alice, others=[bob], binding=rule) as pending:
+        await mattermost.click(pending.card, alice, "approve")
+        await mattermost.wait_for(lambda: len(notices_to(mattermost, alice)) == 1)
+        assert notices_to(mattermost, alice) == ["Your approval is recorded (1 of 2)."]
+        assert pending.executed == []
+        await mattermost.click(pending.card, bob, "approve")
+        await mattermost.wait_for(lambda: pending.last_said(mattermost) == "done: deployed web")
+    assert pending.executed == ["web"]
+
+
+async def test_a_continuation_that_asks_again_posts_a_new_card(mattermost: FakeMattermost, sqlite_url: str) -> None:
+    alice = mattermost.add_user("alice")
+    two_calls = (("deploy_service", {"service": "web"}), ("deploy_service", {"service": "worker"}))
+    async with awaiting_decision(mattermost, sqlite_url, asker=alice, others=[], text="deploy everything",
+                                 calls=two_calls) as pending:
+        first = pending.card
+        await mattermost.click(first, alice, "approve")
+
+        def later_cards() -> list[dict[str, Any]]:
+            return [c for c in cards(mattermost, pending.room, pending.bot) if c["id"] != first["id"]]
+        await mattermost.wait_for(lambda: len(later_cards()) == 1)
+        [second] = later_cards()
+        assert '"service": "worker"' in second["message"] and second["root_id"] == pending.asked["id"]
+        await mattermost.click(second, alice, "approve")
+        await mattermost.wait_for(lambda: pending.last_said(mattermost) == "done: deployed worker")
+    assert pending.executed == ["web", "worker"]
 
 
 async def test_without_a_public_url_the_card_says_it_has_no_buttons(mattermost: FakeMattermost,
