@@ -71,6 +71,8 @@ class ApprovalFlow:
             await adapter.answer_click(click, "This button does not belong to a pending approval.", refused=True)
             return
         if approval.status != "pending":
+            if approval.card_closed_at is None:  # its earlier edit failed: the card must stop offering buttons
+                await self._close_card(adapter, click.card, approval)
             await adapter.answer_click(click, f"Already {approval.status}.", refused=True)
             if retried:
                 await self._resume_if_ready(adapter, approval.parked_run_id, reclaim=True)
@@ -160,8 +162,10 @@ class ApprovalFlow:
                                   decided_by=decided.decided_by, decided_at=decided.decided_at or utcnow())
         try:
             await adapter.close_approval(card, outcome)
-        except Exception as exc:  # the decision stands even when the card cannot be edited; say so in the log
+        except Exception as exc:  # the decision stands; the next click on this card edits it again
             log.warning("could not update approval card %s: %s", decided.id, exc)
+            return
+        await self._approvals.mark_card_closed(decided.id)
 
 
 def _results(parked: ParkedRun, approvals: list[Approval]) -> DeferredToolResults:

@@ -16,6 +16,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ApprovalCard, Speaker
+from gateway.bindings import is_listed
 from gateway.config import ApprovalPolicy
 from storage.db import Database
 from storage.models import ApprovalRow, ApprovalVoteRow, ParkedRunRow, utcnow
@@ -42,6 +43,7 @@ class Approval:
     decided_at: datetime | None
     expires_at: datetime
     card_message_id: str | None
+    card_closed_at: datetime | None = None
 
     @property
     def card(self) -> ApprovalCard:
@@ -98,6 +100,12 @@ class Approvals:
         async def work(session: AsyncSession) -> None:
             await session.execute(update(ApprovalRow).where(ApprovalRow.id == approval_id)
                                   .values(card_message_id=message_id))
+        await self._db.transaction(work)
+
+    async def mark_card_closed(self, approval_id: str) -> None:
+        async def work(session: AsyncSession) -> None:
+            await session.execute(update(ApprovalRow).where(ApprovalRow.id == approval_id)
+                                  .values(card_closed_at=utcnow()))
         await self._db.transaction(work)
 
     async def get(self, approval_id: str) -> Approval | None:
@@ -239,8 +247,7 @@ def refusal(approval: Approval, clicker: Speaker) -> str | None:
         if clicker.platform_user_id == approval.requester_id:
             return None
         return f"Only {approval.requester_name}, who asked, can decide this."
-    names = {entry.lower() for entry in policy.approvers}  # ids too: Slack's are upper case (`U0123ABCD`)
-    if clicker.platform_user_id.lower() in names or (clicker.handle and f"@{clicker.handle.lower()}" in names):
+    if is_listed(clicker, policy.approvers):
         return None
     return "You are not one of the approvers for this bot."
 
@@ -256,4 +263,4 @@ def _approval(row: ApprovalRow) -> Approval:
                     args_hash=row.args_hash, requester_id=row.requester_id, requester_name=row.requester_name,
                     policy=ApprovalPolicy.model_validate(row.policy), status=row.status,
                     decided_by=row.decided_by, decided_at=row.decided_at, expires_at=row.expires_at,
-                    card_message_id=row.card_message_id)
+                    card_message_id=row.card_message_id, card_closed_at=row.card_closed_at)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -10,9 +11,20 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from adapters.base import Speaker
 from gateway.config import AgentSpec, BindingSpec, BotSpec, GatewayConfig, RateLimit
 from storage.db import Database
 from storage.models import AgentRow, BindingRow, BotRow, utcnow
+
+
+def is_listed(speaker: Speaker, entries: Iterable[str]) -> bool:
+    """True when a binding's list (allowlist, approvers) names the speaker by user id or `@handle`.
+
+    Compared without case: handles are case-insensitive, and Slack ids are upper case (`U0123ABCD`).
+    """
+    names = {entry.lower() for entry in entries}
+    return speaker.platform_user_id.lower() in names or (
+        speaker.handle is not None and f"@{speaker.handle.lower()}" in names)
 
 
 class UnknownBot(LookupError):

@@ -9,7 +9,7 @@ from functools import partial
 
 from adapters.base import Adapter, ApprovalClick, Inbound
 from gateway.approval_flow import ApprovalFlow
-from gateway.bindings import Binding, BindingStore
+from gateway.bindings import Binding, BindingStore, is_listed
 from gateway.conversations import Conversations, speaker_line, thread_context
 from gateway.direct_commands import DirectCommands
 from gateway.inbox import Inbox, InboxItem
@@ -95,7 +95,7 @@ class Router:
     async def _refusal(self, inbound: Inbound, binding: Binding) -> str | None:
         """None admits the message; a text refuses it with that answer; "" refuses it silently."""
         speaker = inbound.speaker
-        if binding.spec.access == "allowlist" and not _allowed(binding.spec.allow, inbound):
+        if binding.spec.access == "allowlist" and not is_listed(inbound.speaker, binding.spec.allow):
             log.info("bot %r refused %s: not on the allowlist", binding.bot_name, speaker.platform_user_id)
             return NOT_ALLOWED
         limit = binding.rate_limit
@@ -105,10 +105,3 @@ class Router:
             first = await self._cache.set_if_absent(f"slowdown:{key}", "1", ttl=limit.per_seconds)
             return SLOW_DOWN if first else ""
         return None
-
-
-def _allowed(allow: list[str], inbound: Inbound) -> bool:
-    speaker = inbound.speaker
-    names = {entry.lower() for entry in allow}
-    return speaker.platform_user_id in names or (
-        speaker.handle is not None and f"@{speaker.handle.lower()}" in names)

@@ -201,6 +201,8 @@ class ApprovalRow(Base):
     decided_at: Mapped[datetime | None]
     expires_at: Mapped[datetime]
     card_message_id: Mapped[str | None] = mapped_column(String(128))
+    card_closed_at: Mapped[datetime | None]
+    """When the card was edited to its outcome; a decided card still open gets another edit."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

@@ -164,9 +164,11 @@ async def test_an_undecided_call_expires_and_the_card_says_so(mattermost: FakeMa
     assert closed["message"].startswith("**Expired**") and not closed["props"].get("attachments")
 
 
-async def test_a_click_after_expiry_is_told_privately(mattermost: FakeMattermost, sqlite_url: str) -> None:
+async def test_a_click_after_expiry_is_told_privately_and_closes_the_card(mattermost: FakeMattermost,
+                                                                         sqlite_url: str) -> None:
     """Mattermost drops clicks on buttons a post no longer has, so a late click reaches the gateway only
-    from a card whose edit failed (or while the edit is in flight): here the server refuses the edit."""
+    from a card whose edit failed (or while the edit is in flight): here the server refuses the edit, and
+    the late click makes the card tell the truth."""
     alice = mattermost.add_user("alice")
     async with awaiting_decision(mattermost, sqlite_url, asker=alice,
                                  binding={"approvals": {"expires_after": 1}}) as pending:
@@ -174,8 +176,10 @@ async def test_a_click_after_expiry_is_told_privately(mattermost: FakeMattermost
         await mattermost.wait_for(lambda: pending.last_said(mattermost).startswith("done:"), timeout=10)
         await mattermost.click(pending.card, alice, "approve")
         await mattermost.wait_for(lambda: len(notices_to(mattermost, alice)) == 1)
+        await mattermost.wait_for(lambda: not pending.current(mattermost)["props"].get("attachments"))
     assert notices_to(mattermost, alice) == [":no_entry_sign: Already expired."]
     assert pending.executed == [] and await approval_statuses(sqlite_url) == ["expired"]
+    assert pending.current(mattermost)["message"].startswith("**Expired**")
 
 
 async def test_a_click_with_a_forged_context_is_refused(mattermost: FakeMattermost, sqlite_url: str) -> None:

@@ -52,6 +52,7 @@ def upgrade() -> None:
     sa.Column('decided_at', storage.models.UTCDateTime(timezone=True), nullable=True),
     sa.Column('expires_at', storage.models.UTCDateTime(timezone=True), nullable=False),
     sa.Column('card_message_id', sa.String(length=128), nullable=True),
+    sa.Column('card_closed_at', storage.models.UTCDateTime(timezone=True), nullable=True),
     sa.Column('created_at', storage.models.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['parked_run_id'], ['parked_runs.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id')
