@@ -14,7 +14,7 @@ from pydantic_ai.usage import RunUsage
 
 from adapters.base import ChatAddress, Directory
 from capabilities.registry import BuildContext, CapabilityDef, ConversationState, NoConfig, Registry, config_for
-from gateway.bindings import Binding
+from gateway.bindings import AgentDefinition, Binding
 from gateway.channel_context import binding_instructions
 from gateway.config import AgentSpec, CapabilityEntry
 from gateway.model_profiles import ModelResolver
@@ -88,9 +88,11 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, is_
              stores: Mapping[str, Any] | None = None, address: ChatAddress | None = None,
              directory: Directory | None = None, state: ConversationState | None = None,
              resuming: bool = False, agents: Mapping[str, AgentSpec] | None = None,
+             history: Mapping[tuple[str, int], AgentDefinition] | None = None,
              ask_user: Callable[[str], Awaitable[str]] | None = None) -> AssembledAgent:
-    """`ask_user` is how a synchronous delegate's question reaches the run's person (`allow_questions`);
-    None: no delegate is offered `ask_parent`."""
+    """`agents` are the delegates the agent pinned, at their pinned versions, and `history` every version
+    reachable through pins (`BindingStore.versions`). `ask_user` is how a synchronous delegate's question
+    reaches the run's person (`allow_questions`); None: no delegate is offered `ask_parent`."""
     from gateway.delegates import GatewayDelegates
 
     spec = binding.agent.spec
@@ -101,8 +103,9 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, is_
                         directory=directory, state=state, resuming=resuming)
     modes = binding.spec.approvals.tool_approval
     delegated = RunUsage()
-    delegates = GatewayDelegates(parent=spec, agents=agents or {}, registry=registry, models=models,
-                                 binding_modes=modes, turn=turn, usage=delegated, ask_user=ask_user)
+    delegates = GatewayDelegates(parent=spec, agents=agents or {}, pins=binding.agent.pins, history=history,
+                                 registry=registry, models=models, binding_modes=modes, turn=turn, usage=delegated,
+                                 ask_user=ask_user)
     built, policy = build_capabilities([*spec.capabilities, *_binding_grants(binding, registry)], registry=registry,
                                        turn=replace(turn, delegates=delegates), binding_modes=modes)
     agent: Agent[Any, Output] = Agent(models.resolve(spec.model), output_type=[str, DeferredToolRequests],

@@ -6,6 +6,10 @@ per-tool modes still apply: it answers in that bot's chats) — plus whatever th
 delegate may delegate is its own spec's decision, bounded by the levels the tree above has left.
 Delegates keep no conversation state (a delegate's plan lasts its own run) and every model response
 they get is added to the run's usage.
+
+A delegate named in `subagents` is built from the version its caller pinned when the caller was applied
+(`BindingStore.apply`), not from its latest spec, and its own delegates from the versions *that* version
+pinned: each author's decisions hold when somebody else calls them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pydantic_ai.usage import RequestUsage, RunUsage
 
 from capabilities.registry import BuildContext, BuiltDelegate, Registry
 from gateway.assembly import build_capabilities
+from gateway.bindings import AgentDefinition
 from gateway.config import AgentSpec, CapabilityEntry
 from gateway.model_profiles import ModelResolver
 
@@ -30,6 +35,12 @@ class GatewayDelegates:
 
     parent: AgentSpec
     agents: Mapping[str, AgentSpec]
+    """The delegating agent's delegates by name, each at its pinned version."""
+    pins: Mapping[str, int] = field(default_factory=dict)
+    """The delegating agent's pins (name → version), to find each delegate's own pins in `history`."""
+    history: Mapping[tuple[str, int], AgentDefinition] | None = None
+    """Every version reachable through the pins, by (name, version). None (a caller handing specs directly):
+    every level of the tree reads the same `agents`."""
     registry: Registry
     models: ModelResolver
     binding_modes: Mapping[str, str]
@@ -67,13 +78,22 @@ class GatewayDelegates:
         spec = self.agents[name]
         bound = {entry.id for entry in spec.capabilities}
         entries = [*spec.capabilities, *(entry for entry in self._lent(share) if entry.id not in bound)]
-        child = replace(self, parent=spec, depth_left=depth_left)
+        child = replace(self, parent=spec, depth_left=depth_left, **self._pinned_below(name))
         return self._built(spec.name, spec.model, spec.instructions, entries, extra, delegates=child)
 
     def build_specialist(self, *, name: str, instructions: str, model: str, model_settings: Any = None,
                          share: Sequence[str], extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
         return self._built(name, model, instructions, list(self._lent(share)), extra, delegates=None,
                            model_settings=model_settings)
+
+    def _pinned_below(self, name: str) -> dict[str, Any]:
+        """What the delegate `name` delegates to: the versions its own pinned version pinned."""
+        if self.history is None:
+            return {}
+        version = self.history.get((name, self.pins.get(name, 0)))
+        pins = dict(version.pins) if version is not None else {}
+        return {"pins": pins, "agents": {n: self.history[(n, v)].spec for n, v in pins.items()
+                                         if (n, v) in self.history}}
 
     def _lent(self, share: Sequence[str]) -> list[CapabilityEntry]:
         """The delegating agent's own entries for the shared ids; `subagents` is dropped even from a spec

@@ -134,12 +134,12 @@ class Runtime:
     async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, resuming: bool = False,
                      delegated: RunUsage | None = None, **run_input: Any) -> RunOutcome:
         await reply.start()
-        agents = await self._delegate_specs(deps.binding.agent.spec)
+        agents, history = await self._delegates(deps.binding.agent)
         assembled = assemble(deps.binding, registry=self._registry, models=self._models,
                              is_direct=deps.address.is_direct, stores=self._stores, address=deps.address,
                              directory=self._directories.get(deps.binding.bot_name),
                              state=StoredConversationState(self._db, deps.address.conversation_key),
-                             resuming=resuming, agents=agents, ask_user=ask_in_chat)
+                             resuming=resuming, agents=agents, history=history, ask_user=ask_in_chat)
         if delegated is not None:
             assembled.delegated.incr(delegated)
         try:
@@ -200,11 +200,16 @@ class Runtime:
                             output_tokens=max(0, (row.output_tokens or 0) - own.output_tokens))
         return await self._db.transaction(work)
 
-    async def _delegate_specs(self, spec: AgentSpec) -> dict[str, AgentSpec]:
-        """The other agents this one may delegate to are built from their applied specs, read per run."""
-        if not any(entry.id == "subagents" and entry.enabled for entry in spec.capabilities):
-            return {}
-        return {name: agent.spec for name, agent in (await BindingStore(self._db).agents()).items()}
+    async def _delegates(self, agent: AgentDefinition) -> tuple[dict[str, AgentSpec],
+                                                                 dict[tuple[str, int], AgentDefinition]]:
+        """The agents this one may delegate to, built from the versions its own version pinned (carried by the
+        binding, and by a parked run's snapshot): re-applying a delegate does not change what this calls."""
+        if not any(entry.id == "subagents" and entry.enabled for entry in agent.spec.capabilities):
+            return {}, {}
+        history = await BindingStore(self._db).versions(agent.pins)
+        agents = {name: history[(name, version)].spec for name, version in agent.pins.items()
+                  if (name, version) in history}
+        return agents, history
 
     async def _open_run(self, turn: Turn) -> int:
         binding = turn.deps.binding
@@ -267,13 +272,15 @@ def deps_snapshot(deps: TurnDeps) -> dict[str, Any]:
             "owner": asdict(deps.owner) if deps.owner else None,
             "binding": {"bot_name": binding.bot_name, "spec": binding.spec.model_dump(mode="json"),
                         "agent": {"name": binding.agent.name, "version": binding.agent.version,
-                                  "spec": binding.agent.spec.model_dump(mode="json")}}}
+                                  "spec": binding.agent.spec.model_dump(mode="json"),
+                                  "pins": dict(binding.agent.pins)}}}
 
 
 def deps_from_snapshot(snapshot: Mapping[str, Any]) -> TurnDeps:
     stored = snapshot["binding"]
     agent = AgentDefinition(name=stored["agent"]["name"], version=stored["agent"]["version"],
-                            spec=AgentSpec.model_validate(stored["agent"]["spec"]))
+                            spec=AgentSpec.model_validate(stored["agent"]["spec"]),
+                            pins=stored["agent"].get("pins", {}))
     binding = Binding(bot_name=stored["bot_name"], agent=agent, spec=BindingSpec.model_validate(stored["spec"]))
     owner = snapshot.get("owner")
     return TurnDeps(address=ChatAddress(**snapshot["address"]), speaker=Speaker(**snapshot["speaker"]),

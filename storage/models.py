@@ -46,6 +46,20 @@ class AgentRow(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class AgentVersionRow(Base):
+    """Every version an agent has had, never rewritten: what a delegating agent's pins resolve to."""
+
+    __tablename__ = "agent_versions"
+    __table_args__ = (UniqueConstraint("agent_name", "version"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    agent_name: Mapped[str] = mapped_column(ForeignKey("agents.name", ondelete="CASCADE"))
+    version: Mapped[int]
+    spec: Mapped[dict[str, Any]]
+    pins: Mapped[dict[str, Any]]
+    """Delegate name → that delegate's version, resolved when this version was applied (`subagents`)."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class BotRow(Base):
     __tablename__ = "bots"
     id: Mapped[int] = mapped_column(Id, primary_key=True)

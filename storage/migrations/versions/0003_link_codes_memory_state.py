@@ -1,4 +1,4 @@
-"""link codes, memory notes, conversation state
+"""link codes, memory notes, conversation state, agent versions
 
 Revision ID: 0003
 Revises: 0002
@@ -18,6 +18,17 @@ depends_on = None
 
 
 def upgrade() -> None:
+    op.create_table('agent_versions',
+    sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), nullable=False),
+    sa.Column('agent_name', sa.String(length=128), nullable=False),
+    sa.Column('version', sa.Integer(), nullable=False),
+    sa.Column('spec', sa.JSON(), nullable=False),
+    sa.Column('pins', sa.JSON(), nullable=False),
+    sa.Column('created_at', storage.models.UTCDateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['agent_name'], ['agents.name'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('agent_name', 'version')
+    )
     op.create_table('conversation_state',
     sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), nullable=False),
     sa.Column('conversation_key', sa.String(length=512), nullable=False),
@@ -63,3 +74,4 @@ def downgrade() -> None:
     op.drop_table('link_codes')
     op.drop_table('memory_notes')
     op.drop_table('conversation_state')
+    op.drop_table('agent_versions')
