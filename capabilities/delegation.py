@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -40,7 +41,13 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 from pydantic_ai_harness.subagents import ModelOption
-from subagents_pydantic_ai import SubAgentConfig, SubAgentToolset, create_subagent_toolset
+from subagents_pydantic_ai import (
+    SubAgentConfig,
+    SubAgentToolset,
+    TaskStatus,
+    create_subagent_toolset,
+    current_subagent_state,
+)
 
 from capabilities import delegation_text
 from capabilities.agent_files import read_agent_files
@@ -55,6 +62,8 @@ from capabilities.subagents import (
     background_reachable,
 )
 from capabilities.tool_text import described, function_toolset
+
+log = logging.getLogger(__name__)
 
 DELEGATE_REQUEST_LIMIT = 25
 """Model requests one delegation may make when its delegate sets no `usage_limits` of its own."""
@@ -101,12 +110,23 @@ class DelegateTimedOut(UsageLimitExceeded):
     """A delegate ran past its `timeout_seconds`: a budget spent, and reported to the parent like one."""
 
 
+def timed_out_text(name: str, controls: DelegateControls) -> str:
+    """What the parent model reads when a delegation ran out of time: its `on_failure`, else a sentence."""
+    if controls.on_failure:
+        return controls.on_failure
+    return (f"{name!r} timed out: it ran past its limit of {controls.timeout_seconds:g} s before finishing. Decide "
+            "from what you already have, hand it a smaller task, or do this part yourself.")
+
+
 @dataclass
 class DelegateMeter(AbstractCapability[Any]):
-    """Charges each of a delegate's model responses to the run, and holds it to its wall-clock budget."""
+    """Charges each of a delegate's model responses to the run, and holds the whole delegation to its
+    wall-clock budget: every step of the run, a model request or a tool that hangs, is cut off at the deadline."""
 
     charge: Callable[[Any], None]
     timeout_seconds: float | None = None
+    timed_out: str = ""
+    """What a background delegation that ran out of time reports (`check_task`, `wait_tasks`)."""
     deadline: float | None = None
 
     async def for_run(self, ctx: RunContext[Any]) -> DelegateMeter:
@@ -114,18 +134,31 @@ class DelegateMeter(AbstractCapability[Any]):
             return self
         return replace(self, deadline=asyncio.get_running_loop().time() + self.timeout_seconds)
 
-    async def wrap_model_request(self, ctx: RunContext[Any], *, request_context: Any, handler: Any) -> Any:
+    async def wrap_node_run(self, ctx: RunContext[Any], *, node: Any, handler: Any) -> Any:
         if self.deadline is None:
-            response = await handler(request_context)
-        else:
-            remaining = self.deadline - asyncio.get_running_loop().time()
-            try:
-                if remaining <= 0:
-                    raise TimeoutError
-                async with asyncio.timeout(remaining):
-                    response = await handler(request_context)
-            except TimeoutError:
-                raise DelegateTimedOut(f"the delegation ran past its timeout of {self.timeout_seconds:g} s") from None
+            return await handler(node)
+        remaining = self.deadline - asyncio.get_running_loop().time()
+        try:
+            if remaining <= 0:
+                raise TimeoutError
+            async with asyncio.timeout(remaining):
+                return await handler(node)
+        except TimeoutError:
+            self._report_in_background()
+            raise DelegateTimedOut(f"the delegation ran past its timeout of {self.timeout_seconds:g} s") from None
+
+    def _report_in_background(self) -> None:
+        """A background delegation's handle says it timed out, in words, before the library records the
+        budget error (the first outcome recorded wins) that would read `usage limit exceeded`."""
+        state = current_subagent_state()
+        if state is None or state.task_manager is None or state.task_id is None:
+            return
+        handle = state.task_manager.handles.get(state.task_id)
+        if handle is not None:
+            handle.finish(TaskStatus.FAILED, error=self.timed_out or "timed out")
+
+    async def wrap_model_request(self, ctx: RunContext[Any], *, request_context: Any, handler: Any) -> Any:
+        response = await handler(request_context)
         self.charge(response.usage)
         return response
 
@@ -153,7 +186,30 @@ class Delegation(AbstractCapability[Any]):
     dynamic_modes: dict[str, Literal["sync", "async"]] = field(default_factory=dict)
 
     async def for_run(self, ctx: RunContext[Any]) -> Delegation:
-        return replace(self, calls=Counter(), dynamic_modes={})
+        run = replace(self, calls=Counter(), dynamic_modes={})
+        await run._restore_specialists(ctx)
+        return run
+
+    async def _restore_specialists(self, ctx: RunContext[Any]) -> None:
+        """Registers again the specialists the model wrote earlier in this run, before it parked (#175): a run
+        that parks is built again when it is continued, and the library's registry goes with the old build.
+        They come back under create_agent's own rules (a configured model profile, no capabilities, at most
+        MAX_DYNAMIC_SPECIALISTS); one that no longer passes them is dropped."""
+        kept = self.gateway.specialists
+        for name, spec in list(kept.items()):
+            mode, model = spec.get("mode"), str(spec.get("model", ""))
+            restored = mode in ("sync", "async") and self._refuse_dynamic(name, model) is None
+            if restored and not self.library.registry.exists(name):
+                created = await self.library.create_agent(
+                    ctx, name=name, description=str(spec.get("description", "")),
+                    instructions=str(spec.get("instructions", "")), model=model, capabilities=None,
+                    can_ask_questions=False)
+                restored = created.startswith(f"Agent '{name}' created")
+            if restored:
+                self.dynamic_modes[name] = mode
+            else:
+                log.warning("specialist %r of a resumed run was not restored", name)
+                del kept[name]
 
     def get_instructions(self) -> str:
         return delegation_text.instructions(self.config, list(self.delegates.values()), self.menu,
@@ -281,6 +337,8 @@ class Delegation(AbstractCapability[Any]):
                                                   model=model, capabilities=None, can_ask_questions=False)
         if created.startswith(f"Agent '{name}' created"):
             self.dynamic_modes[name] = mode
+            self.gateway.specialists[name] = {"name": name, "description": description, "instructions": instructions,
+                                              "model": model, "mode": mode}
         return created
 
     async def delegate(self, ctx: RunContext[Any], description: str, instructions: str, name: str, model: str,
@@ -373,6 +431,8 @@ class Delegation(AbstractCapability[Any]):
             yield
 
     def _budget_spent(self, name: str, delegate: Delegate | None, exc: UsageLimitExceeded) -> str:
+        if isinstance(exc, DelegateTimedOut) and delegate is not None:
+            return timed_out_text(name, delegate.controls)
         if delegate is not None and delegate.controls.on_failure:
             return delegate.controls.on_failure
         return (f"{name!r} stopped before finishing: {exc}. Decide from what you already have, hand it a smaller "
@@ -494,11 +554,11 @@ def _delegates(config: SubagentsConfig, gateway: Delegates, depth: int) -> dict[
     for specialist in config.inline:
         built[specialist.name] = (specialist.description, gateway.build_specialist(
             name=specialist.name, instructions=specialist.instructions, model=specialist.model, share=share,
-            extra=[_meter(gateway, specialist)]))
+            extra=[_meter(gateway, specialist.name, specialist)]))
     for name in gateway.pinned:
         if name not in built:
             built[name] = (gateway.agent_description(name) or "", gateway.build_agent(
-                name, depth_left=depth - 1, share=share, extra=[_meter(gateway, config.controls(name))]))
+                name, depth_left=depth - 1, share=share, extra=[_meter(gateway, name, config.controls(name))]))
     for file in read_agent_files(config.agent_folders):
         if file.name not in built:
             override = config.agent_overrides.get(file.name)
@@ -507,14 +567,15 @@ def _delegates(config: SubagentsConfig, gateway: Delegates, depth: int) -> dict[
                 name=file.name, instructions=file.instructions, share=share,
                 model=(override.model if override is not None else None) or gateway.parent_model,
                 model_settings=ModelSettings(thinking=effort) if effort else None,
-                extra=[_meter(gateway, config.controls(file.name))]))
+                extra=[_meter(gateway, file.name, config.controls(file.name))]))
     return {name: Delegate(name=name, description=config.controls(name).description or description, built=agent,
                            controls=config.controls(name), mode=config.controls(name).mode or config.mode)
             for name, (description, agent) in built.items()}
 
 
-def _meter(gateway: Delegates, controls: DelegateControls) -> DelegateMeter:
-    return DelegateMeter(charge=gateway.charge, timeout_seconds=controls.timeout_seconds)
+def _meter(gateway: Delegates, name: str, controls: DelegateControls) -> DelegateMeter:
+    timed_out = timed_out_text(name, controls) if controls.timeout_seconds is not None else ""
+    return DelegateMeter(charge=gateway.charge, timeout_seconds=controls.timeout_seconds, timed_out=timed_out)
 
 
 def _menu_option(gateway: Delegates, entry: Any) -> ModelOption:

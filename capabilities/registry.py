@@ -86,6 +86,9 @@ class Delegates(Protocol):
 
     pinned: tuple[str, ...]
     """The other agents of this gateway the delegating agent names in its spec's top-level `subagents`."""
+    specialists: dict[str, dict[str, Any]]
+    """The specialists the model wrote with `create_agent` in this run, by name (name, description,
+    instructions, model, mode): carried across an approval park and registered again on resume."""
 
     def resolve_model(self, name: str) -> Any:
         """A pydantic-ai model for a profile name or model string, as the agent's own model resolves."""

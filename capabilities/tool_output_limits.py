@@ -1,8 +1,10 @@
 """`tool_output_limits`: the harness's `ToolOutputLimits`, one action at one threshold.
 
 An oversized tool return is reduced once, when it is produced, and the reduced form persists in
-the run's history. `spill` keeps it whole in a store that lives as long as the run (in memory: no
-agent here has a workspace) and hands the model a handle for `read_tool_result`; `truncate` cuts it
+the run's history. `spill` keeps it whole in a store that lives as long as the run and hands the model a handle for
+`read_tool_result`: the runtime's durable per-run store (`stores["tool_output"]`, rows the runtime deletes
+when the run ends but not when it parks, so a handle still reads after a resume on another replica), or,
+where no run is behind the build, an in-memory one discarded with the agent; `truncate` cuts it
 with a marker; `summarize` asks the run's model for a summary, falling back to a spill and then to
 a truncation.
 """
@@ -71,6 +73,10 @@ class ToolOutputLimitsConfig(BaseModel):
         return value
 
 
+SPILL_STORE = "tool_output"
+"""The `BuildContext.stores` name of the run's durable spill store (`gateway/conversation_state.RunSpills`)."""
+
+
 @dataclass
 class RunMemoryStore:
     """Spilled returns for one run only: built with the run's agent and discarded with it."""
@@ -112,7 +118,8 @@ def build(context: BuildContext) -> ToolOutputLimits[Any]:
     action = {"truncate": truncate, "spill": Spill(then=truncate),
               "summarize": Summarize(then=Spill(then=truncate))}[config.action]
     prompt = {"summary_prompt": config.summary_prompt} if config.summary_prompt else {}
-    return DescribedToolOutputLimits(bands=[Band(over=config.threshold, action=action)], store=RunMemoryStore(),
+    store = context.stores.get(SPILL_STORE) or RunMemoryStore()
+    return DescribedToolOutputLimits(bands=[Band(over=config.threshold, action=action)], store=store,
                                      over_tokens=config.over_tokens, strip_ansi=config.strip_ansi,
                                      offers_reader=bool(offered(config)), **prompt)
 

@@ -52,7 +52,7 @@ class ApprovalFlow:
                  for c in outcome.calls]
         approvals = await self._approvals.park(
             run_id=outcome.run_id, conversation_id=conversation_id, conversation_key=deps.address.conversation_key,
-            bot_name=deps.binding.bot_name, turn=deps_snapshot(deps), state=outcome.state, calls=calls,
+            bot_name=deps.binding.bot_name, turn=parked_snapshot(deps, outcome), state=outcome.state, calls=calls,
             requester=deps.speaker, policy=deps.binding.spec.approvals)
         for approval in approvals:
             if approval.tool_id == QUESTION:  # a delegate's question: a plain message the requester answers
@@ -153,7 +153,8 @@ class ApprovalFlow:
         results = _results(parked, await self._approvals.of_run(parked_run_id))
         log.info("resuming run %d in %s", parked.run_id, deps.address.conversation_key)
         reply = LiveReply(adapter, deps.address)
-        outcome = await self._runtime.resume(parked.run_id, deps, parked.state, results, reply)
+        outcome = await self._runtime.resume(parked.run_id, deps, parked.state, results, reply,
+                                             specialists=parked.turn.get("specialists") or ())
         await self._approvals.mark_resumed(parked_run_id)
         await self.settle(adapter, deps, parked.conversation_id, outcome)
 
@@ -166,6 +167,15 @@ class ApprovalFlow:
             log.warning("could not update approval card %s: %s", decided.id, exc)
             return
         await self._approvals.mark_card_closed(decided.id)
+
+
+def parked_snapshot(deps: TurnDeps, outcome: Parked) -> dict[str, object]:
+    """The admitting turn's facts and the specialists the model wrote before the park (#175): a resume, on
+    any replica, registers them again (`Delegation._restore_specialists`)."""
+    snapshot: dict[str, object] = deps_snapshot(deps)
+    if outcome.specialists:
+        snapshot["specialists"] = [dict(specialist) for specialist in outcome.specialists]
+    return snapshot
 
 
 def _results(parked: ParkedRun, approvals: list[Approval]) -> DeferredToolResults:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -82,6 +82,8 @@ class AssembledAgent:
     policy: ToolPolicy
     delegated: RunUsage = field(default_factory=RunUsage)
     """What this run's delegates spent: added to the run's own usage in its row."""
+    specialists: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The specialists the model wrote in this run (`create_agent`), by name: what a park carries."""
 
 
 def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, is_direct: bool,
@@ -89,10 +91,12 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, is_
              directory: Directory | None = None, state: ConversationState | None = None,
              resuming: bool = False, agents: Mapping[str, AgentSpec] | None = None,
              history: Mapping[tuple[str, int], AgentDefinition] | None = None,
-             ask_user: Callable[[str], Awaitable[str]] | None = None) -> AssembledAgent:
+             ask_user: Callable[[str], Awaitable[str]] | None = None,
+             specialists: Sequence[Mapping[str, Any]] = ()) -> AssembledAgent:
     """`agents` are the delegates the agent pinned, at their pinned versions, and `history` every version
     reachable through pins (`BindingStore.versions`). `ask_user` is how a synchronous delegate's question
-    reaches the run's person (`allow_questions`); None: no delegate is offered `ask_parent`."""
+    reaches the run's person (`allow_questions`); None: no delegate is offered `ask_parent`. `specialists`
+    are the model-written ones a parked run carried, registered again when it continues."""
     from gateway.delegates import GatewayDelegates
 
     spec = binding.agent.spec
@@ -103,15 +107,16 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, is_
                         directory=directory, state=state, resuming=resuming)
     modes = binding.spec.approvals.tool_approval
     delegated = RunUsage()
+    kept = {str(specialist["name"]): dict(specialist) for specialist in specialists if "name" in specialist}
     delegates = GatewayDelegates(parent=spec, agents=agents or {}, pins=binding.agent.pins, history=history,
                                  registry=registry, models=models, binding_modes=modes, turn=turn, usage=delegated,
-                                 ask_user=ask_user)
+                                 ask_user=ask_user, specialists=kept)
     built, policy = build_capabilities([*spec.capabilities, *_binding_grants(binding, registry)], registry=registry,
                                        turn=replace(turn, delegates=delegates), binding_modes=modes)
     agent: Agent[Any, Output] = Agent(models.resolve(spec.model), output_type=[str, DeferredToolRequests],
                                       instructions=instructions or None, name=spec.name,
                                       capabilities=[*built, policy])
-    return AssembledAgent(agent=agent, policy=policy, delegated=delegated)
+    return AssembledAgent(agent=agent, policy=policy, delegated=delegated, specialists=kept)
 
 
 def build_capabilities(entries: list[CapabilityEntry], *, registry: Registry, turn: BuildContext,

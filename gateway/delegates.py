@@ -49,6 +49,9 @@ class GatewayDelegates:
     """The run's delegated usage, shared by every delegate of the tree."""
     depth_left: int | None = None
     ask_user: Callable[[str], Awaitable[str]] | None = None
+    specialists: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The run's model-written specialists, for the agent a chat admitted: restored from a parked run, and
+    added to by `create_agent`, so that a park carries them. A delegate's own delegation keeps none across."""
     pinned: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -78,7 +81,7 @@ class GatewayDelegates:
         spec = self.agents[name]
         bound = {entry.id for entry in spec.capabilities}
         entries = [*spec.capabilities, *(entry for entry in self._lent(share) if entry.id not in bound)]
-        child = replace(self, parent=spec, depth_left=depth_left, **self._pinned_below(name))
+        child = replace(self, parent=spec, depth_left=depth_left, specialists={}, **self._pinned_below(name))
         return self._built(spec.name, spec.model, spec.instructions, entries, extra, delegates=child)
 
     def build_specialist(self, *, name: str, instructions: str, model: str, model_settings: Any = None,

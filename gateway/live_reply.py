@@ -28,6 +28,7 @@ class LiveReply:
         self._shown: str | None = None
         self._wanted = ""
         self._streamed = ""
+        self._status = ""
         self._last_edit = 0.0
         self._flusher: asyncio.Task[None] | None = None
 
@@ -54,7 +55,25 @@ class LiveReply:
     def update(self, text: str) -> None:
         """Show the text so far; edits are coalesced to at most one per `edit_interval`."""
         self._streamed = text
-        self._wanted = _preview(text, self._adapter.limits.max_edit_text)
+        self._refresh()
+
+    def notice(self, status: str) -> None:
+        """Show a status line below the text so far (or alone in the placeholder) until it is replaced or
+        cleared with "": what the run is doing between two streams. It never becomes part of the answer."""
+        self._status = status
+        self._refresh(cleared=not status)
+
+    def _refresh(self, *, cleared: bool = False) -> None:
+        limit = self._adapter.limits.max_edit_text
+        if not self._status:
+            self._wanted = _preview(self._streamed, limit)
+        elif self._streamed.strip():
+            body = _preview(self._streamed, max(1, limit - len(self._status) - 2))
+            self._wanted = _preview(f"{body}\n\n{self._status}", limit)
+        else:
+            self._wanted = _preview(self._status, limit)
+        if cleared and not self._wanted.strip():
+            self._wanted = PLACEHOLDER  # the status was all the placeholder showed
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush_later())
 

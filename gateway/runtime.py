@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pydantic_ai import (
@@ -29,10 +29,11 @@ from adapters.base import ChatAddress, Directory, Speaker
 from capabilities.delegation import ASK_PARENT, ask_in_chat, asked
 from capabilities.guardrails import GuardrailBlocked
 from capabilities.registry import Registry
+from capabilities.tool_output_limits import SPILL_STORE
 from gateway.assembly import AssembledAgent, assemble
 from gateway.bindings import AgentDefinition, Binding, BindingStore
 from gateway.config import AgentSpec, BindingSpec
-from gateway.conversation_state import StoredConversationState
+from gateway.conversation_state import RunSpills, StoredConversationState
 from gateway.live_reply import LiveReply
 from gateway.model_profiles import ModelResolver
 from gateway.scope import MemoryOwner
@@ -42,6 +43,8 @@ from storage.models import RunRow, utcnow
 log = logging.getLogger(__name__)
 
 REQUEST_LIMIT = 25
+ENDED = frozenset({"answered", "failed", "guardrail_blocked"})
+"""A run's final statuses; `parked` is not one: a parked run resumes, on any replica, and goes on."""
 QUESTION = ASK_PARENT
 """The tool id of a parked call that waits on a delegate's question rather than on an approval: its row is
 answered by the requester's next message in the conversation (`gateway/approval_flow.py`), not by buttons."""
@@ -58,6 +61,9 @@ class TurnDeps:
     """Whose memory this run reaches (`gateway/scope.py`); None: no store in this conversation."""
     background: bool = False
     """True inside a background delegation: a gated tool there is refused, since nobody can be asked."""
+    notice: Callable[[str], None] | None = field(default=None, compare=False)
+    """Puts a short status line into the live reply (a summary being written, say); never part of the answer,
+    and "" clears it. The runtime wires it to the run's `LiveReply`; None outside a chat."""
 
     def clone_for_subagent(self, max_depth: int = 0) -> TurnDeps:
         """A delegate's deps: the same server-side facts (the delegation's depth is decided at assembly)."""
@@ -96,6 +102,8 @@ class Parked:
     calls: tuple[GatedCall, ...]
     state: str
     """The pydantic-ai conversation as JSON: enough to resume on any replica."""
+    specialists: tuple[dict[str, Any], ...] = ()
+    """The specialists the model wrote in this run (`create_agent`): carried with the parked run, restored on resume."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,23 +131,28 @@ class Runtime:
         return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history)
 
     async def resume(self, run_id: int, deps: TurnDeps, state: str, results: DeferredToolResults,
-                     reply: LiveReply) -> RunOutcome:
-        """Continue a parked run with the decisions, as the same agent version and binding."""
+                     reply: LiveReply, *, specialists: Sequence[Mapping[str, Any]] = ()) -> RunOutcome:
+        """Continue a parked run with the decisions, as the same agent version and binding, and with the
+        specialists the model wrote before it parked."""
         await self._set_run(run_id, status="running")
         conversation = ConversationTypeAdapter.validate_json(state)
         delegated = await self._delegated_before(run_id, conversation.usage)
         return await self._drive(run_id, deps, reply, resuming=True, delegated=delegated, conversation=conversation,
-                                 results=results)
+                                 results=results, specialists=specialists)
 
     async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, resuming: bool = False,
-                     delegated: RunUsage | None = None, **run_input: Any) -> RunOutcome:
+                     delegated: RunUsage | None = None, specialists: Sequence[Mapping[str, Any]] = (),
+                     **run_input: Any) -> RunOutcome:
         await reply.start()
+        deps = replace(deps, notice=reply.notice)
         agents, history = await self._delegates(deps.binding.agent)
         assembled = assemble(deps.binding, registry=self._registry, models=self._models,
-                             is_direct=deps.address.is_direct, stores=self._stores, address=deps.address,
+                             is_direct=deps.address.is_direct, address=deps.address,
+                             stores={**self._stores, SPILL_STORE: RunSpills(self._db, run_id)},
                              directory=self._directories.get(deps.binding.bot_name),
                              state=StoredConversationState(self._db, deps.address.conversation_key),
-                             resuming=resuming, agents=agents, history=history, ask_user=ask_in_chat)
+                             resuming=resuming, agents=agents, history=history, ask_user=ask_in_chat,
+                             specialists=specialists)
         if delegated is not None:
             assembled.delegated.incr(delegated)
         try:
@@ -164,7 +177,8 @@ class Runtime:
             await reply.finish(reply.shown_text or waiting)
             await self._set_run(run_id, status="parked", usage=result.usage + assembled.delegated)
             return Parked(run_id=run_id, calls=calls,
-                          state=ConversationTypeAdapter.dump_json(result.conversation).decode())
+                          state=ConversationTypeAdapter.dump_json(result.conversation).decode(),
+                          specialists=tuple(assembled.specialists.values()))
         refs = await reply.finish(result.output)
         await self._set_run(run_id, status="answered", usage=result.usage + assembled.delegated)
         return Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id)
@@ -235,6 +249,8 @@ class Runtime:
         async def work(session: AsyncSession) -> None:
             await session.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
         await self._db.transaction(work)
+        if status in ENDED:  # a spill is an artefact of the run: kept across a park, gone with the run
+            await RunSpills(self._db, run_id).discard()
 
 
 def _gated_calls(requests: DeferredToolRequests, assembled: AssembledAgent) -> tuple[GatedCall, ...]:

@@ -515,3 +515,117 @@ async def test_a_delegate_gets_no_ask_parent_unless_it_is_allowed_and_synchronou
     binding, agent, seen = questioning_setup(config, person)
     await agent.run("go", deps=deps_for(binding))
     assert seen and all("ask_parent" not in {tool.name for tool in info.function_tools} for info in seen)
+
+
+def hanging_registry(started: list[str]) -> Registry:
+    """The default registry plus `slow`, whose `wait_forever` never returns (a tool that hangs)."""
+    from pydantic_ai import FunctionToolset
+    from pydantic_ai.capabilities import Capability
+
+    from capabilities.registry import BuildContext, CapabilityDef, ToolInfo
+
+    def build(_context: BuildContext) -> Capability:
+        toolset = FunctionToolset(id="slow")
+
+        @toolset.tool_plain
+        async def wait_forever() -> str:
+            """Waits for something that never comes."""
+            started.append("wait_forever")
+            await asyncio.Event().wait()
+            return "never"
+
+        return Capability(toolsets=[toolset])
+
+    slow = CapabilityDef(id="slow", name="Slow", category="utility", description="Hangs.", build=build,
+                         tools=(ToolInfo(id="wait_forever", summary="Hangs."),))
+    return default_registry().with_extra(slow)
+
+
+@pytest.mark.parametrize(("controls", "expected"), [
+    pytest.param({"on_failure": "The worker timed out; go on."}, "The worker timed out; go on.", id="on-failure"),
+    pytest.param({}, "'worker' timed out: it ran past its limit of 0.1 s before finishing.", id="soft-sentence")])
+async def test_a_tool_that_hangs_inside_a_delegate_is_cut_off_at_its_timeout(controls: dict[str, Any],
+                                                                              expected: str) -> None:
+    started: list[str] = []
+    binding = lead({"delegates": {"worker": {"timeout_seconds": 0.1, **controls}}}, pinned=("worker",))
+    parent = calls_then_answers(("task", {"description": "wait", "subagent_type": "worker"}))
+    worker = calls_then_answers(("wait_forever", {}))
+    agent = built(binding, {"parent": parent, "worker": worker}, registry=hanging_registry(started),
+                  agents={"worker": {"model": "worker", "capabilities": ["slow"]}})
+    async with asyncio.timeout(5):
+        result = await ask(agent, binding)
+    assert started == ["wait_forever"]
+    assert result.output.startswith(f"done: {expected}")
+
+
+async def test_a_background_delegate_past_its_timeout_reports_a_timeout_not_a_budget() -> None:
+    started: list[str] = []
+    binding = lead({"mode": "async", "delegates": {"worker": {"timeout_seconds": 0.1}}}, pinned=("worker",))
+
+    def parent(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
+        results = returned(messages)
+        if not results:
+            return ModelResponse(parts=[ToolCallPart("task", {"description": "wait", "subagent_type": "worker"})])
+        if len(results) == 1:
+            task_id = re.search(r"Task ID: (\w+)", str(results[0].content))
+            assert task_id is not None
+            return ModelResponse(parts=[ToolCallPart("wait_tasks", {"task_ids": [task_id.group(1)],
+                                                                   "timeout": 5})])
+        return ModelResponse(parts=[TextPart(str(results[-1].content))])
+    worker = calls_then_answers(("wait_forever", {}))
+    agent = built(binding, {"parent": FunctionModel(parent), "worker": worker}, registry=hanging_registry(started),
+                  agents={"worker": {"model": "worker", "capabilities": ["slow"]}})
+    async with asyncio.timeout(5):
+        result = await ask(agent, binding)
+    assert started == ["wait_forever"]
+    assert "FAILED" in result.output and "'worker' timed out: it ran past its limit of 0.1 s" in result.output
+    assert "usage limit exceeded" not in result.output
+
+
+POET = {"name": "poet", "description": "Writes verse.", "instructions": "Write verse.", "model": "child",
+        "mode": "sync"}
+
+
+async def test_carried_specialists_are_registered_again_under_create_agents_rules() -> None:
+    from capabilities.subagents import MAX_DYNAMIC_SPECIALISTS
+
+    carried = [POET, {**POET, "name": "stranger", "model": "openai:gpt-5"},
+               *({**POET, "name": f"extra-{n}"} for n in range(MAX_DYNAMIC_SPECIALISTS))]
+    binding = lead({"allow_dynamic": True})
+    parent = calls_then_answers(("task", {"description": "a haiku", "subagent_type": "poet"}),
+                                ("task", {"description": "a sonnet", "subagent_type": "stranger"}),
+                                answer=lambda results: " | ".join(results))
+    resolver = ModelResolver({}, SecretSource(environ={}), fixed={"parent": parent, "child": replies("verse")})
+    agent = assemble(binding, registry=default_registry(), models=resolver, is_direct=False, specialists=carried)
+    haiku, stranger = (await ask(agent, binding)).output.split(" | ")
+    assert haiku.startswith("verse: a haiku")
+    assert "There is no delegate 'stranger'" in stranger
+    assert list(agent.specialists) == ["poet", *(f"extra-{n}" for n in range(MAX_DYNAMIC_SPECIALISTS - 1))]
+
+
+async def test_a_model_written_specialist_survives_a_park_resumed_by_another_gateway(
+        telegram: FakeTelegram, database_url: str) -> None:
+    executed: list[str] = []
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    create = {**POET, "model": "function:child"}
+    options: dict[str, Any] = {"registry": deploy_registry(executed), "database_url": database_url, "redis_url": None,
+                               "capabilities": [{"id": "subagents", "config": {"allow_dynamic": True}},
+                                                {"id": "deploy"}]}
+
+    def parent() -> FunctionModel:  # a fresh model per gateway: nothing is remembered but the parked run
+        return calls_then_answers(("create_agent", create), ("deploy_service", {"service": "web"}),
+                                  ("task", {"description": "a haiku", "subagent_type": "poet"}),
+                                  answer=lambda results: results[-1].split("\n")[0])
+    async with running_gateway(telegram, [bot], model=parent(), models={"function:child": replies("verse")},
+                               **options):
+        await telegram.user_says(bot.token, chat, alice, "ship web, then a poem")
+        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
+    [card] = cards(telegram, chat["id"])
+    assert "deploy_service" in card["text"] and executed == []
+    async with running_gateway(telegram, [bot], model=parent(), models={"function:child": replies("verse")},
+                               **options):
+        await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1] == "verse: a haiku")
+    assert executed == ["web"]
