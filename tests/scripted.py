@@ -84,6 +84,15 @@ def calls_then_answers(*calls: tuple[str, dict[str, object]],
             return answer([str(p.content) for p in returned])
         return f"done: {returned[-1].content}"
 
+    return stepped(step)
+
+
+Step = Callable[[list[ModelMessage]], "tuple[str, dict[str, object], str] | str"]
+
+
+def stepped(step: Step) -> FunctionModel:
+    """A model that does what `step(messages)` decides: a tool call `(name, args, call id)`, or a text answer."""
+
     async def stream(messages: list[ModelMessage], _info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
         decision = step(messages)
         if isinstance(decision, str):

@@ -3,16 +3,15 @@ is deleted when the run ends (answered or failed), never when it parks."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest_asyncio
-from pydantic_ai import FunctionToolset, ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai import FunctionToolset, ModelMessage, ModelRequest
 from pydantic_ai.capabilities import Capability
 from pydantic_ai.messages import ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 from sqlalchemy import select
 
 from capabilities.registry import BuildContext, CapabilityDef, Registry, ToolInfo
@@ -22,6 +21,7 @@ from storage.models import ConversationStateRow
 from tests.fakes.telegram import FakeTelegram
 from tests.gated_tools import deploy_registry
 from tests.harness import TelegramBot, running_gateway
+from tests.scripted import stepped
 from tests.test_telegram_approvals import buttons, cards, texts
 
 LOG = "\n".join(f"line {n}: {'ok ' * 20}" for n in range(400))
@@ -69,22 +69,7 @@ def fetch_deploy_then_read(*, fail_after_spill: bool = False) -> FunctionModel:
             return "read_tool_result", {"handle": handle[1], "pattern": "line 37:"}, "call-3"
         return f"done: {returned[-1]}"
 
-    async def stream(messages: list[ModelMessage], _info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
-        decision = step(messages)
-        if isinstance(decision, str):
-            yield decision
-            return
-        name, args, call_id = decision
-        yield {0: DeltaToolCall(name=name, json_args=json.dumps(args), tool_call_id=call_id)}
-
-    def complete(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
-        decision = step(messages)
-        if isinstance(decision, str):
-            return ModelResponse(parts=[TextPart(decision)])
-        name, args, call_id = decision
-        return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=call_id)])
-
-    return FunctionModel(complete, stream_function=stream)
+    return stepped(step)
 
 
 async def spill_rows(database_url: str) -> list[str]:
