@@ -51,6 +51,7 @@ from subagents_pydantic_ai import (
 
 from capabilities import delegation_text
 from capabilities.agent_files import read_agent_files
+from capabilities.delegate_questions import ASK_PARENT, answers_for, questions_of
 from capabilities.failures import retry_or_text
 from capabilities.registry import BuildContext, BuiltDelegate, Delegates
 from capabilities.subagents import (
@@ -67,43 +68,6 @@ log = logging.getLogger(__name__)
 
 DELEGATE_REQUEST_LIMIT = 25
 """Model requests one delegation may make when its delegate sets no `usage_limits` of its own."""
-ASK_PARENT = "ask_parent"
-"""The library's tool a synchronous delegate asks the parent agent's person with."""
-NOBODY_ANSWERED = ("Nobody answered your question before it expired. Continue with what you have, and say in "
-                   "your answer what you had to assume.")
-NOT_ASKED = ("This question was not put to the person: ask one question at a time, and only once no other call "
-             "of yours is waiting for a decision.")
-NOT_RUN_HERE = "This call cannot be completed from here; continue without it."
-
-
-async def ask_in_chat(question: str) -> str:
-    """The gateway's `ask_user`: a delegate's question parks the whole run rather than blocking it.
-
-    The deferred `ask_parent` call ends the delegate's run with it in `DeferredToolRequests.calls`; the
-    delegation tool then parks the parent's `task` call with the question, and the chat asks the person.
-    """
-    raise CallDeferred(metadata={"question": question})
-
-
-def asked(metadata: Any) -> tuple[str, str] | None:
-    """(specialist, question) when a parked call waits on a delegate's question to the person, looking
-    through nested delegations; None for an approval or anything else."""
-    if not isinstance(metadata, dict) or "delegate" not in metadata:
-        return None
-    calls = metadata.get("calls") or []
-    if calls:
-        return asked(calls[0].get("metadata")) if len(calls) == 1 else None
-    questions = [q for q in metadata.get("questions") or [] if q.get("question") is not None]
-    return (str(metadata["delegate"]), str(questions[0]["question"])) if questions else None
-
-
-def with_answer(metadata: dict[str, Any], answer: str | None) -> dict[str, Any]:
-    """The parked state with the person's answer (None: nobody answered) put where the asking delegate reads it."""
-    calls = metadata.get("calls") or []
-    if calls:
-        inner = calls[0].get("metadata")
-        return {**metadata, "calls": [{**calls[0], "metadata": with_answer(inner, answer)}, *calls[1:]]}
-    return {**metadata, "answer": answer}
 
 
 class DelegateTimedOut(UsageLimitExceeded):
@@ -445,7 +409,7 @@ class Delegation(AbstractCapability[Any]):
         handle = next((h for h in reversed(self.library.task_manager.handles.values())
                        if h.parent_run_id == ctx.run_id and h.subagent_name == delegate.name
                        and h.description == description and h.deferred_requests is not None), None)
-        if handle is None or not (handle.deferred_requests.approvals or _questions(handle.deferred_requests)):
+        if handle is None or not (handle.deferred_requests.approvals or questions_of(handle.deferred_requests)):
             return None
         self.library.task_manager.handles.pop(handle.task_id, None)
         return suspension_state(delegate, handle.message_history or "[]", handle.deferred_requests,
@@ -466,39 +430,18 @@ class Delegation(AbstractCapability[Any]):
             with self._on_model(delegate, option):
                 result = await delegate.built.agent.run(
                     message_history=ModelMessagesTypeAdapter.validate_json(state["history"]),
-                    deferred_tool_results=DeferredToolResults(approvals=approvals, calls=_answers(state),
+                    deferred_tool_results=DeferredToolResults(approvals=approvals, calls=answers_for(state),
                                                               metadata=metadata),
                     deps=ctx.deps.clone_for_subagent(self.depth - 1), usage_limits=usage_limits(delegate.controls))
         except UsageLimitExceeded as exc:
             return self._budget_spent(delegate.name, delegate, exc)
         if isinstance(result.output, DeferredToolRequests):
-            if not (result.output.approvals or _questions(result.output)):
+            if not (result.output.approvals or questions_of(result.output)):
                 return (f"{delegate.name!r} stopped for something that cannot be put to a person from here, so it "
                         "produced no answer. Do this part yourself, or leave it out and say so.")
             raise ApprovalRequired(metadata=suspension_state(delegate, result.all_messages_json().decode(),
                                                              result.output, state.get("model")))
         return str(result.output)
-
-
-def _questions(requests: DeferredToolRequests) -> list[Any]:
-    return [call for call in requests.calls if call.tool_name == ASK_PARENT]
-
-
-def _answers(state: dict[str, Any]) -> dict[str, str]:
-    """A result for every call the delegate deferred: the person's answer to the question that was asked
-    (the first, when no approval came first), and a sentence for the rest."""
-    deferred = state.get("questions") or []
-    put = not state.get("calls") and asked(state) is not None
-    answers = {}
-    for index, call in enumerate(deferred):
-        if call.get("question") is None:
-            answers[call["tool_call_id"]] = NOT_RUN_HERE
-        elif index == 0 and put:
-            answer = state.get("answer")
-            answers[call["tool_call_id"]] = NOBODY_ANSWERED if answer is None else str(answer)
-        else:
-            answers[call["tool_call_id"]] = NOT_ASKED
-    return answers
 
 
 def suspension_state(delegate: Delegate, history: str, requests: DeferredToolRequests | None,

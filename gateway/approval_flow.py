@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pydantic_ai import ConversationTypeAdapter, DeferredToolResults, ToolApproved, ToolDenied
 
 from adapters.base import Adapter, ApprovalClick, ApprovalOutcome, Inbound, MessageRef
-from capabilities.delegation import with_answer
+from capabilities.delegate_questions import with_answer
 from gateway.approvals import Approval, Approvals, NewCall, ParkedRun, args_hash, refusal
 from gateway.conversations import Conversations
 from gateway.live_reply import LiveReply

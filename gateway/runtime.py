@@ -26,7 +26,7 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Directory, Speaker
-from capabilities.delegation import ASK_PARENT, ask_in_chat, asked
+from capabilities.delegate_questions import ASK_PARENT, ask_in_chat, asked
 from capabilities.guardrails import GuardrailBlocked
 from capabilities.registry import Registry
 from capabilities.tool_output_limits import SPILL_STORE
