@@ -53,7 +53,11 @@ class Intake:
         if event.addressed is not None:
             return True
         thread = event.address.thread_id
-        return bool(adapter.follows_threads and thread and await self._answered_in(event.address.conversation_key))
+        # A post that starts its own thread (Slack `ts`, Mattermost post id) cannot be inside one the bot
+        # answered in: only replies cost a database look-up, not every post of a busy channel.
+        if not adapter.follows_threads or thread is None or thread == event.message_id:
+            return False
+        return await self._answered_in(event.address.conversation_key)
 
     def for_bot(self, bot_name: str) -> Deliver:
         async def deliver(payload: Mapping[str, Any]) -> None:

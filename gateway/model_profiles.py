@@ -20,6 +20,8 @@ class ModelResolver:
         self._profiles = dict(profiles)
         self._secrets = secrets
         self._fixed = dict(fixed or {})
+        self._resolved: dict[str, Model] = {}
+        """Models are reusable across runs; building one per turn would open a new HTTP client each time."""
 
     @property
     def names(self) -> frozenset[str]:
@@ -29,10 +31,11 @@ class ModelResolver:
     def resolve(self, name: str) -> Model:
         if name in self._fixed:
             return self._fixed[name]
-        profile = self._profiles.get(name, name)
-        if isinstance(profile, str):
-            return infer_model(profile)
-        return self._openai_chat(name, profile)
+        if name not in self._resolved:
+            profile = self._profiles.get(name, name)
+            model = infer_model(profile) if isinstance(profile, str) else self._openai_chat(name, profile)
+            self._resolved[name] = model
+        return self._resolved[name]
 
     def _openai_chat(self, name: str, profile: OpenAIChatProfile) -> Model:
         api_key = "not-needed"
