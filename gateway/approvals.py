@@ -11,14 +11,12 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import and_, exists, func, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ApprovalCard, Speaker
 from gateway.bindings import is_listed
 from gateway.config import ApprovalPolicy
-from storage.db import Database
+from storage.db import Database, insert_for
 from storage.models import ApprovalRow, ApprovalVoteRow, ParkedRunRow, utcnow
 
 Verdict = Literal["approved", "denied", "expired", "answered"]
@@ -116,7 +114,7 @@ class Approvals:
 
     async def vote(self, approval_id: str, voter: Speaker) -> int:
         """Record one approver's yes (once per person); returns how many distinct approvers said yes."""
-        insert = pg_insert if self._db.dialect == "postgresql" else sqlite_insert
+        insert = insert_for(self._db.dialect)
 
         async def work(session: AsyncSession) -> int:
             await session.execute(insert(ApprovalVoteRow).values(

@@ -7,13 +7,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import Speaker
 from gateway.config import AgentSpec, BindingSpec, BotSpec, GatewayConfig, RateLimit
-from storage.db import Database
+from storage.db import Database, insert_for
 from storage.models import AgentRow, AgentVersionRow, BindingRow, BotRow, utcnow
 
 
@@ -158,7 +156,7 @@ async def _record_version(session: AsyncSession, agent: AgentSpec, version: int)
 
 
 async def _upsert_bot(session: AsyncSession, bot: BotSpec, dialect: str) -> None:
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    insert = insert_for(dialect)
     settings = bot.model_dump(mode="json", exclude={"name", "platform", "agent", "binding"})
     statement = insert(BotRow).values(name=bot.name, platform=bot.platform, settings=settings, updated_at=utcnow())
     await session.execute(statement.on_conflict_do_update(

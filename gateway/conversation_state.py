@@ -7,11 +7,9 @@ import hashlib
 from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.db import Database
+from storage.db import Database, insert_for
 from storage.models import ConversationStateRow, utcnow
 
 
@@ -31,7 +29,7 @@ class StoredConversationState:
         return await self._db.transaction(work)
 
     async def save(self, capability: str, data: dict[str, Any]) -> None:
-        insert = pg_insert if self._db.dialect == "postgresql" else sqlite_insert
+        insert = insert_for(self._db.dialect)
 
         async def work(session: AsyncSession) -> None:
             statement = insert(ConversationStateRow).values(conversation_key=self.conversation_key,

@@ -6,12 +6,10 @@ from dataclasses import dataclass
 
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, HistoryItem, Inbound, Speaker
-from storage.db import Database
+from storage.db import Database, insert_for
 from storage.models import ConversationRow, IdentityRow, MessageRow, utcnow
 
 
@@ -115,7 +113,7 @@ class Conversations:
 
 
 async def _get_or_insert(session: AsyncSession, table: type, values: dict, keys: list[str], where: object) -> int:
-    insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
+    insert = insert_for(session.bind.dialect.name)
     inserted = (await session.execute(insert(table).values(**values)
                                       .on_conflict_do_nothing(index_elements=keys)
                                       .returning(table.id))).scalar()

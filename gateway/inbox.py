@@ -8,12 +8,10 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import and_, delete, func, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from storage.db import Database
+from storage.db import Database, insert_for
 from storage.models import InboxRow, utcnow
 
 MAX_ATTEMPTS = 3
@@ -108,7 +106,7 @@ class Inbox:
         await self._db.transaction(work)
 
     async def _insert_once(self, values: dict[str, Any]) -> bool:
-        insert = pg_insert if self._db.dialect == "postgresql" else sqlite_insert
+        insert = insert_for(self._db.dialect)
         statement = (insert(InboxRow).values(**values)
                      .on_conflict_do_nothing(index_elements=["logical_id"]).returning(InboxRow.id))
 

@@ -9,6 +9,8 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from sqlalchemy import event
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -59,6 +61,11 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
+
+
+def insert_for(dialect: str) -> Callable[..., Any]:
+    """The dialect's `INSERT` that knows `ON CONFLICT` (both spell it the same; the core `insert` does not)."""
+    return pg_insert if dialect == "postgresql" else sqlite_insert
 
 
 def _defaults(url: str) -> dict[str, Any]:
