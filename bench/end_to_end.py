@@ -37,11 +37,11 @@ from bench._common import (
     postgres_schema,
     sqlite_database,
 )
-from gateway.app import Gateway, Tuning
-from gateway.config import GatewayConfig, Settings
-from gateway.model_profiles import ModelResolver
-from gateway.secrets import SecretSource
-from gateway.telegram_sandbox import TelegramSandbox
+from gateway.agents.models import ModelResolver
+from gateway.config.schema import GatewayConfig, Settings
+from gateway.config.secrets import SecretSource
+from gateway.sandbox.telegram import TelegramSandbox
+from gateway.server.app import Gateway, Tuning
 
 JSON = dict[str, Any]
 TAG = re.compile(r"\bq-\d{6}\b")

@@ -27,7 +27,7 @@ from bench._common import (
     postgres_schema,
     sqlite_database,
 )
-from gateway.inbox import Inbox
+from gateway.pipeline.inbox import Inbox
 from storage.db import Database
 from storage.migrate import upgrade
 from storage.models import InboxRow

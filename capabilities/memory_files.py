@@ -1,7 +1,7 @@
 """`memory_files`: notes an agent keeps across conversations, with `MEMORY.md` as their index.
 
 Whose notes a run reaches is `ctx.deps.owner`, decided by the server from who will hear the answer
-(`gateway/scope.py`); no tool takes an owner, so the model cannot pick another store. The index is
+(`gateway/people/scope.py`); no tool takes an owner, so the model cannot pick another store. The index is
 injected into the instructions in one-to-one chats only, and left out whole when it is too long.
 """
 
@@ -17,8 +17,8 @@ from pydantic_ai.capabilities import Capability
 from capabilities.failures import retry_or_text
 from capabilities.registry import BuildContext, CapabilityDef, ToolInfo
 from capabilities.tool_text import function_toolset
-from gateway.memory import MemoryNotes
-from gateway.scope import MemoryOwner
+from gateway.people.memory import MemoryNotes
+from gateway.people.scope import MemoryOwner
 
 INDEX = "MEMORY.md"
 INDEX_LIMIT = 6_000

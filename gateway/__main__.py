@@ -1,5 +1,5 @@
 """`python -m gateway` runs the same command line as `gateway`."""
 
-from gateway.cli import app
+from gateway.cli.main import app
 
 app()

@@ -14,12 +14,12 @@ from pydantic_ai.tools import ToolDefinition
 from adapters.base import ChannelInfo, ChatAddress, HistoryItem, Speaker
 from capabilities import default_registry
 from capabilities.registry import ConversationState, Registry
-from gateway.assembly import AssembledAgent, assemble
-from gateway.bindings import AgentDefinition, Binding
-from gateway.config import AgentSpec, BindingSpec
-from gateway.model_profiles import ModelResolver
-from gateway.runtime import TurnDeps
-from gateway.secrets import SecretSource
+from gateway.agents.assembly import AssembledAgent, assemble
+from gateway.agents.bindings import AgentDefinition, Binding
+from gateway.agents.models import ModelResolver
+from gateway.config.schema import AgentSpec, BindingSpec
+from gateway.config.secrets import SecretSource
+from gateway.pipeline.runtime import TurnDeps
 
 ROOM = ChatAddress(bot_id="helper", platform="telegram", channel_id="-100", thread_id=None, is_direct=False)
 ALICE = Speaker(platform="telegram", platform_user_id="1001", display_name="Alice")
@@ -153,7 +153,7 @@ CASES = (
 
 async def offered_tool_defs(case: Case) -> dict[str, ToolDefinition]:
     """The tools a model is actually offered for `case`, through a real assembled run."""
-    from gateway.memory import MemoryNotes
+    from gateway.people.memory import MemoryNotes
     from storage.db import Database
 
     db = Database("sqlite+aiosqlite://")

@@ -13,10 +13,10 @@ from typing import Any
 from pydantic_ai.models import Model
 
 from capabilities.registry import Registry
-from gateway.app import Gateway, Tuning
-from gateway.config import GatewayConfig, Settings
-from gateway.model_profiles import ModelResolver
-from gateway.secrets import SecretSource
+from gateway.agents.models import ModelResolver
+from gateway.config.schema import GatewayConfig, Settings
+from gateway.config.secrets import SecretSource
+from gateway.server.app import Gateway, Tuning
 from tests.fakes.telegram import FakeTelegram
 
 FAST = Tuning(worker_lease=timedelta(seconds=5), idle_poll=0.2, shutdown_grace=2.0, poll_timeout=1,

@@ -12,10 +12,10 @@ from pydantic_ai.models import Model
 from sqlalchemy import select
 
 from capabilities.registry import Registry
-from gateway.app import Gateway, Tuning
-from gateway.config import GatewayConfig, Settings
-from gateway.model_profiles import ModelResolver
-from gateway.secrets import SecretSource
+from gateway.agents.models import ModelResolver
+from gateway.config.schema import GatewayConfig, Settings
+from gateway.config.secrets import SecretSource
+from gateway.server.app import Gateway, Tuning
 from storage.db import Database
 from storage.models import InboxRow
 from tests.fakes.mattermost import FakeMattermost, OutgoingWebhook

@@ -17,10 +17,10 @@ from pydantic_ai.messages import RetryPromptPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from sqlalchemy import select
 
-from gateway.app import Gateway
-from gateway.config import GatewayConfig, Settings
-from gateway.model_profiles import ModelResolver
-from gateway.secrets import SecretSource
+from gateway.agents.models import ModelResolver
+from gateway.config.schema import GatewayConfig, Settings
+from gateway.config.secrets import SecretSource
+from gateway.server.app import Gateway
 from storage.db import Database
 from storage.models import IdentityRow, MemoryNoteRow
 from tests.fakes.mattermost import FakeMattermost

@@ -11,10 +11,10 @@ from typing import Any, Literal
 from pydantic_ai.models import Model
 
 from capabilities.registry import Registry
-from gateway.app import Gateway, Tuning
-from gateway.config import GatewayConfig, Settings
-from gateway.model_profiles import ModelResolver
-from gateway.secrets import SecretSource
+from gateway.agents.models import ModelResolver
+from gateway.config.schema import GatewayConfig, Settings
+from gateway.config.secrets import SecretSource
+from gateway.server.app import Gateway, Tuning
 from tests.fakes.slack import FakeSlack, SlackApp
 from tests.harness import FAST, free_port
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from adapters.base import Speaker
-from gateway.bindings import is_listed
+from gateway.agents.bindings import is_listed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

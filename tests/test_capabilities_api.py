@@ -8,7 +8,7 @@ import httpx
 import pytest_asyncio
 from typer.testing import CliRunner
 
-from gateway.cli import app
+from gateway.cli.main import app
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, running_gateway
 from tests.scripted import answers

@@ -10,7 +10,7 @@ import yaml
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from gateway.cli import app
+from gateway.cli.main import app
 from storage.db import Database
 from storage.models import AgentRow, BindingRow, BotRow
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.config import ConfigError, Settings, load_config, resolve_secret
-from gateway.secrets import SecretSource
+from gateway.config.schema import ConfigError, Settings, load_config, resolve_secret
+from gateway.config.secrets import SecretSource
 
 VALID: dict[str, Any] = {
     "models": {"local": {"provider": "openai-chat", "base_url": "http://127.0.0.1:11434/v1", "model": "llama3.1"}},

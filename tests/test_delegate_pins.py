@@ -10,9 +10,9 @@ from pydantic_ai import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 from sqlalchemy import select
 
-from gateway.bindings import AgentDefinition, Binding
-from gateway.config import AgentSpec, BindingSpec
-from gateway.runtime import deps_from_snapshot, deps_snapshot
+from gateway.agents.bindings import AgentDefinition, Binding
+from gateway.config.schema import AgentSpec, BindingSpec
+from gateway.pipeline.runtime import deps_from_snapshot, deps_snapshot
 from storage.db import Database
 from storage.models import AgentVersionRow, RunRow
 from tests.capability_runs import deps_for

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.demo import run_demo
+from gateway.cli.demo import run_demo
 
 
 async def test_demo_shows_both_conversations() -> None:

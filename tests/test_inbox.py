@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from gateway.inbox import MAX_ATTEMPTS, Inbox
+from gateway.pipeline.inbox import MAX_ATTEMPTS, Inbox
 from storage.db import Database
 
 LEASE = timedelta(seconds=30)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest_asyncio
 from sqlalchemy import func, select
 
-from gateway.identities import CODE_ALPHABET
+from gateway.people.identities import CODE_ALPHABET
 from storage.db import Database
 from storage.models import LinkCodeRow, MessageRow, RunRow
 from tests.fakes.mattermost import FakeMattermost

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from adapters.slack_markup import parse_slack_text, render_slack_mrkdwn
+from adapters.slack.markup import parse_slack_text, render_slack_mrkdwn
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

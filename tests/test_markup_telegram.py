@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from adapters.telegram_markup import render_telegram_html, render_telegram_plain
+from adapters.telegram.markup import render_telegram_html, render_telegram_plain
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest_asyncio
 from sqlalchemy import select
 
-from gateway.app import Gateway
+from gateway.server.app import Gateway
 from storage.db import Database
 from storage.models import ApprovalRow
 from tests.fakes.mattermost import FakeMattermost

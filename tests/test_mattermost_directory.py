@@ -9,7 +9,7 @@ import pytest
 import pytest_asyncio
 
 from adapters.base import DirectoryRefused
-from adapters.mattermost import MattermostAdapter
+from adapters.mattermost.adapter import MattermostAdapter
 from tests.fakes.mattermost import FakeMattermost
 
 TOKEN = "d" * 26

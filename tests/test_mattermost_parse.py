@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from adapters.base import BotIdentity, Inbound, MalformedPayload
-from adapters.mattermost import MattermostAdapter
-from adapters.mattermost_events import posted_event, replayed_events
+from adapters.mattermost.adapter import MattermostAdapter
+from adapters.mattermost.events import posted_event, replayed_events
 
 BOT = BotIdentity(user_id="botid", handle="helper", display_name="Helper")
 

@@ -12,10 +12,10 @@ import pytest_asyncio
 import yaml
 from typer.testing import CliRunner
 
-from gateway.cli import app
-from gateway.config import ConfigError, GatewayConfig, load_config
-from gateway.mattermost_doctor import run_doctor
-from gateway.secrets import SecretSource
+from gateway.cli.main import app
+from gateway.cli.mattermost_doctor import run_doctor
+from gateway.config.schema import ConfigError, GatewayConfig, load_config
+from gateway.config.secrets import SecretSource
 from tests.fakes.mattermost import FakeMattermost
 from tests.mattermost_harness import MattermostBot
 

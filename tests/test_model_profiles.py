@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic_ai.models.openai import OpenAIChatModel
 
-from gateway.config import OpenAIChatProfile
-from gateway.model_profiles import ModelResolver
-from gateway.secrets import SecretSource
+from gateway.agents.models import ModelResolver
+from gateway.config.schema import OpenAIChatProfile
+from gateway.config.secrets import SecretSource
 
 
 def test_an_openai_compatible_profile_points_at_its_server_with_its_key() -> None:

@@ -9,7 +9,7 @@ import pytest_asyncio
 from pydantic_ai import ModelMessage, ModelRequest, UserPromptPart
 from pydantic_ai.models.function import AgentInfo
 
-from gateway.conversation_state import StoredConversationState
+from gateway.agents.run_state import StoredConversationState
 from storage.db import Database
 from tests.capability_runs import MemoryState, assembled, binding_with, run
 from tests.fakes.telegram import FakeTelegram

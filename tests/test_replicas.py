@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 from pydantic_ai.models.function import FunctionModel
 
-from gateway.app import Gateway
+from gateway.server.app import Gateway
 from tests.conftest import REDIS
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import FAST, TelegramBot, running_gateway

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from adapters.base import ChatAddress
-from gateway.scope import MemoryOwner, memory_owner
+from gateway.people.scope import MemoryOwner, memory_owner
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,8 +13,8 @@ import pytest
 import pytest_asyncio
 
 from adapters.base import Inbound, MalformedPayload
-from adapters.slack import SlackAdapter
-from adapters.slack_people import PEOPLE_KEY
+from adapters.slack.adapter import SlackAdapter
+from adapters.slack.people import PEOPLE_KEY
 from tests.fakes.slack import FakeSlack, SlackApp
 
 

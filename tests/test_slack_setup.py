@@ -9,12 +9,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from gateway.cli import app
-from gateway.config import ConfigError, load_config
-from gateway.logs import SecretRedactor
-from gateway.platforms import AdapterContext, build_adapter
-from gateway.secrets import SecretSource
-from gateway.slack_manifest import BOT_EVENTS
+from gateway.cli.main import app
+from gateway.cli.slack_manifest import BOT_EVENTS
+from gateway.config.schema import ConfigError, load_config
+from gateway.config.secrets import SecretSource
+from gateway.server.logs import SecretRedactor
+from gateway.server.platforms import AdapterContext, build_adapter
 
 AGENTS = [{"name": "helper", "model": "openai-chat:gpt-4o-mini"}]
 

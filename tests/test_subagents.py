@@ -27,12 +27,12 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from capabilities import default_registry
 from capabilities.registry import Registry
-from gateway.assembly import AssembledAgent, assemble
-from gateway.bindings import AgentDefinition, Binding
-from gateway.config import AgentSpec, BindingSpec
-from gateway.model_profiles import ModelResolver
-from gateway.runtime import shown_call
-from gateway.secrets import SecretSource
+from gateway.agents.assembly import AssembledAgent, assemble
+from gateway.agents.bindings import AgentDefinition, Binding
+from gateway.agents.models import ModelResolver
+from gateway.config.schema import AgentSpec, BindingSpec
+from gateway.config.secrets import SecretSource
+from gateway.pipeline.runtime import shown_call
 from tests.capability_runs import deps_for
 from tests.fakes.telegram import FakeTelegram
 from tests.gated_tools import deploy_registry
@@ -473,8 +473,8 @@ def questioning_setup(config: Mapping[str, Any], ask_user: Any) -> tuple[Binding
     from pydantic_ai.usage import RunUsage
 
     from capabilities.registry import BuildContext, NoConfig
-    from gateway.assembly import build_capabilities
-    from gateway.delegates import GatewayDelegates
+    from gateway.agents.assembly import build_capabilities
+    from gateway.agents.delegates import GatewayDelegates
 
     seen: list[AgentInfo] = []
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from capabilities import default_registry
-from gateway.config import GatewayConfig
-from gateway.validation import apply_problems
+from gateway.config.schema import GatewayConfig
+from gateway.config.validation import apply_problems
 
 RESEARCHER = {"name": "researcher", "description": "Researches.", "instructions": "Research.", "model": "fast"}
 

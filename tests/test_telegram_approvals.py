@@ -14,8 +14,8 @@ import pytest_asyncio
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from gateway.app import Gateway
-from gateway.cli import app
+from gateway.cli.main import app
+from gateway.server.app import Gateway
 from storage.db import Database
 from storage.models import ApprovalRow
 from tests.fakes.telegram import FakeTelegram

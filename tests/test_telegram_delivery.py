@@ -16,7 +16,7 @@ import pytest_asyncio
 from pydantic_ai.exceptions import ModelHTTPError
 from sqlalchemy import func, select
 
-from gateway.live_reply import PLACEHOLDER
+from gateway.pipeline.live_reply import PLACEHOLDER
 from storage.db import Database
 from storage.models import InboxRow, RunRow
 from tests.fakes.telegram import FakeTelegram

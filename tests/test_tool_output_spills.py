@@ -15,7 +15,7 @@ from pydantic_ai.models.function import FunctionModel
 from sqlalchemy import select
 
 from capabilities.registry import BuildContext, CapabilityDef, Registry, ToolInfo
-from gateway.conversation_state import RunSpills
+from gateway.agents.run_state import RunSpills
 from storage.db import Database
 from storage.models import ConversationStateRow
 from tests.fakes.telegram import FakeTelegram

@@ -1,6 +1,6 @@
-"""The fake Slack of the test-suite: the local workspace the product ships in ``gateway.slack_sandbox``."""
+"""The fake Slack of the test-suite: the local workspace the product ships in ``gateway.sandbox.slack``."""
 
-from gateway.slack_sandbox import ApiCall, HttpDelivery, SlackApp
-from gateway.slack_sandbox import SlackSandbox as FakeSlack
+from gateway.sandbox.slack import ApiCall, HttpDelivery, SlackApp
+from gateway.sandbox.slack import SlackSandbox as FakeSlack
 
 __all__ = ["ApiCall", "FakeSlack", "HttpDelivery", "SlackApp"]

@@ -1,0 +1,1 @@
+"""Mattermost over mattermostdriver: the WebSocket event stream and outgoing webhooks, signed buttons."""

@@ -1,0 +1,457 @@
+"""Slack over slack-sdk: Socket Mode or the Events API, one parser for both; a thread is a conversation.
+
+Rooms are `<team>:<channel>` and a message is its `ts`, so the `message` and `app_mention` events that
+Slack sends for one post (with different event ids) are one logical message, `(team, channel, ts)`.
+In channels, group DMs and private channels the bot answers in a thread: under the mention itself
+when it was top-level, so a reply continues the same conversation. A DM is one conversation, and a
+thread inside a DM its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import re
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, Literal
+from urllib.parse import parse_qs
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
+from slack_sdk.signature import SignatureVerifier
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.base import (
+    Addressed,
+    ApprovalCard,
+    ApprovalClick,
+    ApprovalOutcome,
+    BotIdentity,
+    ChatAddress,
+    Deliver,
+    FileRef,
+    HistoryItem,
+    Inbound,
+    MalformedPayload,
+    MessageRef,
+    PlatformConfigError,
+    PlatformLimits,
+    Speaker,
+    VerificationError,
+)
+from adapters.slack.directory import PERSON_SUBTYPES, SlackDirectory, channel, is_words, speaker_of
+from adapters.slack.markup import compact_entities, parse_slack_text, render_slack_mrkdwn
+from adapters.slack.people import People, SlackPerson, people_of
+from adapters.slack.socket import SocketModeRefused, hold_socket
+
+log = logging.getLogger(__name__)
+
+DEFAULT_API = "https://slack.com"
+SIGNATURE_WINDOW = 5 * 60
+"""Seconds a signed request stays acceptable (Slack's own advice)."""
+PIECE_LIMIT = 3_900
+"""Markdown characters per message: `chat.update` refuses text past about 4,000 characters, so every
+piece is kept below that, with room for the `&amp;`-style escapes rendering adds."""
+TEXT_CAP = 4_000
+"""Characters of rendered text per message. `chat.postMessage` is documented to take 40,000, but
+reports of `msg_too_long` past 4,000 abound, and `chat.update` enforces it: both keep to it."""
+MAX_RETRY_AFTER = 60.0
+RATE_LIMIT_RETRIES = 5
+THREAD_PAGE = 200
+THREAD_PAGES = 10
+"""`conversations.replies` reads the oldest replies first; this many pages at most are read to reach the newest."""
+AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired",
+                         "not_allowed_token_type", "missing_scope", "no_permission"})
+APPROVAL_ACTIONS: dict[str, Literal["approve", "deny"]] = {"approval:approve": "approve", "approval:deny": "deny"}
+SECTION_LIMIT = 3_000
+"""Characters a Block Kit `section` text may carry."""
+
+
+class UrlVerification(Exception):
+    """Slack's `url_verification` request: answered with its challenge once verified, never delivered."""
+
+    def __init__(self, challenge: str) -> None:
+        super().__init__("slack url_verification")
+        self.challenge = challenge
+
+
+class SlackAdapter:
+    platform = "slack"
+    follows_threads = True
+    limits = PlatformLimits(max_text=PIECE_LIMIT, max_edit_text=PIECE_LIMIT)
+
+    def __init__(self, *, bot_id: str, token: str, transport: Literal["socket", "http"] = "socket",
+                 app_token: str | None = None, signing_secret: str | None = None,
+                 api_base_url: str | None = None, allow_bots: bool = False) -> None:
+        self.bot_id = bot_id
+        self.transport = transport
+        self._app_token = app_token
+        self._signing_secret = signing_secret
+        self._allow_bots = allow_bots
+        base = f"{(api_base_url or DEFAULT_API).rstrip('/')}/api/"
+        # Only 429 is retried, as Slack asks: a post retried after a lost answer would be a double post.
+        self._client = AsyncWebClient(token=token, base_url=base, retry_handlers=[_RetryAfter(bot_id)])
+        self._session: aiohttp.ClientSession | None = None
+        self._people = People(self._user)
+        self._team_id = ""
+        self._bot_app_id: str | None = None
+        self.identity: BotIdentity | None = None
+        self.directory = SlackDirectory(self._client, self._people, team=lambda: self._team_id,
+                                        me=lambda: self.identity)
+
+    @property
+    def has_transport(self) -> bool:
+        return self.transport == "socket"
+
+    async def open(self) -> BotIdentity:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+            self._client.session = self._session
+        auth = await self._call("auth.test", self._client.auth_test(), setting="token")
+        self._team_id = str(auth.get("team_id") or "")
+        self._bot_app_id = auth.get("bot_id")
+        handle = auth.get("user")
+        self.identity = BotIdentity(user_id=str(auth["user_id"]), handle=handle, display_name=handle or auth["user_id"])
+        return self.identity
+
+    def _live_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            raise RuntimeError(f"slack bot {self.bot_id!r} used its connection before open()")
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    # -- from the wire -------------------------------------------------------------------------------
+
+    def parse(self, payload: Mapping[str, Any]) -> Inbound | ApprovalClick | None:
+        """An Events API callback or a `block_actions` click, as sent over either transport."""
+        kind = payload.get("type")
+        try:
+            if kind == "block_actions":
+                return self._parse_click(payload)
+            if kind != "event_callback":
+                return None
+            event = payload.get("event")
+            if not isinstance(event, Mapping):
+                raise MalformedPayload("slack event_callback without an event object")
+            if event.get("type") not in ("message", "app_mention") or not self._is_message(event):
+                return None
+            return self._parse_message(payload, event)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise MalformedPayload(f"slack {kind} payload is missing or mistyped: {exc!r}") from None
+
+    def _is_message(self, event: Mapping[str, Any]) -> bool:
+        subtype = event.get("subtype")
+        if subtype == "bot_message":
+            return self._allow_bots
+        return subtype in PERSON_SUBTYPES and not event.get("hidden")
+
+    def _parse_message(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> Inbound | None:
+        me = self._me()
+        sender = event.get("user") or event.get("bot_id")
+        if not isinstance(sender, str) or sender == me.user_id or (
+                event.get("bot_id") and event.get("bot_id") == self._bot_app_id):
+            return None
+        people = people_of(payload)
+        person = people.get(sender)
+        # Either twin must say "bot" alike, and an app_mention may lack bot_id: users.info tells as well.
+        is_bot = bool(event.get("bot_id")) or event.get("subtype") == "bot_message" or bool(person and person.is_bot)
+        text = str(event.get("text") or "")
+        address = self._address(payload, str(event["channel"]), str(event["ts"]), event.get("thread_ts"),
+                                event.get("channel_type"))
+        mentioned = event["type"] == "app_mention" or _mentions(text, me.user_id)
+        addressed: Addressed | None = "mention" if mentioned else "direct" if address.is_direct else None
+        if is_bot and not (self._allow_bots and mentioned):
+            return None  # another bot is answered only when it names this bot: no loops through threads
+        names = {user_id: known.display_name for user_id, known in people.items()}
+        speaker = speaker_of(sender, person, event, workspace=_room_team(address), is_bot=is_bot)
+        return Inbound(address=address, speaker=speaker, message_id=str(event["ts"]), addressed=addressed,
+                       text=parse_slack_text(text, names=names, drop_user=me.user_id),
+                       attachments=_attachments(event), raw=payload)
+
+    def _address(self, payload: Mapping[str, Any], channel: str, ts: str, thread_ts: Any,
+                 channel_type: Any) -> ChatAddress:
+        """A DM thread only when the person wrote in one; elsewhere always a thread, rooted at `ts` if need be."""
+        team = payload.get("team_id") or _team(payload) or self._team_id
+        direct = channel_type == "im" or (channel_type is None and channel.startswith("D"))
+        thread = str(thread_ts) if thread_ts else None
+        return ChatAddress(bot_id=self.bot_id, platform="slack", channel_id=f"{team}:{channel}",
+                           thread_id=thread if direct else thread or ts, is_direct=direct)
+
+    def _parse_click(self, payload: Mapping[str, Any]) -> ApprovalClick | None:
+        actions = [a for a in payload.get("actions") or [] if a.get("action_id") in APPROVAL_ACTIONS]
+        user, channel = payload.get("user") or {}, payload.get("channel") or {}
+        container, message = payload.get("container") or {}, payload.get("message") or {}
+        if not actions or not user.get("id") or not channel.get("id") or not container.get("message_ts"):
+            return None
+        action = actions[0]
+        card_ts = str(container["message_ts"])
+        address = self._address(payload, str(channel["id"]), card_ts,
+                                message.get("thread_ts") or container.get("thread_ts"), None)
+        person = people_of(payload).get(user["id"])
+        clicker = Speaker(platform="slack", platform_user_id=str(user["id"]), workspace=_room_team(address),
+                          handle=user.get("username"),
+                          display_name=person.display_name if person else str(user.get("name") or user["id"]))
+        return ApprovalClick(approval_id=str(action.get("value") or ""), verb=APPROVAL_ACTIONS[action["action_id"]],
+                             clicker=clicker, card=MessageRef(address=address, message_id=card_ts),
+                             logical_id=f"{address.room_key}:click:{action.get('action_ts') or card_ts}:{user['id']}",
+                             raw=payload)
+
+    def _me(self) -> BotIdentity:
+        if self.identity is None:
+            raise RuntimeError(f"adapter for bot {self.bot_id!r} parsed a message before open()")
+        return self.identity
+
+    def verify(self, headers: Mapping[str, str], body: bytes) -> None:
+        """Slack's `v0` signature of the raw body, within five minutes of its timestamp."""
+        if not self._signing_secret:
+            raise VerificationError(f"slack bot {self.bot_id!r} has no signing_secret set; every Events API "
+                                    "call is refused (set bots[].signing_secret to the app's Signing Secret)")
+        given = {key.lower(): value for key, value in headers.items()}
+        timestamp, signature = given.get("x-slack-request-timestamp"), given.get("x-slack-signature")
+        if not timestamp or not signature:
+            raise VerificationError("missing X-Slack-Signature or X-Slack-Request-Timestamp")
+        if not timestamp.isdigit():
+            raise VerificationError("X-Slack-Request-Timestamp is not a number")
+        if abs(time.time() - int(timestamp)) > SIGNATURE_WINDOW:
+            raise VerificationError("X-Slack-Request-Timestamp is more than five minutes away; stale or replayed")
+        expected = SignatureVerifier(self._signing_secret).generate_signature(timestamp=timestamp, body=body) or ""
+        if not hmac.compare_digest(expected.encode(), signature.encode()):
+            raise VerificationError("X-Slack-Signature does not match the body")
+
+    async def webhook_event(self, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
+        """The payload of a verified Events API or interactivity request, with the names of its people.
+
+        Events arrive as JSON; button clicks as a form whose `payload` field is the JSON.
+
+        Raises:
+            UrlVerification: the request is Slack checking the URL; answer with its challenge.
+            MalformedPayload: the body is neither.
+        """
+        content_type = {key.lower(): value for key, value in headers.items()}.get("content-type", "")
+        try:
+            if content_type.startswith("application/x-www-form-urlencoded"):
+                payload = json.loads(parse_qs(body.decode())["payload"][0])
+            else:
+                payload = json.loads(body)
+        except (KeyError, ValueError, UnicodeDecodeError):
+            raise MalformedPayload("body is neither a JSON event nor a form with a JSON payload") from None
+        if not isinstance(payload, dict):
+            raise MalformedPayload("body is not a JSON object")
+        if (challenge := url_verification_challenge(payload)) is not None:
+            raise UrlVerification(challenge)
+        return await self.annotate(payload)
+
+    async def annotate(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """The payload with the names of the people in it, which Slack sends only as ids (see `slack_people`)."""
+        me = [self.identity.user_id] if self.identity else []
+        return await self._people.annotate(payload, skip=me)
+
+    # -- to the wire ---------------------------------------------------------------------------------
+
+    async def send(self, address: ChatAddress, text: str) -> MessageRef:
+        response = await self._call("chat.postMessage", self._client.chat_postMessage(
+            channel=channel(address.channel_id), thread_ts=address.thread_id, text=self._fit(text, TEXT_CAP),
+            unfurl_links=False, unfurl_media=False))
+        return MessageRef(address=address, message_id=str(response["ts"]))
+
+    async def edit(self, ref: MessageRef, text: str) -> None:
+        await self._call("chat.update", self._client.chat_update(
+            channel=channel(ref.address.channel_id), ts=ref.message_id, text=self._fit(text, TEXT_CAP)))
+
+    async def show_typing(self, address: ChatAddress) -> None:
+        """Slack has no typing indicator for bots outside assistant threads; the placeholder shows work instead."""
+
+    async def post_approval(self, address: ChatAddress, card: ApprovalCard) -> MessageRef:
+        text = render_slack_mrkdwn(card.summary)
+        blocks = [_section(text), {"type": "actions", "block_id": f"approval:{card.approval_id}", "elements": [
+            _button("Approve", "approval:approve", card.approval_id, "primary"),
+            _button("Deny", "approval:deny", card.approval_id, "danger")]}]
+        response = await self._call("chat.postMessage", self._client.chat_postMessage(
+            channel=channel(address.channel_id), thread_ts=address.thread_id, text=text[:TEXT_CAP], blocks=blocks))
+        return MessageRef(address=address, message_id=str(response["ts"]))
+
+    async def close_approval(self, ref: MessageRef, outcome: ApprovalOutcome) -> None:
+        """Replace the card's blocks with its outcome, which removes the buttons."""
+        text = render_slack_mrkdwn(outcome.summary)
+        await self._call("chat.update", self._client.chat_update(
+            channel=channel(ref.address.channel_id), ts=ref.message_id, text=text[:TEXT_CAP],
+            blocks=[_section(text)]))
+
+    async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
+        """An ephemeral message in the card's thread: only the person who clicked sees it."""
+        address = click.card.address
+        await self._call("chat.postEphemeral", self._client.chat_postEphemeral(
+            channel=channel(address.channel_id), user=click.clicker.platform_user_id, thread_ts=address.thread_id,
+            text=render_slack_mrkdwn(notice)[:TEXT_CAP]))
+
+    async def read_thread(self, address: ChatAddress, *, limit: int) -> list[HistoryItem]:
+        """The thread's first message and its newest replies, up to `limit` in all, oldest first."""
+        if not address.thread_id or limit <= 0:
+            return []
+        try:
+            messages = await self._thread(channel(address.channel_id), address.thread_id, limit)
+        except SlackApiError as exc:
+            log.warning("slack bot %r cannot read thread %s: %s", self.bot_id, address.thread_id,
+                        exc.response.get("error"))
+            return []
+        return await self.directory.history_items(messages)
+
+    async def _thread(self, channel_id: str, thread_ts: str, limit: int) -> list[Mapping[str, Any]]:
+        """`conversations.replies` pages oldest first, so the newest replies are the ones kept."""
+        root: Mapping[str, Any] | None = None
+        newest: deque[Mapping[str, Any]] = deque(maxlen=max(limit - 1, 0))
+        cursor = None
+        for _ in range(THREAD_PAGES):
+            page = await self._call("conversations.replies", self._client.conversations_replies(
+                channel=channel_id, ts=thread_ts, limit=THREAD_PAGE, cursor=cursor))
+            for message in page.get("messages") or []:
+                if not is_words(message):
+                    continue
+                if root is None and message.get("ts") == thread_ts:
+                    root = message
+                else:
+                    newest.append(message)
+            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                break
+        return ([root] if root is not None else []) + list(newest)
+
+    def _fit(self, markdown: str, cap: int) -> str:
+        """Render as mrkdwn within Slack's `cap`, trading entities for look-alikes, then cutting, as needed.
+
+        Escapes make a piece longer than its Markdown; look-alike characters keep every word, and a cut
+        (logged) is the last resort, for pieces such as wide tables.
+        """
+        text = render_slack_mrkdwn(markdown)
+        if len(text) <= cap:
+            return text
+        text = compact_entities(text)
+        if len(text) <= cap:
+            return text
+        log.warning("slack bot %r: a rendered message of %d characters was cut to %d", self.bot_id, len(text), cap)
+        cut = text[: cap - 5]
+        cut = cut.rsplit("\n", 1)[0] if "\n" in cut else cut
+        return cut + ("\n```" if cut.count("```") % 2 else "") + " …"
+
+    async def _user(self, user_id: str) -> SlackPerson | None:
+        try:
+            response = await self._client.users_info(user=user_id)
+        except SlackApiError as exc:
+            if exc.response.get("error") in ("user_not_found", "user_not_visible"):
+                return None
+            raise
+        return SlackPerson.from_user(response["user"])
+
+    async def _call(self, method: str, request: Any, *, setting: str = "token") -> Any:
+        """Await one Web API call; a refused credential becomes a `PlatformConfigError` naming the setting."""
+        try:
+            return await request
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            if error in AUTH_ERRORS:
+                raise PlatformConfigError(f"slack refused {method} for bot {self.bot_id!r} ({error}); check "
+                                          f"bots[].{setting} and the app's scopes") from None
+            raise
+
+    # -- transports ----------------------------------------------------------------------------------
+
+    async def run_transport(self, deliver: Deliver) -> None:
+        """Socket Mode: each envelope is acknowledged after `deliver` committed it; a refresh reconnects at once."""
+        if not self._app_token:
+            raise PlatformConfigError(f"slack bot {self.bot_id!r} uses Socket Mode but has no app_token "
+                                      "(an app-level xapp- token with connections:write)")
+
+        async def handle(payload: Mapping[str, Any]) -> None:
+            await deliver(await self.annotate(payload))
+
+        while True:
+            opened = await self._call("apps.connections.open",
+                                      self._client.apps_connections_open(app_token=self._app_token),
+                                      setting="app_token")
+            try:
+                reason = await hold_socket(self._live_session(), str(opened["url"]), handle, bot_id=self.bot_id)
+            except SocketModeRefused as exc:
+                raise PlatformConfigError(f"slack bot {self.bot_id!r}: {exc}") from None
+            if reason != "refresh_requested":
+                raise ConnectionError(f"slack closed the Socket Mode connection of bot {self.bot_id!r} ({reason})")
+            log.info("slack asked bot %r to reconnect its socket; reconnecting", self.bot_id)
+
+
+class _RetryAfter(AsyncRetryHandler):
+    """Retries a 429 after the `Retry-After` Slack sent (capped), on every Web API call."""
+
+    def __init__(self, bot_id: str) -> None:
+        super().__init__(max_retry_count=RATE_LIMIT_RETRIES)
+        self._bot_id = bot_id
+
+    async def _can_retry_async(self, *, state: RetryState, request: HttpRequest,
+                               response: HttpResponse | None = None, error: Exception | None = None) -> bool:
+        return response is not None and response.status_code == 429
+
+    async def prepare_for_next_attempt_async(self, *, state: RetryState, request: HttpRequest,
+                                             response: HttpResponse | None = None,
+                                             error: Exception | None = None) -> None:
+        delay = min(_retry_after(response.headers if response else {}), MAX_RETRY_AFTER)
+        log.warning("slack asked bot %r to wait %.0fs before %s (429)", self._bot_id, delay,
+                    request.url.rsplit("/", 1)[-1])
+        await asyncio.sleep(delay)
+        state.next_attempt_requested = True
+        state.increment_current_attempt()
+
+
+def _retry_after(headers: Mapping[str, Any]) -> float:
+    for name, value in headers.items():
+        if name.lower() == "retry-after":
+            first = value[0] if isinstance(value, list) else value
+            try:
+                return max(float(first), 0.0)
+            except (TypeError, ValueError):
+                break
+    return 1.0
+
+
+def _mentions(text: str, user_id: str) -> bool:
+    return re.search(rf"<@{re.escape(user_id)}(?:\|[^>]*)?>", text) is not None
+
+
+def _team(payload: Mapping[str, Any]) -> str | None:
+    team = payload.get("team")
+    return str(team["id"]) if isinstance(team, Mapping) and team.get("id") else None
+
+
+def _room_team(address: ChatAddress) -> str:
+    """The workspace of a room `<team>:<channel>`."""
+    return address.channel_id.partition(":")[0]
+
+
+def _attachments(event: Mapping[str, Any]) -> tuple[FileRef, ...]:
+    return tuple(FileRef(file_id=str(f["id"]), name=str(f.get("name") or f.get("title") or "file"),
+                         mime_type=f.get("mimetype"), size=f.get("size"))
+                 for f in event.get("files") or [] if isinstance(f, Mapping) and f.get("id"))
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_LIMIT]}}
+
+
+def _button(label: str, action_id: str, value: str, style: str) -> dict[str, Any]:
+    return {"type": "button", "action_id": action_id, "value": value, "style": style,
+            "text": {"type": "plain_text", "text": label}}
+
+
+def url_verification_challenge(payload: Mapping[str, Any]) -> str | None:
+    """The challenge of Slack's `url_verification` request, which is answered without being delivered."""
+    if payload.get("type") == "url_verification" and isinstance(payload.get("challenge"), str):
+        return str(payload["challenge"])
+    return None

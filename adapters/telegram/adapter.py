@@ -1,0 +1,303 @@
+"""Telegram over python-telegram-bot: long polling or webhook, one parser for both."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import warnings
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
+from functools import partial
+from typing import Any, Literal, TypeVar
+
+from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message, MessageEntity, Update
+from telegram.constants import ChatAction, ChatType, MessageLimit, ParseMode
+from telegram.error import BadRequest, InvalidToken, RetryAfter, TimedOut
+from telegram.request import HTTPXRequest
+from telegram.warnings import PTBDeprecationWarning, PTBUserWarning
+
+from adapters.base import (
+    Addressed,
+    ApprovalCard,
+    ApprovalClick,
+    ApprovalOutcome,
+    BotIdentity,
+    ChatAddress,
+    Deliver,
+    FileRef,
+    HistoryItem,
+    Inbound,
+    MalformedPayload,
+    MessageRef,
+    PlatformConfigError,
+    PlatformLimits,
+    Speaker,
+    VerificationError,
+)
+from adapters.telegram.directory import TelegramDirectory
+from adapters.telegram.markup import render_telegram_html, render_telegram_plain
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# Polling reads getUpdates through `do_api_request` on purpose (see `run_transport`); PTB warns about that.
+warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'", category=PTBUserWarning)
+# `RetryAfter` warns on construction that `retry_after` will become a timedelta; `_retry_after` reads both.
+warnings.filterwarnings("ignore", message=r".*attribute `retry_after` will be of type", category=PTBDeprecationWarning)
+
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+DEFAULT_API = "https://api.telegram.org"
+ALLOWED_UPDATES = ("message", "callback_query")
+MAX_RETRY_AFTER = 60.0
+_GROUPS = (ChatType.GROUP, ChatType.SUPERGROUP)
+_VERBS: dict[str, Literal["approve", "deny"]] = {"ap:": "approve", "dn:": "deny"}
+
+
+class TelegramAdapter:
+    platform = "telegram"
+    follows_threads = False
+    limits = PlatformLimits(max_text=MessageLimit.MAX_TEXT_LENGTH, max_edit_text=MessageLimit.MAX_TEXT_LENGTH)
+
+    def __init__(self, *, bot_id: str, token: str, api_base_url: str | None = None,
+                 webhook_url: str | None = None, webhook_secret: str | None = None,
+                 poll_timeout: int = 30) -> None:
+        base = (api_base_url or DEFAULT_API).rstrip("/")
+        self.bot_id = bot_id
+        self.webhook_url = webhook_url
+        self._webhook_secret = webhook_secret
+        self._poll_timeout = poll_timeout
+        self._bot = Bot(token, base_url=f"{base}/bot", base_file_url=f"{base}/file/bot",
+                        request=HTTPXRequest(connection_pool_size=16))
+        self.identity: BotIdentity | None = None
+        self.directory = TelegramDirectory(self._bot, self._call)
+
+    async def open(self) -> BotIdentity:
+        try:
+            await self._call(self._bot.initialize)
+        except InvalidToken as exc:
+            raise PlatformConfigError(f"telegram refused the token of bot {self.bot_id!r}: {exc}") from None
+        me = self._bot.bot
+        self.identity = BotIdentity(user_id=str(me.id), handle=me.username, display_name=me.full_name)
+        if self.webhook_url:
+            await self._register_webhook()
+        return self.identity
+
+    async def close(self) -> None:
+        await self._bot.shutdown()
+
+    @property
+    def has_transport(self) -> bool:
+        return self.webhook_url is None
+
+    # -- from the wire -------------------------------------------------------------------------------
+
+    def parse(self, payload: Mapping[str, Any]) -> Inbound | ApprovalClick | None:
+        try:
+            update = Update.de_json(dict(payload), None)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise MalformedPayload(f"not a Telegram update: {type(exc).__name__}: {exc}") from None
+        if update.callback_query is not None:
+            return self._parse_click(update.callback_query, payload)
+        message = update.message
+        if message is None or message.from_user is None:
+            return None
+        return self._parse_message(message, payload)
+
+    def _parse_click(self, query: CallbackQuery, payload: Mapping[str, Any]) -> ApprovalClick | None:
+        verb = _VERBS.get((query.data or "")[:3])
+        message = query.message
+        if verb is None or message is None or query.from_user.is_bot:
+            return None
+        chat = message.chat
+        topic = isinstance(message, Message) and message.is_topic_message
+        address = ChatAddress(bot_id=self.bot_id, platform="telegram", channel_id=str(chat.id),
+                              thread_id=str(message.message_thread_id) if topic else None,  # type: ignore[union-attr]
+                              is_direct=chat.type == ChatType.PRIVATE)
+        user = query.from_user
+        clicker = Speaker(platform="telegram", platform_user_id=str(user.id), handle=user.username,
+                          display_name=user.full_name, is_bot=user.is_bot)
+        return ApprovalClick(approval_id=(query.data or "")[3:], verb=verb, clicker=clicker,
+                             card=MessageRef(address=address, message_id=str(message.message_id)),
+                             logical_id=f"telegram:{self.bot_id}:callback:{query.id}", raw=payload)
+
+    def _parse_message(self, message: Message, payload: Mapping[str, Any]) -> Inbound | None:
+        me = self._me()
+        sender = message.from_user
+        if sender is None or sender.is_bot or str(sender.id) == me.user_id:
+            return None
+        text = message.text or message.caption or ""
+        addressed = self._addressed(message, text)
+        address = ChatAddress(bot_id=self.bot_id, platform="telegram", channel_id=str(message.chat.id),
+                              thread_id=str(message.message_thread_id) if message.is_topic_message else None,
+                              is_direct=message.chat.type == ChatType.PRIVATE)
+        speaker = Speaker(platform="telegram", platform_user_id=str(sender.id), handle=sender.username,
+                          display_name=sender.full_name, is_bot=sender.is_bot)
+        return Inbound(address=address, speaker=speaker, text=self._strip_mention(text),
+                       message_id=str(message.message_id), addressed=addressed,
+                       attachments=_attachments(message), raw=payload)
+
+    def _addressed(self, message: Message, text: str) -> Addressed | None:
+        me = self._me()
+        if message.chat.type == ChatType.PRIVATE:
+            return "direct"
+        if message.chat.type not in _GROUPS:
+            return None
+        entities = message.parse_entities() if message.text else message.parse_caption_entities()
+        handle = f"@{me.handle}".lower() if me.handle else None
+        for entity, value in entities.items():
+            if entity.type == MessageEntity.MENTION and value.lower() == handle:
+                return "mention"
+            if entity.type == MessageEntity.TEXT_MENTION and entity.user and str(entity.user.id) == me.user_id:
+                return "mention"
+            if entity.type == MessageEntity.BOT_COMMAND and handle and value.lower().endswith(handle):
+                return "command"
+        replied = message.reply_to_message
+        if replied and replied.from_user and str(replied.from_user.id) == me.user_id:
+            return "reply"
+        return None
+
+    def _strip_mention(self, text: str) -> str:
+        handle = self._me().handle
+        if not handle:
+            return text.strip()
+        words = [w for w in text.split(" ") if w.lower() != f"@{handle}".lower()]
+        stripped = " ".join(words)
+        if stripped.startswith("/"):
+            command, _, rest = stripped.partition(" ")
+            stripped = f"{command.split('@', 1)[0]} {rest}".strip()
+        return stripped.strip()
+
+    def _me(self) -> BotIdentity:
+        if self.identity is None:
+            raise RuntimeError(f"adapter for bot {self.bot_id!r} parsed a message before open()")
+        return self.identity
+
+    def verify(self, headers: Mapping[str, str], body: bytes) -> None:
+        if not self._webhook_secret:
+            raise VerificationError(f"bot {self.bot_id!r} has no webhook secret; every call is refused")
+        given = {k.lower(): v for k, v in headers.items()}.get(SECRET_HEADER.lower(), "")
+        if not hmac.compare_digest(given.encode(), self._webhook_secret.encode()):
+            raise VerificationError("missing or wrong X-Telegram-Bot-Api-Secret-Token")
+
+    # -- to the wire ---------------------------------------------------------------------------------
+
+    async def send(self, address: ChatAddress, text: str) -> MessageRef:
+        thread = int(address.thread_id) if address.thread_id else None
+
+        async def post(body: str, parse_mode: str | None) -> Message:
+            return await self._bot.send_message(chat_id=address.channel_id, text=body, parse_mode=parse_mode,
+                                                message_thread_id=thread)
+        message = await self._formatted(post, text)
+        return MessageRef(address=address, message_id=str(message.message_id))
+
+    async def edit(self, ref: MessageRef, text: str) -> None:
+        async def change(body: str, parse_mode: str | None) -> Any:
+            return await self._bot.edit_message_text(chat_id=ref.address.channel_id,
+                                                     message_id=int(ref.message_id), text=body,
+                                                     parse_mode=parse_mode)
+        try:
+            await self._formatted(change, text)
+        except BadRequest as exc:
+            if "message is not modified" not in exc.message.lower():
+                raise
+
+    async def show_typing(self, address: ChatAddress) -> None:
+        thread = int(address.thread_id) if address.thread_id else None
+        await self._call(lambda: self._bot.send_chat_action(chat_id=address.channel_id,
+                                                            action=ChatAction.TYPING,
+                                                            message_thread_id=thread))
+
+    async def post_approval(self, address: ChatAddress, card: ApprovalCard) -> MessageRef:
+        thread = int(address.thread_id) if address.thread_id else None
+        buttons = InlineKeyboardMarkup([[InlineKeyboardButton("✅ Approve", callback_data=f"ap:{card.approval_id}"),
+                                         InlineKeyboardButton("✖️ Deny", callback_data=f"dn:{card.approval_id}")]])
+
+        async def post(body: str, parse_mode: str | None) -> Message:
+            return await self._bot.send_message(chat_id=address.channel_id, text=body, parse_mode=parse_mode,
+                                                message_thread_id=thread, reply_markup=buttons)
+        message = await self._formatted(post, card.summary)
+        return MessageRef(address=address, message_id=str(message.message_id))
+
+    async def close_approval(self, ref: MessageRef, outcome: ApprovalOutcome) -> None:
+        await self.edit(ref, outcome.summary)  # an edit without reply_markup removes the buttons
+
+    async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
+        """Every callback query is answered, or the user's button keeps spinning; refusals as an alert."""
+        query_id = str(click.raw["callback_query"]["id"])
+        await self._call(lambda: self._bot.answer_callback_query(query_id, text=notice[:200], show_alert=refused))
+
+    async def read_thread(self, address: ChatAddress, *, limit: int) -> list[HistoryItem]:
+        """The Bot API offers no way to read earlier messages of a chat."""
+        return []
+
+    async def _formatted(self, call: Callable[[str, str | None], Awaitable[T]], text: str) -> T:
+        """Send as HTML; when Telegram cannot parse the entities, send the plain text instead."""
+        try:
+            return await self._call(lambda: call(render_telegram_html(text), ParseMode.HTML))
+        except BadRequest as exc:
+            if "can't parse entities" not in exc.message.lower():
+                raise
+            log.warning("telegram rejected the formatting for bot %r; sending plain text", self.bot_id)
+            return await self._call(lambda: call(render_telegram_plain(text), None))
+
+    async def _call(self, request: Callable[[], Awaitable[T]], *, attempts: int = 5) -> T:
+        """Run one Bot API call, waiting out 429 `retry_after` as Telegram asks."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return await request()
+            except RetryAfter as exc:
+                if attempt == attempts:
+                    raise
+                delay = _retry_after(exc)
+                log.warning("telegram asked bot %r to wait %.0fs (429)", self.bot_id, delay)
+            await asyncio.sleep(min(delay, MAX_RETRY_AFTER))
+        raise AssertionError("unreachable")
+
+    # -- transports ----------------------------------------------------------------------------------
+
+    async def _register_webhook(self) -> None:
+        await self._call(lambda: self._bot.set_webhook(url=self.webhook_url or "",
+                                                       secret_token=self._webhook_secret,
+                                                       allowed_updates=list(ALLOWED_UPDATES)))
+        log.info("telegram webhook registered for bot %r", self.bot_id)
+
+    async def run_transport(self, deliver: Deliver) -> None:
+        """Long polling: an update is confirmed (by the next offset) only after `deliver` committed it.
+
+        Updates are fetched as raw JSON so that one unreadable update reaches the parser (and is kept
+        as rejected) instead of failing the whole batch inside `Bot.get_updates`.
+        """
+        await self._call(lambda: self._bot.delete_webhook(drop_pending_updates=False))
+        offset: int | None = None
+        while True:
+            poll = partial(self._bot.do_api_request, "getUpdates",
+                           api_kwargs={"offset": offset, "timeout": self._poll_timeout,
+                                       "allowed_updates": list(ALLOWED_UPDATES)},
+                           read_timeout=self._poll_timeout + 10)
+            try:
+                updates = await self._call(poll)
+            except TimedOut:
+                continue
+            for update in updates:
+                await deliver(update)
+                if isinstance(update.get("update_id"), int):
+                    offset = update["update_id"] + 1
+
+
+def _attachments(message: Message) -> tuple[FileRef, ...]:
+    files: list[FileRef] = []
+    if message.document:
+        doc = message.document
+        files.append(FileRef(file_id=doc.file_id, name=doc.file_name or "document",
+                             mime_type=doc.mime_type, size=doc.file_size))
+    if message.photo:
+        photo = message.photo[-1]
+        files.append(FileRef(file_id=photo.file_id, name="photo.jpg", mime_type="image/jpeg",
+                             size=photo.file_size))
+    return tuple(files)
+
+
+def _retry_after(exc: RetryAfter) -> float:
+    value = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)

@@ -1,0 +1,169 @@
+"""The binding table: which agent answers for each bot, with what instructions, access and limits."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from adapters.base import Speaker
+from gateway.config.schema import AgentSpec, BindingSpec, BotSpec, GatewayConfig, RateLimit
+from storage.db import Database, insert_for
+from storage.models import AgentRow, AgentVersionRow, BindingRow, BotRow, utcnow
+
+
+def is_listed(speaker: Speaker, entries: Iterable[str]) -> bool:
+    """True when a binding's list (allowlist, approvers) names the speaker by user id or `@handle`.
+
+    Compared without case: handles are case-insensitive, and Slack ids are upper case (`U0123ABCD`).
+    """
+    names = {entry.lower() for entry in entries}
+    return speaker.platform_user_id.lower() in names or (
+        speaker.handle is not None and f"@{speaker.handle.lower()}" in names)
+
+
+class UnknownBot(LookupError):
+    """No bot of that name has been applied."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentDefinition:
+    name: str
+    version: int
+    spec: AgentSpec
+    pins: Mapping[str, int] = field(default_factory=dict)
+    """Each delegate in `spec.subagents` → the version it is built from, fixed when this version was applied."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Binding:
+    bot_name: str
+    agent: AgentDefinition
+    spec: BindingSpec
+
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        return self.spec.rate_limit
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApplyReport:
+    agents: dict[str, int]
+    """Agent name → version after applying (a changed spec gets a new version)."""
+    bots: list[str]
+
+
+class BindingStore:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def apply(self, config: GatewayConfig) -> ApplyReport:
+        """Upsert agents, bots and bindings from a validated config, in one transaction.
+
+        Every new version of an agent is also written to `agent_versions`, with its delegates pinned to their
+        versions as of this apply. Pins belong to the version: an agent whose own spec did not change keeps the
+        pins it was published with, even when a delegate it names got a new version in this same apply. So a
+        run's recorded agent version says exactly which delegate versions it called, and a delegate's author
+        re-publishing never changes what an already-published caller runs; the caller's author moves to the new
+        delegate by applying a changed spec of their own (which re-pins every delegate it names).
+        """
+        async def work(session: AsyncSession) -> ApplyReport:
+            versions = {agent.name: await _upsert_agent(session, agent) for agent in config.agents}
+            await session.flush()
+            for agent in config.agents:
+                await _record_version(session, agent, versions[agent.name])
+            for bot in config.bots:
+                await _upsert_bot(session, bot, self._db.dialect)
+            return ApplyReport(agents=versions, bots=[b.name for b in config.bots])
+        return await self._db.transaction(work)
+
+    async def load(self, bot_name: str) -> Binding:
+        async def work(session: AsyncSession) -> Binding:
+            row = (await session.execute(
+                select(BindingRow, AgentRow).join(AgentRow, AgentRow.name == BindingRow.agent_name)
+                .where(BindingRow.bot_name == bot_name))).first()
+            if row is None:
+                raise UnknownBot(f"no binding for bot {bot_name!r}; run `gateway apply`")
+            binding, agent = row
+            pins = (await session.execute(select(AgentVersionRow.pins).where(
+                AgentVersionRow.agent_name == agent.name, AgentVersionRow.version == agent.version))).scalar()
+            definition = AgentDefinition(name=agent.name, version=agent.version,
+                                         spec=AgentSpec.model_validate(agent.spec), pins=pins or {})
+            return Binding(bot_name=bot_name, agent=definition, spec=BindingSpec.model_validate(binding.spec))
+        return await self._db.transaction(work)
+
+    async def versions(self, pins: Mapping[str, int]) -> dict[tuple[str, int], AgentDefinition]:
+        """The pinned delegate versions, and theirs in turn, by (name, version): what a run's delegates are built
+        from. Versions are never rewritten, so a resumed run that carries the same pins reads the same specs."""
+        async def work(session: AsyncSession) -> dict[tuple[str, int], AgentDefinition]:
+            found: dict[tuple[str, int], AgentDefinition] = {}
+            asked: set[tuple[str, int]] = set()
+            wanted = set(pins.items())
+            while wanted:
+                asked |= wanted
+                rows = (await session.execute(select(AgentVersionRow).where(
+                    AgentVersionRow.agent_name.in_({name for name, _ in wanted}),
+                    AgentVersionRow.version.in_({version for _, version in wanted})))).scalars()
+                for row in rows:
+                    if (row.agent_name, row.version) in wanted:
+                        found[(row.agent_name, row.version)] = AgentDefinition(
+                            name=row.agent_name, version=row.version, spec=AgentSpec.model_validate(row.spec),
+                            pins=row.pins)
+                wanted = {pin for definition in found.values() for pin in definition.pins.items()} - asked
+            return found
+        return await self._db.transaction(work)
+
+    async def webhook_secret(self, bot_name: str) -> str:
+        """The bot's webhook secret, generated once and shared by every replica."""
+        async def work(session: AsyncSession) -> str:
+            bot = (await session.execute(select(BotRow).where(BotRow.name == bot_name)
+                                         .with_for_update())).scalar_one_or_none()
+            if bot is None:
+                raise UnknownBot(f"no bot {bot_name!r}; run `gateway apply`")
+            if not bot.webhook_secret:
+                bot.webhook_secret = secrets.token_urlsafe(48)
+            return bot.webhook_secret
+        return await self._db.transaction(work)
+
+
+async def _upsert_agent(session: AsyncSession, agent: AgentSpec) -> int:
+    spec = agent.model_dump(mode="json")
+    row = (await session.execute(select(AgentRow).where(AgentRow.name == agent.name))).scalar_one_or_none()
+    if row is None:
+        session.add(AgentRow(name=agent.name, spec=spec, version=1))
+        await session.flush()
+        return 1
+    if row.spec != spec:
+        row.spec, row.version, row.updated_at = spec, row.version + 1, utcnow()
+    return row.version
+
+
+async def _record_version(session: AsyncSession, agent: AgentSpec, version: int) -> None:
+    """Write the agent's current version to the history once, pinning its delegates as they stand now."""
+    exists = (await session.execute(select(AgentVersionRow.id).where(
+        AgentVersionRow.agent_name == agent.name, AgentVersionRow.version == version))).scalar()
+    if exists is not None:
+        return
+    current = dict((await session.execute(select(AgentRow.name, AgentRow.version)
+                                          .where(AgentRow.name.in_(agent.subagents)))).all())
+    pins = {name: current[name] for name in agent.subagents if name in current}
+    session.add(AgentVersionRow(agent_name=agent.name, version=version, spec=agent.model_dump(mode="json"),
+                                pins=pins))
+    await session.flush()
+
+
+async def _upsert_bot(session: AsyncSession, bot: BotSpec, dialect: str) -> None:
+    insert = insert_for(dialect)
+    settings = bot.model_dump(mode="json", exclude={"name", "platform", "agent", "binding"})
+    statement = insert(BotRow).values(name=bot.name, platform=bot.platform, settings=settings, updated_at=utcnow())
+    await session.execute(statement.on_conflict_do_update(
+        index_elements=["name"],
+        set_={"platform": bot.platform, "settings": settings, "updated_at": utcnow()}))
+    binding = {"bot_name": bot.name, "agent_name": bot.agent, "spec": bot.binding.model_dump(mode="json")}
+    statement = insert(BindingRow).values(**binding, updated_at=utcnow())
+    await session.execute(statement.on_conflict_do_update(
+        index_elements=["bot_name"],
+        set_={"agent_name": bot.agent, "spec": binding["spec"], "updated_at": utcnow()}))

@@ -1,0 +1,264 @@
+"""Approval rows and parked runs: decided by compare-and-swap, resumed exactly once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import and_, exists, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from adapters.base import ApprovalCard, Speaker
+from gateway.agents.bindings import is_listed
+from gateway.config.schema import ApprovalPolicy
+from storage.db import Database, insert_for
+from storage.models import ApprovalRow, ApprovalVoteRow, ParkedRunRow, utcnow
+
+Verdict = Literal["approved", "denied", "expired", "answered"]
+ARGUMENTS_SHOWN = 1500
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Approval:
+    id: str
+    parked_run_id: int
+    conversation_key: str
+    tool_call_id: str
+    tool_id: str
+    tool_name: str
+    args: dict[str, Any]
+    args_hash: str
+    requester_id: str
+    requester_name: str
+    policy: ApprovalPolicy
+    status: str
+    decided_by: str | None
+    decided_at: datetime | None
+    expires_at: datetime
+    card_message_id: str | None
+    card_closed_at: datetime | None = None
+
+    @property
+    def card(self) -> ApprovalCard:
+        return ApprovalCard(approval_id=self.id, tool_name=self.tool_name, arguments=readable(self.args),
+                            requester=self.requester_name, expires_at=self.expires_at,
+                            needed=self.policy.required_approvals)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParkedRun:
+    id: int
+    run_id: int
+    conversation_id: int
+    bot_name: str
+    turn: dict[str, Any]
+    state: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewCall:
+    tool_call_id: str
+    tool_id: str
+    tool_name: str
+    args: dict[str, Any]
+
+
+class Approvals:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def park(self, *, run_id: int, conversation_id: int, conversation_key: str, bot_name: str,
+                   turn: Mapping[str, Any], state: str, calls: Sequence[NewCall], requester: Speaker,
+                   policy: ApprovalPolicy) -> list[Approval]:
+        """Store the parked run and one pending approval per gated call, in one transaction."""
+        expires_at = utcnow() + policy.expires_after
+
+        async def work(session: AsyncSession) -> list[Approval]:
+            parked = ParkedRunRow(run_id=run_id, conversation_id=conversation_id, bot_name=bot_name,
+                                  turn=dict(turn), state=state, status="parked")
+            session.add(parked)
+            await session.flush()
+            rows = [ApprovalRow(id=secrets.token_urlsafe(12), parked_run_id=parked.id,
+                                conversation_key=conversation_key, tool_call_id=call.tool_call_id,
+                                tool_id=call.tool_id, tool_name=call.tool_name, args=call.args,
+                                args_hash=args_hash(call.args), requester_id=requester.platform_user_id,
+                                requester_name=requester.display_name, policy=policy.model_dump(mode="json"),
+                                status="pending", expires_at=expires_at) for call in calls]
+            session.add_all(rows)
+            await session.flush()
+            return [_approval(row) for row in rows]
+        return await self._db.transaction(work)
+
+    async def attach_card(self, approval_id: str, message_id: str) -> None:
+        async def work(session: AsyncSession) -> None:
+            await session.execute(update(ApprovalRow).where(ApprovalRow.id == approval_id)
+                                  .values(card_message_id=message_id))
+        await self._db.transaction(work)
+
+    async def mark_card_closed(self, approval_id: str) -> None:
+        async def work(session: AsyncSession) -> None:
+            await session.execute(update(ApprovalRow).where(ApprovalRow.id == approval_id)
+                                  .values(card_closed_at=utcnow()))
+        await self._db.transaction(work)
+
+    async def get(self, approval_id: str) -> Approval | None:
+        async def work(session: AsyncSession) -> Approval | None:
+            row = await session.get(ApprovalRow, approval_id)
+            return _approval(row) if row is not None else None
+        return await self._db.transaction(work)
+
+    async def vote(self, approval_id: str, voter: Speaker) -> int:
+        """Record one approver's yes (once per person); returns how many distinct approvers said yes."""
+        insert = insert_for(self._db.dialect)
+
+        async def work(session: AsyncSession) -> int:
+            await session.execute(insert(ApprovalVoteRow).values(
+                approval_id=approval_id, voter_id=voter.platform_user_id, voter_name=voter.display_name,
+                created_at=utcnow()).on_conflict_do_nothing(index_elements=["approval_id", "voter_id"]))
+            count = select(func.count()).where(ApprovalVoteRow.approval_id == approval_id)
+            return int((await session.execute(count)).scalar_one())
+        return await self._db.transaction(work)
+
+    async def decide(self, approval_id: str, verdict: Verdict, decided_by: str | None) -> Approval | None:
+        """Compare-and-swap from pending; returns the decided approval, or None when it was already decided."""
+        async def work(session: AsyncSession) -> Approval | None:
+            now = utcnow()
+            still_open = ApprovalRow.expires_at > now if verdict != "expired" else ApprovalRow.expires_at <= now
+            result = await session.execute(
+                update(ApprovalRow).where(ApprovalRow.id == approval_id, ApprovalRow.status == "pending", still_open)
+                .values(status=verdict, decided_by=decided_by, decided_at=now).returning(ApprovalRow))
+            row = result.scalar_one_or_none()
+            return _approval(row) if row is not None else None
+        return await self._db.transaction(work)
+
+    async def pending_question(self, conversation_key: str, requester_id: str, *,
+                               tool_id: str) -> Approval | None:
+        """The oldest open question (a row of kind `tool_id`) this person is asked in this conversation."""
+        async def work(session: AsyncSession) -> Approval | None:
+            row = (await session.execute(select(ApprovalRow).where(
+                ApprovalRow.conversation_key == conversation_key, ApprovalRow.requester_id == requester_id,
+                ApprovalRow.tool_id == tool_id, ApprovalRow.status == "pending", ApprovalRow.expires_at > utcnow())
+                .order_by(ApprovalRow.created_at).limit(1))).scalar_one_or_none()
+            return _approval(row) if row is not None else None
+        return await self._db.transaction(work)
+
+    async def answer(self, approval_id: str, text: str, speaker: Speaker, message_id: str) -> Approval | None:
+        """Compare-and-swap a pending question to `answered`; the answer and the message that gave it are kept
+        beside the question in `args` (its hash stays that of the question shown)."""
+        async def work(session: AsyncSession) -> Approval | None:
+            row = await session.get(ApprovalRow, approval_id)
+            if row is None:
+                return None
+            args = {**row.args, "answer": text, "answer_message_id": message_id}
+            result = await session.execute(
+                update(ApprovalRow).where(ApprovalRow.id == approval_id, ApprovalRow.status == "pending",
+                                          ApprovalRow.expires_at > utcnow())
+                .values(status="answered", decided_by=speaker.display_name, decided_at=utcnow(), args=args)
+                .returning(ApprovalRow))
+            answered = result.scalar_one_or_none()
+            return _approval(answered) if answered is not None else None
+        return await self._db.transaction(work)
+
+    async def answered_with(self, conversation_key: str, message_id: str, *, tool_id: str) -> Approval | None:
+        """The question a given message already answered (an inbox item retried after a crash)."""
+        async def work(session: AsyncSession) -> Approval | None:
+            rows = await session.execute(select(ApprovalRow).where(
+                ApprovalRow.conversation_key == conversation_key, ApprovalRow.tool_id == tool_id,
+                ApprovalRow.status == "answered").order_by(ApprovalRow.decided_at.desc()).limit(20))
+            row = next((r for r in rows.scalars() if r.args.get("answer_message_id") == message_id), None)
+            return _approval(row) if row is not None else None
+        return await self._db.transaction(work)
+
+    async def due_for_expiry(self, *, limit: int = 50) -> list[str]:
+        async def work(session: AsyncSession) -> list[str]:
+            rows = await session.execute(select(ApprovalRow.id).where(
+                ApprovalRow.status == "pending", ApprovalRow.expires_at <= utcnow()).limit(limit))
+            return list(rows.scalars())
+        return await self._db.transaction(work)
+
+    async def claim_resume(self, parked_run_id: int, *, reclaim: bool = False) -> ParkedRun | None:
+        """Exactly one caller wins, and only once no call of the run is pending.
+
+        `reclaim` also takes a run left `resuming` by a worker that crashed mid-resume (its click is retried).
+        """
+        states = ("parked", "resuming") if reclaim else ("parked",)
+
+        async def work(session: AsyncSession) -> ParkedRun | None:
+            pending = exists().where(ApprovalRow.parked_run_id == parked_run_id, ApprovalRow.status == "pending")
+            result = await session.execute(
+                update(ParkedRunRow).where(and_(ParkedRunRow.id == parked_run_id, ParkedRunRow.status.in_(states),
+                                                ~pending))
+                .values(status="resuming").returning(ParkedRunRow))
+            row = result.scalar_one_or_none()
+            return _parked(row) if row is not None else None
+        return await self._db.transaction(work)
+
+    async def parked(self, parked_run_id: int) -> ParkedRun:
+        async def work(session: AsyncSession) -> ParkedRun:
+            row = await session.get(ParkedRunRow, parked_run_id)
+            if row is None:
+                raise LookupError(f"no parked run {parked_run_id}")
+            return _parked(row)
+        return await self._db.transaction(work)
+
+    async def of_run(self, parked_run_id: int) -> list[Approval]:
+        async def work(session: AsyncSession) -> list[Approval]:
+            rows = await session.execute(select(ApprovalRow).where(ApprovalRow.parked_run_id == parked_run_id))
+            return [_approval(row) for row in rows.scalars()]
+        return await self._db.transaction(work)
+
+    async def mark_resumed(self, parked_run_id: int) -> None:
+        async def work(session: AsyncSession) -> None:
+            await session.execute(update(ParkedRunRow).where(ParkedRunRow.id == parked_run_id)
+                                  .values(status="resumed", resumed_at=utcnow()))
+        await self._db.transaction(work)
+
+    async def recent(self, *, limit: int = 50) -> list[Approval]:
+        """Pending first, then the latest decisions: the audit view."""
+        async def work(session: AsyncSession) -> list[Approval]:
+            rows = await session.execute(select(ApprovalRow).order_by(
+                (ApprovalRow.status != "pending"), ApprovalRow.created_at.desc()).limit(limit))
+            return [_approval(row) for row in rows.scalars()]
+        return await self._db.transaction(work)
+
+
+def args_hash(args: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(args, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def readable(args: Mapping[str, Any]) -> str:
+    text = json.dumps(args, indent=2, ensure_ascii=False, default=str)
+    return text if len(text) <= ARGUMENTS_SHOWN else text[:ARGUMENTS_SHOWN - 1] + "…"
+
+
+def refusal(approval: Approval, clicker: Speaker) -> str | None:
+    """Why this person may not decide this call, or None when they may."""
+    policy = approval.policy
+    if policy.who == "room":
+        return None
+    if policy.who == "requester":
+        if clicker.platform_user_id == approval.requester_id:
+            return None
+        return f"Only {approval.requester_name}, who asked, can decide this."
+    if is_listed(clicker, policy.approvers):
+        return None
+    return "You are not one of the approvers for this bot."
+
+
+def _parked(row: ParkedRunRow) -> ParkedRun:
+    return ParkedRun(id=row.id, run_id=row.run_id, conversation_id=row.conversation_id, bot_name=row.bot_name,
+                     turn=row.turn, state=row.state)
+
+
+def _approval(row: ApprovalRow) -> Approval:
+    return Approval(id=row.id, parked_run_id=row.parked_run_id, conversation_key=row.conversation_key,
+                    tool_call_id=row.tool_call_id, tool_id=row.tool_id, tool_name=row.tool_name, args=row.args,
+                    args_hash=row.args_hash, requester_id=row.requester_id, requester_name=row.requester_name,
+                    policy=ApprovalPolicy.model_validate(row.policy), status=row.status,
+                    decided_by=row.decided_by, decided_at=row.decided_at, expires_at=row.expires_at,
+                    card_message_id=row.card_message_id, card_closed_at=row.card_closed_at)

@@ -1,0 +1,1 @@
+"""The `gateway` command: check, apply, serve, demo and the operator tools."""

@@ -1,0 +1,63 @@
+"""The Slack app manifest of one configured bot, so that creating its Slack app is one paste.
+
+Paste the YAML at https://api.slack.com/apps → Create New App → From a manifest
+(format: https://docs.slack.dev/reference/app-manifest). The scopes are the ones the adapter uses,
+and no more: reading the messages it is sent, posting and editing its answers, naming people, and
+the channel lookups (`conversations.*`) a binding may grant its agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from gateway.config.schema import SlackBotSpec
+
+BOT_SCOPES = (
+    "app_mentions:read",   # app_mention events
+    "channels:history",    # message.channels: follow-ups in threads of public channels, and thread context
+    "groups:history",      # the same in private channels
+    "im:history",          # direct messages
+    "mpim:history",        # group direct messages
+    "chat:write",          # answers, live edits, approval cards and ephemeral notices
+    "users:read",          # users.info: speakers and mentions by name
+    "channels:read",       # conversations.info, .members and .list: the channel lookups a binding may grant
+    "groups:read",
+    "im:read",
+    "mpim:read",
+)  # fmt: skip
+BOT_EVENTS = ("app_mention", "message.channels", "message.groups", "message.im", "message.mpim")
+NAME_LIMIT = 35
+"""Characters Slack allows in an app's name."""
+
+
+def build_slack_manifest(bot: SlackBotSpec, *, public_url: str | None, description: str) -> dict[str, Any]:
+    """The manifest for `bot`: Socket Mode, or request URLs under `public_url` for the Events API."""
+    events: dict[str, Any] = {"bot_events": list(BOT_EVENTS)}
+    interactivity: dict[str, Any] = {"is_enabled": True}
+    if bot.transport == "http":
+        base = f"{(public_url or 'https://YOUR-PUBLIC-URL').rstrip('/')}/slack/{bot.name}"
+        events = {"request_url": f"{base}/events", **events}
+        interactivity["request_url"] = f"{base}/interactions"
+    return {
+        "_metadata": {"major_version": 1, "minor_version": 1},
+        "display_information": {"name": bot.name[:NAME_LIMIT], "description": description[:140]},
+        "features": {
+            "app_home": {"home_tab_enabled": False, "messages_tab_enabled": True,
+                         "messages_tab_read_only_enabled": False},
+            "bot_user": {"display_name": bot.name, "always_online": True},
+        },
+        "oauth_config": {"scopes": {"bot": list(BOT_SCOPES)}},
+        "settings": {
+            "event_subscriptions": events,
+            "interactivity": interactivity,
+            "org_deploy_enabled": False,
+            "socket_mode_enabled": bot.transport == "socket",
+            "token_rotation_enabled": False,
+        },
+    }
+
+
+def render_slack_manifest(manifest: dict[str, Any]) -> str:
+    return yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True)

@@ -1,0 +1,83 @@
+"""What a person can ask any bot in a DM without a model run: `link`, `link CODE`, `unlink`, `forget`.
+
+Only one-to-one chats reach this module: in a group these words are ordinary messages, so a code is
+never issued where others read it, nor accepted from there. Command turns stay out of the
+conversation history, so a code never lands in a transcript or a log.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from gateway.people.identities import CODE_LIFETIME, Identities, Linked, Redemption
+from gateway.people.memory import MemoryNotes
+
+log = logging.getLogger(__name__)
+
+_COMMAND = re.compile(r"^/?(?:(?P<link>link)(?:\s+(?P<code>[A-Za-z0-9-]{1,20}))?|(?P<unlink>unlink)"
+                      r"|(?P<forget>forget)(?:\s+(?P<yes>yes))?)$", re.IGNORECASE)
+
+LINK_HELP = ("Your link code is `{code}`. Within {minutes} minutes, send `link {code}` in a direct message to "
+             "a bot of this gateway on your other platform. It works once, and asking for a new code cancels "
+             "this one.")
+LINKED = "Linked with {label}. Both accounts now reach the same notes; send `unlink` to undo it."
+INVALID_CODE = ("That code is not valid: mistyped, already used or expired. Send `link` on your other account "
+                "for a new one ({left} attempt(s) left before linking pauses).")
+LOCKED = "Too many wrong codes: linking is paused for this account until {until:%H:%M} UTC."
+OWN_CODE = "That code was issued to this account; send it from your other account."
+UNLINKED = ("Unlinked. Your other accounts keep the notes you shared; this account starts with none and "
+            "can be linked again with `link`.")
+NOT_LINKED = "This account is not linked to another one."
+FORGET_ASK = ("This deletes everything every agent of this gateway remembers about you ({notes} note(s)), "
+              "on every account linked to this one. It cannot be undone. Send `forget yes` to confirm.")
+NOTHING_TO_FORGET = "No agent of this gateway remembers anything about you."
+FORGOTTEN = "Done: {notes} note(s) deleted. No agent of this gateway remembers anything about you now."
+
+
+class DirectCommands:
+    def __init__(self, *, identities: Identities, memory: MemoryNotes) -> None:
+        self._identities = identities
+        self._memory = memory
+
+    @staticmethod
+    def recognizes(text: str) -> bool:
+        return _COMMAND.match(text.strip()) is not None
+
+    async def answer(self, text: str, identity_id: int) -> str:
+        """Carry out a command `recognizes` accepted, and say what happened."""
+        match = _COMMAND.match(text.strip())
+        if match is None:
+            raise ValueError("not a direct command; check `recognizes` first")
+        if match["link"]:
+            return await (self._redeem(identity_id, match["code"]) if match["code"] else self._issue(identity_id))
+        if match["unlink"]:
+            return UNLINKED if await self._identities.unlink(identity_id) else NOT_LINKED
+        return await self._forget(identity_id, confirmed=match["yes"] is not None)
+
+    async def _issue(self, identity_id: int) -> str:
+        issued = await self._identities.issue_code(identity_id)
+        log.info("identity %d was issued a link code", identity_id)
+        return LINK_HELP.format(code=issued.code, minutes=int(CODE_LIFETIME.total_seconds() // 60))
+
+    async def _redeem(self, identity_id: int, code: str) -> str:
+        outcome: Redemption = await self._identities.redeem(identity_id, code)
+        if isinstance(outcome, Linked):
+            log.info("identity %d linked with identity %d as person %d", identity_id, outcome.other.id,
+                     outcome.person_id)
+            return LINKED.format(label=outcome.other.label)
+        log.info("identity %d: link code refused (%s)", identity_id, outcome.reason)
+        if outcome.reason == "locked":
+            return LOCKED.format(until=outcome.locked_until)
+        if outcome.reason == "own_code":
+            return OWN_CODE
+        return INVALID_CODE.format(left=outcome.attempts_left)
+
+    async def _forget(self, identity_id: int, *, confirmed: bool) -> str:
+        owners = await self._identities.owners_of_identity(identity_id)
+        if not confirmed:
+            notes = await self._memory.count_owned(owners)
+            return FORGET_ASK.format(notes=notes) if notes else NOTHING_TO_FORGET
+        deleted = await self._memory.delete_owned(owners)
+        log.info("identity %d: forgot %d memory note(s) across every agent", identity_id, deleted)
+        return FORGOTTEN.format(notes=deleted)

@@ -1,0 +1,1 @@
+"""The path of one message: intake, inbox, worker, router, runtime, live reply."""

@@ -1,0 +1,70 @@
+"""Where every transport hands its payloads: parse once, drop what is not for the bot, commit the rest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal
+
+from adapters.base import Adapter, ApprovalClick, Deliver, Inbound, MalformedPayload
+from gateway.pipeline.inbox import Inbox
+
+log = logging.getLogger(__name__)
+
+IntakeResult = Literal["accepted", "duplicate", "ignored", "rejected"]
+
+
+class Intake:
+    def __init__(self, inbox: Inbox, adapters: Mapping[str, Adapter], *, on_accepted: Callable[[], None],
+                 answered_in: Callable[[str], Awaitable[bool]]) -> None:
+        self._inbox = inbox
+        self._adapters = adapters
+        self._on_accepted = on_accepted
+        self._answered_in = answered_in
+
+    async def deliver(self, bot_name: str, payload: Mapping[str, Any]) -> IntakeResult:
+        """Returns once the event is durable (or deliberately dropped); only then may the platform be acked."""
+        adapter = self._adapters[bot_name]
+        try:
+            event = adapter.parse(payload)
+        except MalformedPayload as exc:
+            log.error("bot %r received an unreadable payload, kept as rejected: %s", bot_name, exc)
+            await self._inbox.reject(logical_id=_fingerprint(bot_name, payload), bot_name=bot_name,
+                                     payload=payload, error=str(exc))
+            return "rejected"
+        if isinstance(event, ApprovalClick):
+            conversation = event.card.address  # decided in turn with the conversation the card belongs to
+        elif isinstance(event, Inbound) and await self._addressed(adapter, event):
+            conversation = event.address
+        else:
+            return "ignored"
+        accepted = await self._inbox.accept(logical_id=event.logical_id, bot_name=bot_name,
+                                            conversation_key=conversation.conversation_key, payload=payload)
+        if not accepted:
+            log.info("bot %r: duplicate delivery of %s dropped", bot_name, event.logical_id)
+            return "duplicate"
+        self._on_accepted()
+        return "accepted"
+
+    async def _addressed(self, adapter: Adapter, event: Inbound) -> bool:
+        """Named, replied to, or a DM; or, where threads are followed, inside a thread the bot answered in."""
+        if event.addressed is not None:
+            return True
+        thread = event.address.thread_id
+        # A post that starts its own thread (Slack `ts`, Mattermost post id) cannot be inside one the bot
+        # answered in: only replies cost a database look-up, not every post of a busy channel.
+        if not adapter.follows_threads or thread is None or thread == event.message_id:
+            return False
+        return await self._answered_in(event.address.conversation_key)
+
+    def for_bot(self, bot_name: str) -> Deliver:
+        async def deliver(payload: Mapping[str, Any]) -> None:
+            await self.deliver(bot_name, payload)
+        return deliver
+
+
+def _fingerprint(bot_name: str, payload: Mapping[str, Any]) -> str:
+    body = json.dumps(payload, sort_keys=True, default=str).encode()
+    return f"rejected:{bot_name}:{hashlib.sha256(body).hexdigest()}"

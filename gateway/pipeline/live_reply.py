@@ -1,0 +1,123 @@
+"""One answer, shown as it streams: a placeholder edited about once a second, then the full text."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from adapters.base import Adapter, ChatAddress, MessageRef
+from adapters.markdown.chunking import split_text
+
+log = logging.getLogger(__name__)
+
+PLACEHOLDER = "…"
+
+
+class LiveReply:
+    """Owns the throttling; a retried turn passes the stored placeholder id and edits it again."""
+
+    def __init__(self, adapter: Adapter, address: ChatAddress, *, placeholder_id: str | None = None,
+                 on_started: Callable[[str], Awaitable[None]] | None = None) -> None:
+        self._adapter = adapter
+        self._address = address
+        self._on_started = on_started
+        self._ref = MessageRef(address=address, message_id=placeholder_id) if placeholder_id else None
+        self._shown: str | None = None
+        self._wanted = ""
+        self._streamed = ""
+        self._status = ""
+        self._last_edit = 0.0
+        self._flusher: asyncio.Task[None] | None = None
+
+    @property
+    def message_id(self) -> str | None:
+        return self._ref.message_id if self._ref else None
+
+    @property
+    def shown_text(self) -> str:
+        """Everything streamed so far (the preview may show less)."""
+        return self._streamed
+
+    async def start(self) -> MessageRef:
+        """Post the placeholder (or adopt the stored one) before the model is asked anything."""
+        if self._ref is None:
+            await _quietly(self._adapter.show_typing(self._address))
+            self._ref = await self._adapter.send(self._address, PLACEHOLDER)
+            self._shown = PLACEHOLDER
+            self._last_edit = time.monotonic()
+            if self._on_started is not None:
+                await self._on_started(self._ref.message_id)
+        return self._ref
+
+    def update(self, text: str) -> None:
+        """Show the text so far; edits are coalesced to at most one per `edit_interval`."""
+        self._streamed = text
+        self._refresh()
+
+    def notice(self, status: str) -> None:
+        """Show a status line below the text so far (or alone in the placeholder) until it is replaced or
+        cleared with "": what the run is doing between two streams. It never becomes part of the answer."""
+        self._status = status
+        self._refresh(cleared=not status)
+
+    def _refresh(self, *, cleared: bool = False) -> None:
+        limit = self._adapter.limits.max_edit_text
+        if not self._status:
+            self._wanted = _preview(self._streamed, limit)
+        elif self._streamed.strip():
+            body = _preview(self._streamed, max(1, limit - len(self._status) - 2))
+            self._wanted = _preview(f"{body}\n\n{self._status}", limit)
+        else:
+            self._wanted = _preview(self._status, limit)
+        if cleared and not self._wanted.strip():
+            self._wanted = PLACEHOLDER  # the status was all the placeholder showed
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_later())
+
+    async def finish(self, text: str) -> list[MessageRef]:
+        """Replace the placeholder with the answer; what does not fit continues in new messages."""
+        await self.cancel()
+        ref = await self.start()
+        pieces = split_text(text, self._adapter.limits.max_edit_text) or ["(no answer)"]
+        if pieces[0] != self._shown:
+            await self._adapter.edit(ref, pieces[0])
+        refs = [ref]
+        for piece in pieces[1:]:
+            refs.append(await self._adapter.send(self._address, piece))
+        return refs
+
+    async def cancel(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+            self._flusher = None
+
+    async def _flush_later(self) -> None:
+        interval = self._adapter.limits.edit_interval
+        await asyncio.sleep(max(0.0, self._last_edit + interval - time.monotonic()))
+        if self._ref is None or self._wanted == self._shown or not self._wanted.strip():
+            return
+        wanted = self._wanted
+        self._last_edit = time.monotonic()
+        try:
+            await self._adapter.edit(self._ref, wanted)
+            self._shown = wanted
+        except Exception as exc:  # a failed preview edit must not end the turn; finish() retries
+            log.warning("live edit failed in %s: %s", self._address.conversation_key, exc)
+        if self._wanted != self._shown:
+            self._flusher = asyncio.create_task(self._flush_later())
+
+
+def _preview(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+async def _quietly(action: Awaitable[None]) -> None:
+    try:
+        await action
+    except Exception as exc:  # the typing indicator is a courtesy; its failure changes nothing
+        log.debug("typing indicator failed: %s", exc)

@@ -1,0 +1,107 @@
+"""One inbox item to one turn: bot ► binding ► access ► rate limit ► DM command? ► open question? ► conversation ►
+runtime."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from functools import partial
+
+from adapters.base import Adapter, ApprovalClick, Inbound
+from gateway.agents.bindings import Binding, BindingStore, is_listed
+from gateway.approvals.parking import ApprovalFlow
+from gateway.people.commands import DirectCommands
+from gateway.people.conversations import Conversations, speaker_line, thread_context
+from gateway.people.scope import memory_owner
+from gateway.pipeline.inbox import Inbox, InboxItem
+from gateway.pipeline.live_reply import LiveReply
+from gateway.pipeline.runtime import Runtime, Turn, TurnDeps
+from storage.cache import Cache
+
+log = logging.getLogger(__name__)
+
+NOT_ALLOWED = "Sorry, this bot only answers people on its allowlist."
+THREAD_CONTEXT_LIMIT = 50
+"""How many earlier thread messages a bot first mentioned mid-thread reads."""
+SLOW_DOWN = "You're sending messages faster than I can answer. Please wait a moment and try again."
+
+
+class Router:
+    def __init__(self, *, adapters: Mapping[str, Adapter], bindings: BindingStore, conversations: Conversations,
+                 runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ApprovalFlow,
+                 commands: DirectCommands) -> None:
+        self._adapters = adapters
+        self._bindings = bindings
+        self._conversations = conversations
+        self._runtime = runtime
+        self._cache = cache
+        self._inbox = inbox
+        self._approval_flow = approval_flow
+        self._commands = commands
+
+    async def handle(self, item: InboxItem) -> None:
+        adapter = self._adapters.get(item.bot_name)
+        if adapter is None:
+            log.error("inbox item %d is for bot %r, which this gateway does not run", item.id, item.bot_name)
+            return
+        inbound = adapter.parse(item.payload)
+        if isinstance(inbound, ApprovalClick):
+            await self._approval_flow.on_click(adapter, inbound, retried=item.attempts > 1)
+            return
+        if not isinstance(inbound, Inbound):
+            return
+        binding = await self._bindings.load(item.bot_name)
+        refusal = await self._refusal(inbound, binding)
+        if refusal is not None:
+            if refusal and item.reply_message_id is None:
+                await adapter.send(inbound.address, refusal)
+            return
+        if inbound.address.is_direct and self._commands.recognizes(inbound.text):
+            await self._command(adapter, inbound, item)
+            return
+        # A question a delegate put to this person here is answered by their next message, not a new turn.
+        if await self._approval_flow.take_answer(adapter, inbound, retried=item.attempts > 1):
+            return
+        await self._answer(adapter, inbound, binding, item)
+
+    async def _command(self, adapter: Adapter, inbound: Inbound, item: InboxItem) -> None:
+        """`link`, `unlink`, `forget` in a DM: answered here, kept out of the history, no model run."""
+        if item.reply_message_id is not None:
+            return  # answered before a crash; running it again would spend a code or a second link attempt
+        identity_id = await self._conversations.identity(inbound.speaker)
+        ref = await adapter.send(inbound.address, await self._commands.answer(inbound.text, identity_id))
+        await self._inbox.remember_reply(item.id, ref.message_id)
+
+    async def _answer(self, adapter: Adapter, inbound: Inbound, binding: Binding, item: InboxItem) -> None:
+        record = await self._conversations.record_user_turn(inbound)
+        group = not inbound.address.is_direct
+        history = await self._conversations.history(record, limit=binding.spec.history_turns, name_speakers=group)
+        # A thread this very message starts (a top-level mention on Slack) has nothing earlier to read.
+        if record.first_turn and inbound.address.thread_id not in (None, inbound.message_id) \
+                and adapter.follows_threads:
+            earlier = await adapter.read_thread(inbound.address, limit=THREAD_CONTEXT_LIMIT)
+            history = thread_context(earlier, before=inbound.message_id)
+        owner = memory_owner(inbound.address, identity_id=record.identity_id, person_id=record.person_id,
+                             allow_personal=binding.spec.allow_personal_memory)
+        turn = Turn(deps=TurnDeps(address=inbound.address, speaker=inbound.speaker, binding=binding, owner=owner),
+                    prompt=speaker_line(inbound.speaker.display_name, inbound.text, group),
+                    history=history, conversation_id=record.conversation_id,
+                    identity_id=record.identity_id, inbox_id=item.id)
+        reply = LiveReply(adapter, inbound.address, placeholder_id=item.reply_message_id,
+                          on_started=partial(self._inbox.remember_reply, item.id))
+        outcome = await self._runtime.run(turn, reply)
+        await self._approval_flow.settle(adapter, turn.deps, record.conversation_id, outcome)
+
+    async def _refusal(self, inbound: Inbound, binding: Binding) -> str | None:
+        """None admits the message; a text refuses it with that answer; "" refuses it silently."""
+        speaker = inbound.speaker
+        if binding.spec.access == "allowlist" and not is_listed(inbound.speaker, binding.spec.allow):
+            log.info("bot %r refused %s: not on the allowlist", binding.bot_name, speaker.platform_user_id)
+            return NOT_ALLOWED
+        limit = binding.rate_limit
+        key = f"{binding.bot_name}:{speaker.platform_user_id}"
+        if limit and await self._cache.hit_rate_limit(key, limit=limit.messages, window=limit.per_seconds):
+            log.info("bot %r rate-limited %s", binding.bot_name, speaker.platform_user_id)
+            first = await self._cache.set_if_absent(f"slowdown:{key}", "1", ttl=limit.per_seconds)
+            return SLOW_DOWN if first else ""
+        return None

@@ -1,0 +1,312 @@
+"""Runs a freshly assembled agent per turn, live into the chat; parks it when a tool needs a person."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from pydantic_ai import (
+    AgentRunResult,
+    AgentRunResultEvent,
+    ConversationTypeAdapter,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ModelMessage,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+    UsageLimits,
+)
+from pydantic_ai.exceptions import AgentRunError, ModelAPIError
+from pydantic_ai.usage import RunUsage
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from adapters.base import ChatAddress, Directory, Speaker
+from capabilities.guardrails import GuardrailBlocked
+from capabilities.registry import Registry
+from capabilities.subagents.questions import ASK_PARENT, ask_in_chat, asked
+from capabilities.tool_output_limits import SPILL_STORE
+from gateway.agents.assembly import AssembledAgent, assemble
+from gateway.agents.bindings import AgentDefinition, Binding, BindingStore
+from gateway.agents.models import ModelResolver
+from gateway.agents.run_state import RunSpills, StoredConversationState
+from gateway.config.schema import AgentSpec, BindingSpec
+from gateway.people.scope import MemoryOwner
+from gateway.pipeline.live_reply import LiveReply
+from storage.db import Database
+from storage.models import RunRow, utcnow
+
+log = logging.getLogger(__name__)
+
+REQUEST_LIMIT = 25
+ENDED = frozenset({"answered", "failed", "guardrail_blocked"})
+"""A run's final statuses; `parked` is not one: a parked run resumes, on any replica, and goes on."""
+QUESTION = ASK_PARENT
+"""The tool id of a parked call that waits on a delegate's question rather than on an approval: its row is
+answered by the requester's next message in the conversation (`gateway/approvals/parking.py`), not by buttons."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnDeps:
+    """What the server decided for this run; tools read it, the model never chooses it."""
+
+    address: ChatAddress
+    speaker: Speaker
+    binding: Binding
+    owner: MemoryOwner | None = None
+    """Whose memory this run reaches (`gateway/people/scope.py`); None: no store in this conversation."""
+    background: bool = False
+    """True inside a background delegation: a gated tool there is refused, since nobody can be asked."""
+    notice: Callable[[str], None] | None = field(default=None, compare=False)
+    """Puts a short status line into the live reply (a summary being written, say); never part of the answer,
+    and "" clears it. The runtime wires it to the run's `LiveReply`; None outside a chat."""
+
+    def clone_for_subagent(self, max_depth: int = 0) -> TurnDeps:
+        """A delegate's deps: the same server-side facts (the delegation's depth is decided at assembly)."""
+        return replace(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Turn:
+    deps: TurnDeps
+    prompt: str
+    history: list[ModelMessage]
+    conversation_id: int
+    identity_id: int
+    inbox_id: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatedCall:
+    tool_call_id: str
+    tool_id: str
+    """The stable id the gate is keyed on."""
+    tool_name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answered:
+    run_id: int
+    text: str
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Parked:
+    run_id: int
+    calls: tuple[GatedCall, ...]
+    state: str
+    """The pydantic-ai conversation as JSON: enough to resume on any replica."""
+    specialists: tuple[dict[str, Any], ...] = ()
+    """The specialists the model wrote in this run (`create_agent`): carried with the parked run, restored on resume."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failed:
+    run_id: int
+    error: str
+    message_id: str
+
+
+RunOutcome = Answered | Parked | Failed
+
+
+class Runtime:
+    def __init__(self, *, models: ModelResolver, db: Database, registry: Registry,
+                 stores: Mapping[str, Any] | None = None, directories: Mapping[str, Directory] | None = None) -> None:
+        self._models = models
+        self._db = db
+        self._registry = registry
+        self._stores = dict(stores or {})
+        self._directories = dict(directories or {})
+        """Each bot's channel lookups, by bot name."""
+
+    async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
+        run_id = await self._open_run(turn)
+        return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history)
+
+    async def resume(self, run_id: int, deps: TurnDeps, state: str, results: DeferredToolResults,
+                     reply: LiveReply, *, specialists: Sequence[Mapping[str, Any]] = ()) -> RunOutcome:
+        """Continue a parked run with the decisions, as the same agent version and binding, and with the
+        specialists the model wrote before it parked."""
+        await self._set_run(run_id, status="running")
+        conversation = ConversationTypeAdapter.validate_json(state)
+        delegated = await self._delegated_before(run_id, conversation.usage)
+        return await self._drive(run_id, deps, reply, resuming=True, delegated=delegated, conversation=conversation,
+                                 results=results, specialists=specialists)
+
+    async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, resuming: bool = False,
+                     delegated: RunUsage | None = None, specialists: Sequence[Mapping[str, Any]] = (),
+                     **run_input: Any) -> RunOutcome:
+        await reply.start()
+        deps = replace(deps, notice=reply.notice)
+        agents, history = await self._delegates(deps.binding.agent)
+        assembled = assemble(deps.binding, registry=self._registry, models=self._models,
+                             is_direct=deps.address.is_direct, address=deps.address,
+                             stores={**self._stores, SPILL_STORE: RunSpills(self._db, run_id)},
+                             directory=self._directories.get(deps.binding.bot_name),
+                             state=StoredConversationState(self._db, deps.address.conversation_key),
+                             resuming=resuming, agents=agents, history=history, ask_user=ask_in_chat,
+                             specialists=specialists)
+        if delegated is not None:
+            assembled.delegated.incr(delegated)
+        try:
+            result = await self._stream(assembled, deps, reply, **run_input)
+        except GuardrailBlocked as exc:  # a refusal is the platform doing its job: an outcome of its own
+            log.info("run %d for bot %r stopped by a guardrail at the %s edge", run_id, deps.binding.bot_name,
+                     exc.edge)
+            refs = await reply.finish(exc.notice)
+            await self._set_run(run_id, status="guardrail_blocked", error=str(exc))
+            return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
+        except Exception as exc:  # whatever failed, the chat gets a short notice instead of silence
+            log.warning("run %d for bot %r failed: %s: %s", run_id, deps.binding.bot_name, type(exc).__name__, exc,
+                        exc_info=not isinstance(exc, AgentRunError | ModelAPIError))
+            refs = await reply.finish(failure_notice(exc))
+            await self._set_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}",
+                                usage=assembled.delegated if assembled.delegated.requests else None)
+            return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
+        if isinstance(result.output, DeferredToolRequests):
+            calls = _gated_calls(result.output, assembled)
+            waiting = ("I need an answer before I can continue:" if all(c.tool_id == QUESTION for c in calls)
+                       else "I need a decision before I can continue:")
+            await reply.finish(reply.shown_text or waiting)
+            await self._set_run(run_id, status="parked", usage=result.usage + assembled.delegated)
+            return Parked(run_id=run_id, calls=calls,
+                          state=ConversationTypeAdapter.dump_json(result.conversation).decode(),
+                          specialists=tuple(assembled.specialists.values()))
+        refs = await reply.finish(result.output)
+        await self._set_run(run_id, status="answered", usage=result.usage + assembled.delegated)
+        return Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id)
+
+    async def _stream(self, assembled: AssembledAgent, deps: TurnDeps, reply: LiveReply,
+                      prompt: str | None = None, history: list[ModelMessage] | None = None,
+                      conversation: Any = None, results: DeferredToolResults | None = None) -> AgentRunResult[Any]:
+        shown = ""
+        async with assembled.agent.run_stream_events(
+                prompt, message_history=history, conversation=conversation, deferred_tool_results=results,
+                deps=deps, usage_limits=UsageLimits(request_limit=REQUEST_LIMIT)) as events:
+            async for event in events:
+                if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                    shown = event.part.content
+                elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                    shown += event.delta.content_delta
+                elif isinstance(event, AgentRunResultEvent):
+                    return event.result
+                else:
+                    continue
+                reply.update(shown)
+        raise AgentRunError("the model stream ended without a result")
+
+    async def _delegated_before(self, run_id: int, own: RunUsage) -> RunUsage:
+        """What delegates spent before the park: the row books it, the parked conversation carries only the
+        agent's own usage, which the continuation counts on from."""
+        async def work(session: AsyncSession) -> RunUsage:
+            row = await session.get(RunRow, run_id)
+            if row is None:
+                return RunUsage()
+            return RunUsage(requests=max(0, (row.requests or 0) - own.requests),
+                            input_tokens=max(0, (row.input_tokens or 0) - own.input_tokens),
+                            output_tokens=max(0, (row.output_tokens or 0) - own.output_tokens))
+        return await self._db.transaction(work)
+
+    async def _delegates(self, agent: AgentDefinition) -> tuple[dict[str, AgentSpec],
+                                                                 dict[tuple[str, int], AgentDefinition]]:
+        """The agents this one may delegate to, built from the versions its own version pinned (carried by the
+        binding, and by a parked run's snapshot): re-applying a delegate does not change what this calls."""
+        if not any(entry.id == "subagents" and entry.enabled for entry in agent.spec.capabilities):
+            return {}, {}
+        history = await BindingStore(self._db).versions(agent.pins)
+        agents = {name: history[(name, version)].spec for name, version in agent.pins.items()
+                  if (name, version) in history}
+        return agents, history
+
+    async def _open_run(self, turn: Turn) -> int:
+        binding = turn.deps.binding
+        row = RunRow(conversation_id=turn.conversation_id, inbox_id=turn.inbox_id, bot_name=binding.bot_name,
+                     agent_name=binding.agent.name, agent_version=binding.agent.version,
+                     model=binding.agent.spec.model, identity_id=turn.identity_id, status="running")
+
+        async def work(session: AsyncSession) -> int:
+            session.add(row)
+            await session.flush()
+            return row.id
+        return await self._db.transaction(work)
+
+    async def _set_run(self, run_id: int, *, status: str, usage: RunUsage | None = None,
+                       error: str | None = None) -> None:
+        values: dict[str, object] = {"status": status, "error": error}
+        if status != "running":
+            values["finished_at"] = utcnow()
+        if usage is not None:
+            values |= {"requests": usage.requests, "input_tokens": usage.input_tokens,
+                       "output_tokens": usage.output_tokens}
+
+        async def work(session: AsyncSession) -> None:
+            await session.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
+        await self._db.transaction(work)
+        if status in ENDED:  # a spill is an artefact of the run: kept across a park, gone with the run
+            await RunSpills(self._db, run_id).discard()
+
+
+def _gated_calls(requests: DeferredToolRequests, assembled: AssembledAgent) -> tuple[GatedCall, ...]:
+    calls = []
+    for call in requests.approvals:
+        metadata = requests.metadata.get(call.tool_call_id)
+        tool_id, tool_name, args = shown_call(call.tool_name, call.args_as_dict(), metadata)
+        calls.append(GatedCall(tool_call_id=call.tool_call_id, tool_name=tool_name, args=args,
+                               tool_id=tool_id or assembled.policy.stable_id(call.tool_name)))
+    return tuple(calls)
+
+
+def shown_call(tool_name: str, args: dict[str, Any], metadata: Any) -> tuple[str | None, str, dict[str, Any]]:
+    """The call a person is asked to approve. When the run parked inside a synchronous delegation, that is the
+    delegate's own gated call (`capabilities/subagents/delegation.py` puts it in the metadata), not the `task` that
+    reached it: approving resumes the delegate and runs exactly that call. A delegate's question is shown as
+    the specialist that asks and its question."""
+    question = asked(metadata)
+    if question is not None:
+        return QUESTION, f"{question[0]}: {ASK_PARENT}", {"specialist": question[0], "question": question[1]}
+    if not isinstance(metadata, dict) or not metadata.get("calls"):
+        return None, tool_name, args
+    calls = metadata["calls"]
+    if len(calls) == 1:
+        tool_id, inner_name, inner_args = shown_call(calls[0]["tool_name"], calls[0]["args"], calls[0].get("metadata"))
+        return tool_id or calls[0]["tool_id"], f"{metadata['delegate']}: {inner_name}", inner_args
+    return (calls[0]["tool_id"], f"{metadata['delegate']}: {', '.join(c['tool_name'] for c in calls)}",
+            {c["tool_name"]: c["args"] for c in calls})
+
+
+def deps_snapshot(deps: TurnDeps) -> dict[str, Any]:
+    """The admitting turn's server-side facts, stored with a parked run so a resume uses the same ones."""
+    binding = deps.binding
+    return {"address": asdict(deps.address), "speaker": asdict(deps.speaker),
+            "owner": asdict(deps.owner) if deps.owner else None,
+            "binding": {"bot_name": binding.bot_name, "spec": binding.spec.model_dump(mode="json"),
+                        "agent": {"name": binding.agent.name, "version": binding.agent.version,
+                                  "spec": binding.agent.spec.model_dump(mode="json"),
+                                  "pins": dict(binding.agent.pins)}}}
+
+
+def deps_from_snapshot(snapshot: Mapping[str, Any]) -> TurnDeps:
+    stored = snapshot["binding"]
+    agent = AgentDefinition(name=stored["agent"]["name"], version=stored["agent"]["version"],
+                            spec=AgentSpec.model_validate(stored["agent"]["spec"]),
+                            pins=stored["agent"].get("pins", {}))
+    binding = Binding(bot_name=stored["bot_name"], agent=agent, spec=BindingSpec.model_validate(stored["spec"]))
+    owner = snapshot.get("owner")
+    return TurnDeps(address=ChatAddress(**snapshot["address"]), speaker=Speaker(**snapshot["speaker"]),
+                    binding=binding, owner=MemoryOwner(**owner) if owner else None)
+
+
+def failure_notice(exc: BaseException) -> str:
+    """A short reply for the chat: what went wrong, without internals or secrets."""
+    if isinstance(exc, ModelAPIError):
+        return f"Sorry, the model could not answer right now ({type(exc).__name__}). Please try again in a moment."
+    if isinstance(exc, TimeoutError):
+        return "Sorry, the model took too long to answer. Please try again."
+    return "Sorry, something went wrong while answering. Please try again in a moment."

@@ -1,0 +1,1 @@
+"""The serving process: the object graph, the HTTP surface, transport supervision, logs."""

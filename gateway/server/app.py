@@ -1,0 +1,223 @@
+"""Builds the whole gateway in one place and runs it: HTTP server, transports, workers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+from sqlalchemy import text
+
+from adapters.base import Adapter
+from capabilities.registry import Registry
+from gateway.agents.bindings import BindingStore
+from gateway.agents.models import ModelResolver
+from gateway.approvals.parking import ApprovalFlow
+from gateway.approvals.store import Approvals
+from gateway.config.schema import GatewayConfig, Settings
+from gateway.config.secrets import SecretSource
+from gateway.config.validation import check_appliable, deployment_registry
+from gateway.people.commands import DirectCommands
+from gateway.people.conversations import Conversations
+from gateway.people.identities import Identities
+from gateway.people.memory import MemoryNotes
+from gateway.pipeline.inbox import Inbox
+from gateway.pipeline.intake import Intake
+from gateway.pipeline.router import Router
+from gateway.pipeline.runtime import Runtime
+from gateway.pipeline.worker import Worker
+from gateway.server.http import build_http_app
+from gateway.server.logs import SecretRedactor
+from gateway.server.platforms import AdapterContext, build_adapter
+from gateway.server.supervisor import Supervisor
+from storage.cache import build_cache
+from storage.db import Database
+from storage.migrate import upgrade
+
+log = logging.getLogger(__name__)
+
+INBOX_RETENTION = timedelta(days=30)
+"""Far beyond any platform's redelivery window (Slack retries for minutes, Telegram keeps updates a day)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tuning:
+    """Timings an operator rarely changes; tests shorten them."""
+
+    worker_lease: timedelta = timedelta(seconds=60)
+    worker_concurrency: int = 8
+    idle_poll: float = 1.0
+    shutdown_grace: float = 10.0
+    poll_timeout: int = 30
+    transport_first_delay: float = 5.0
+    transport_lease_ttl: float = 30.0
+    expiry_interval: float = 30.0
+    """Seconds between sweeps for approvals nobody decided in time."""
+
+
+class Gateway:
+    """One gateway process. `async with Gateway(...)` starts everything and stops it cleanly."""
+
+    def __init__(self, config: GatewayConfig, settings: Settings, *, secrets: SecretSource,
+                 models: ModelResolver | None = None, registry: Registry | None = None, tuning: Tuning = Tuning(),
+                 migrate: bool = True) -> None:
+        self.registry = registry or deployment_registry(settings)
+        check_appliable(config, self.registry)
+        self.config = config
+        self.settings = settings
+        self._secrets = secrets
+        self._models = models or ModelResolver(config.models, secrets)
+        self._tuning = tuning
+        self._migrate = migrate
+        self._stack = AsyncExitStack()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._essential: list[asyncio.Task[None]] = []
+        self.adapters: dict[str, Adapter] = {}
+        self.port: int | None = None
+        self.worker: Worker | None = None
+        self.redactor = SecretRedactor()
+
+    async def __aenter__(self) -> Gateway:
+        try:
+            await self.start()
+        except BaseException:
+            await self.abort()
+            raise
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.server.host}:{self.port}"
+
+    async def start(self) -> None:
+        """Build the whole object graph here, in order (long on purpose: the wiring is read in one place)."""
+        self.redactor.install()
+        self._stack.callback(self.redactor.uninstall)
+        db = Database(self.settings.database_url)
+        self._stack.push_async_callback(db.close)
+        await (upgrade(db) if self._migrate else db.create_all())
+        cache = build_cache(self.settings.redis_url)
+        self._stack.push_async_callback(cache.close)
+        if self.settings.redis_url is None:
+            log.info("REDIS_URL is not set: rate limits and leases live in this process; run one replica only")
+        bindings = BindingStore(db)
+        await bindings.apply(self.config)
+        context = AdapterContext(secrets=self._secrets, redactor=self.redactor, bindings=bindings,
+                                 public_url=self.config.server.public_url, poll_timeout=self._tuning.poll_timeout)
+        for index, bot in enumerate(self.config.bots):
+            self.adapters[bot.name] = await build_adapter(index, bot, context)
+        inbox = Inbox(db)
+        memory = MemoryNotes(db)
+        directories = {name: adapter.directory for name, adapter in self.adapters.items()}
+        runtime = Runtime(models=self._models, db=db, registry=self.registry, stores={"memory": memory},
+                          directories=directories)
+        conversations = Conversations(db)
+        flow = ApprovalFlow(approvals=Approvals(db), runtime=runtime, conversations=conversations,
+                            adapters=self.adapters)
+        router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
+                        runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow,
+                        commands=DirectCommands(identities=Identities(db), memory=memory))
+        tuning = self._tuning
+        self.worker = Worker(inbox, router.handle, concurrency=tuning.worker_concurrency,
+                             lease=tuning.worker_lease, idle_poll=tuning.idle_poll)
+        intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in)
+
+        async def readiness() -> dict[str, bool]:
+            return {"database": await _database_ok(db), "cache": await cache.ping(),
+                    "bots": all(a.identity is not None for a in self.adapters.values())}
+
+        http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry)
+        await self._serve_http(http)
+        self._essential.append(self._spawn(self.worker.run()))
+        self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals"))
+        self._spawn(_every(3600, lambda: inbox.prune(older_than=INBOX_RETENTION), "pruning the inbox"))
+        owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        for adapter in self.adapters.values():
+            supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), cache=cache, owner=owner,
+                                    lease_ttl=tuning.transport_lease_ttl, first_delay=tuning.transport_first_delay)
+            self._spawn(supervisor.run())
+        for adapter in self.adapters.values():
+            self._stack.push_async_callback(adapter.close)
+
+    async def stop(self) -> None:
+        """Finish running turns within the grace period; queued messages stay in the inbox."""
+        if self.worker is not None:
+            await self.worker.drain(self._tuning.shutdown_grace)
+        await self.abort()
+
+    async def abort(self) -> None:
+        """Stop at once, as a crash would: leases are left to expire and be retried elsewhere."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        self._essential.clear()
+        await self._stack.aclose()
+
+    async def wait(self) -> None:
+        """Block until a component stops on its own (which only happens on a fatal error)."""
+        await asyncio.wait(self._essential, return_when=asyncio.FIRST_COMPLETED)
+
+    async def _serve_http(self, app: FastAPI) -> None:
+        server_spec = self.config.server
+        sock = socket.create_server((server_spec.host, server_spec.port), reuse_port=False)
+        self.port = sock.getsockname()[1]
+        server = _EmbeddedServer(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off"))
+        self._essential.append(self._spawn(server.serve(sockets=[sock])))
+        self._stack.push_async_callback(_close_listeners, server, sock)
+        log.info("HTTP server listening on %s", self.url)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(work)
+        self._tasks.append(task)
+        return task
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """Leaves signal handling to `gateway serve`, which shuts the whole process down in order."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+async def _close_listeners(server: uvicorn.Server, sock: socket.socket) -> None:
+    """Close uvicorn's listener through asyncio, not just the raw socket.
+
+    A cancelled `serve()` leaves its asyncio server open; closing only the socket would leave the file
+    descriptor registered with the event loop, and the next socket given that number never reads.
+    """
+    for listener in server.servers:
+        listener.close()
+        await listener.wait_closed()
+    sock.close()
+
+
+async def _every(interval: float, job: Callable[[], Awaitable[object]], what: str) -> None:
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await job()
+        except Exception:  # a failed sweep is retried at the next interval
+            log.exception("%s failed", what)
+
+
+async def _database_ok(db: Database) -> bool:
+    try:
+        async with db.session() as session:
+            await session.execute(text("SELECT 1"))
+    except Exception:  # readiness reports the failure; the reason is in the database's own log line
+        return False
+    return True
