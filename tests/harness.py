@@ -39,6 +39,21 @@ class TelegramBot:
         return self
 
 
+def said_by(telegram: FakeTelegram, chat: dict[str, Any], bot: TelegramBot) -> list[str]:
+    return [m["text"] for m in telegram.bot_messages(chat["id"]) if m["from"]["id"] == bot.user["id"]]
+
+
+async def ask(telegram: FakeTelegram, bot: TelegramBot, chat: dict[str, Any], user: dict[str, Any],
+              text: str) -> str:
+    """Say `text` (mentioning the bot in a group) and return the bot's answer."""
+    before = len(said_by(telegram, chat, bot))
+    prefix = "" if chat["type"] == "private" else f"@{bot.username} "
+    await telegram.user_says(bot.token, chat, user, prefix + text)
+    await telegram.wait_for(lambda: len(said_by(telegram, chat, bot)) > before
+                            and not said_by(telegram, chat, bot)[-1].endswith("…"))
+    return said_by(telegram, chat, bot)[-1]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

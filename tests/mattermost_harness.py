@@ -9,15 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai.models import Model
-from sqlalchemy import select
 
 from capabilities.registry import Registry
 from gateway.agents.models import ModelResolver
 from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
 from gateway.server.app import Gateway, Tuning
-from storage.db import Database
-from storage.models import InboxRow
 from tests.fakes.mattermost import FakeMattermost, OutgoingWebhook
 from tests.harness import FAST, free_port
 
@@ -54,16 +51,6 @@ class MattermostBot:
         if self.team is not None:
             spec["team"] = self.team
         return spec
-
-
-async def inbox_rows(database_url: str) -> list[InboxRow]:
-    """What the gateway committed, oldest first."""
-    db = Database(database_url)
-    try:
-        async with db.session() as session:
-            return list((await session.execute(select(InboxRow).order_by(InboxRow.id))).scalars())
-    finally:
-        await db.close()
 
 
 def webhook_url(gateway: Gateway, bot: MattermostBot) -> str:

@@ -11,14 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest_asyncio
-from sqlalchemy import select
 
 from gateway.server.app import Gateway
-from storage.db import Database
-from storage.models import ApprovalRow
 from tests.fakes.mattermost import FakeMattermost
 from tests.gated_tools import deploy_registry
 from tests.mattermost_harness import MattermostBot, running_gateway
+from tests.records import approval_statuses
 from tests.scripted import calls_then_answers
 
 DEPLOY = [{"id": "deploy"}]
@@ -38,15 +36,6 @@ def cards(mattermost: FakeMattermost, channel: dict[str, Any], bot: MattermostBo
 
 def notices_to(mattermost: FakeMattermost, user: dict[str, Any]) -> list[str]:
     return [post["message"] for user_id, post in mattermost.ephemeral if user_id == user["id"]]
-
-
-async def approval_statuses(database_url: str) -> list[str]:
-    db = Database(database_url)
-    try:
-        async with db.session() as session:
-            return list((await session.execute(select(ApprovalRow.status).order_by(ApprovalRow.created_at))).scalars())
-    finally:
-        await db.close()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,12 +12,10 @@ from urllib.parse import urlencode
 
 import pytest
 import pytest_asyncio
-from sqlalchemy import select
 
-from storage.db import Database
-from storage.models import ApprovalRow
 from tests.fakes.slack import FakeSlack
 from tests.gated_tools import deploy_registry
+from tests.records import approval_statuses
 from tests.scripted import calls_then_answers
 from tests.slack_harness import SlackBot, running_gateway
 
@@ -44,15 +42,6 @@ def buttons(card: dict[str, Any]) -> list[str]:
 def card_updates(slack: FakeSlack, card: dict[str, Any]) -> list[dict[str, Any]]:
     """The `chat.update` calls that edited this card."""
     return [c.params for c in slack.calls if c.method == "chat.update" and c.params.get("ts") == card["ts"]]
-
-
-async def approval_statuses(database_url: str) -> list[str]:
-    db = Database(database_url)
-    try:
-        async with db.session() as session:
-            return list((await session.execute(select(ApprovalRow.status).order_by(ApprovalRow.created_at))).scalars())
-    finally:
-        await db.close()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,16 +11,14 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-from sqlalchemy import select
 from typer.testing import CliRunner
 
 from gateway.cli.main import app
 from gateway.server.app import Gateway
-from storage.db import Database
-from storage.models import ApprovalRow
 from tests.fakes.telegram import FakeTelegram
 from tests.gated_tools import deploy_registry
 from tests.harness import TelegramBot, running_gateway
+from tests.records import approval_statuses
 from tests.scripted import calls_then_answers
 
 DEPLOY = [{"id": "deploy"}]
@@ -48,15 +46,6 @@ def answers_to_clicks(telegram: FakeTelegram) -> list[dict[str, Any]]:
 
 def texts(telegram: FakeTelegram, chat_id: int) -> list[str]:
     return [m["text"] for m in telegram.bot_messages(chat_id)]
-
-
-async def approval_statuses(database_url: str) -> list[str]:
-    db = Database(database_url)
-    try:
-        async with db.session() as session:
-            return list((await session.execute(select(ApprovalRow.status).order_by(ApprovalRow.created_at))).scalars())
-    finally:
-        await db.close()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
