@@ -21,7 +21,8 @@ from storage.db import Database
 from storage.models import InboxRow, RunRow
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import FAST, TelegramBot, running_gateway
-from tests.scripted import answers, echoes, fails, scripted, waits_for
+from tests.records import inbox_rows
+from tests.scripted import answers, echoes, fails, waits_for
 
 
 @pytest_asyncio.fixture
@@ -38,34 +39,9 @@ def calls(telegram: FakeTelegram, method: str) -> list[dict]:
     return [c.params for c in telegram.calls if c.method == method]
 
 
-async def inbox_rows(database_url: str) -> list[InboxRow]:
-    db = Database(database_url)
-    try:
-        async with db.session() as session:
-            return list((await session.execute(select(InboxRow).order_by(InboxRow.id))).scalars())
-    finally:
-        await db.close()
-
-
 def a_message_update(update_id: int, chat: dict, user: dict, text: str) -> dict:
     return {"update_id": update_id, "message": {"message_id": 70 + update_id, "date": int(time.time()),
                                                 "chat": chat, "from": user, "text": text}}
-
-
-@pytest.mark.parametrize("headers", [{}, {"X-Telegram-Bot-Api-Secret-Token": "guessed"}],
-                         ids=["missing-secret", "wrong-secret"])
-async def test_webhook_without_the_right_secret_is_refused_and_nothing_stored(
-        telegram: FakeTelegram, database_url: str, headers: dict[str, str]) -> None:
-    bot = TelegramBot(transport="webhook").register(telegram)
-    alice = telegram.add_user(1001, "Alice")
-    update = a_message_update(1, telegram.private_chat(alice), alice, "forged")
-    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
-                               model=echoes()) as gateway, httpx.AsyncClient() as client:
-        response = await client.post(f"{gateway.url}/telegram/{bot.name}/webhook", json=update,
-                                     headers=headers)
-    assert response.status_code == 403
-    assert "secret" in response.json()["error"].lower()
-    assert await inbox_rows(database_url) == []
 
 
 async def test_webhook_for_an_unknown_bot_is_refused(telegram: FakeTelegram, sqlite_url: str) -> None:
@@ -160,21 +136,6 @@ async def test_queued_messages_survive_a_clean_shutdown(telegram: FakeTelegram, 
     async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=echoes()):
         await telegram.wait_for(lambda: len(bot_texts(telegram, chat["id"])) == 2)
     assert bot_texts(telegram, chat["id"]) == ["thinking first answer", "echo: two"]
-
-
-async def test_a_long_answer_is_split_into_several_messages(telegram: FakeTelegram, sqlite_url: str) -> None:
-    bot = TelegramBot().register(telegram)
-    alice = telegram.add_user(1001, "Alice")
-    chat = telegram.private_chat(alice)
-    paragraphs = [f"Paragraph {n}: " + "word " * 150 for n in range(12)]  # about 9,200 characters
-    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
-                               model=scripted(lambda *_: "\n\n".join(paragraphs), chunk=2000)):
-        await telegram.user_says(bot.token, chat, alice, "tell me everything")
-        await telegram.wait_for(lambda: len(bot_texts(telegram, chat["id"])) == 3
-                                and "Paragraph 11" in bot_texts(telegram, chat["id"])[-1])
-    texts = bot_texts(telegram, chat["id"])
-    assert all(len(text) <= 4096 for text in texts)
-    assert " ".join(" ".join(texts).split()) == " ".join(" ".join(paragraphs).split())
 
 
 async def test_429_retry_after_is_honoured(telegram: FakeTelegram, sqlite_url: str) -> None:
