@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import httpx
 from pydantic_ai.models import Model
 
 from capabilities.registry import Registry
@@ -54,6 +56,16 @@ async def ask(telegram: FakeTelegram, bot: TelegramBot, chat: dict[str, Any], us
     return said_by(telegram, chat, bot)[-1]
 
 
+async def until_ready(gateway: Gateway) -> None:
+    """Return once the gateway's readiness probe answers 200: every bot knows who it is on its platform.
+
+    Called once the fake saw each bot's identity call, so this is a round trip or two, not a poll.
+    """
+    async with httpx.AsyncClient() as client, asyncio.timeout(5):
+        while (await client.get(f"{gateway.url}/readyz")).status_code != 200:
+            pass
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -92,5 +104,7 @@ async def running_gateway(telegram: FakeTelegram, bots: list[TelegramBot], *, da
     resolver = ModelResolver(config.models, secrets, fixed={"function:scripted": model, **(models or {})})
     async with Gateway(config, settings, secrets=secrets, models=resolver, registry=registry, tuning=tuning,
                        migrate=True) as gateway:
-        await telegram.wait_for(lambda: all(a.identity is not None for a in gateway.adapters.values()))
+        await telegram.wait_for(lambda: {c.token for c in telegram.calls if c.method == "getMe"} >= {
+            bot.token for bot in bots})
+        await until_ready(gateway)
         yield gateway

@@ -16,7 +16,7 @@ from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
 from gateway.server.app import Gateway, Tuning
 from tests.fakes.mattermost import FakeMattermost, OutgoingWebhook
-from tests.harness import FAST, free_port
+from tests.harness import FAST, free_port, until_ready
 
 
 @dataclass(kw_only=True)
@@ -89,7 +89,9 @@ async def running_gateway(mattermost: FakeMattermost, bots: list[MattermostBot],
     async with Gateway(config, settings, secrets=secrets, models=models, registry=registry, tuning=tuning,
                        migrate=True) as gateway:
         if connected:
-            await mattermost.wait_for(lambda: all(a.identity is not None for a in gateway.adapters.values()))
+            await mattermost.wait_for(lambda: {c.user_id for c in mattermost.route_calls("users_me")} >= {
+                b.user["id"] for b in bots})
             await mattermost.wait_for(lambda: all(mattermost.connected(b.user) for b in bots
                                                   if b.transport == "websocket"))
+            await until_ready(gateway)
         yield gateway
