@@ -53,6 +53,7 @@ from adapters.mattermost.events import (
 from adapters.mattermost.people import MattermostPeople, display_name
 from adapters.mattermost.rest import MattermostApi, NotMattermost, status_of, websocket_url
 from adapters.mattermost.socket import SocketRefused, event_stream
+from adapters.unreachable import describe_unreachable
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +160,7 @@ class MattermostAdapter:
         except PlatformConfigError as exc:
             return [Check(ok=False, text=str(exc))]
         except Exception as exc:  # the doctor reports any failure to connect instead of raising it
-            return [Check(ok=False, text=f"cannot reach {self.server_url}: {type(exc).__name__}: {exc}")]
+            return [Check(ok=False, text=describe_unreachable(self.server_url, exc))]
         user_id = me.get("id")
         signed = (f"signed in as @{me.get('username')}, user id {user_id}" if user_id else
                   "signed in, but the server did not say the bot's user id: only direct messages would be answered")

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gateway.cli.database import database_errors, existing_database
+from gateway.cli.failures import CONFIG_EXIT, GatewayGroup, OperatorError
 from gateway.cli.people import identities_app, memory_app
 from gateway.config.schema import ConfigError, GatewayConfig, Settings, load_config
 from gateway.config.secrets import SecretSource
@@ -19,7 +22,8 @@ if TYPE_CHECKING:
     from capabilities.registry import Registry
 
 app = typer.Typer(help="chat-gateway: pydantic-ai agents in Slack, Mattermost and Telegram.", no_args_is_help=True,
-                  pretty_exceptions_enable=False)
+                  pretty_exceptions_enable=False, cls=GatewayGroup,
+                  context_settings={"help_option_names": ["-h", "--help"]})
 
 slack_app = typer.Typer(help="Setting up Slack apps.", no_args_is_help=True)
 app.add_typer(slack_app, name="slack")
@@ -29,6 +33,21 @@ app.add_typer(identities_app, name="identities")
 app.add_typer(memory_app, name="memory")
 
 ConfigOption = Annotated[Path, typer.Option("--config", "-c", "--file", "-f", help="Path to gateway.yaml.")]
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"chat-gateway {metadata.version('chat-gateway')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of a failure, not just its line.")]
+         = False,
+         show_version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                    help="Print the version and exit.")] = False) -> None:
+    """Global options; `GatewayGroup` reads --debug when a command fails."""
 
 
 @app.command()
@@ -55,7 +74,7 @@ def apply(config: ConfigOption = Path("gateway.yaml")) -> None:
 def serve(config: ConfigOption = Path("gateway.yaml"),
           log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO") -> None:
     """Apply the config, then run the HTTP server, the transports and the workers until Ctrl-C."""
-    configure_logging(log_level)
+    configure_logging(_log_level(log_level))
     loaded = _load(config)
     asyncio.run(_serve(loaded, Settings()))
 
@@ -94,14 +113,10 @@ def capabilities(as_json: Annotated[bool, typer.Option("--json", help="Print JSO
 def approvals(limit: Annotated[int, typer.Option(help="How many rows to show.")] = 50) -> None:
     """List pending approvals, then recent decisions: what was asked, by whom, who decided, when."""
     from gateway.approvals.store import Approvals
-    from storage.db import Database
 
     async def recent() -> list:
-        db = Database(Settings().database_url)
-        try:
+        async with existing_database(Settings().database_url) as db:
             return await Approvals(db).recent(limit=limit)
-        finally:
-            await db.close()
 
     rows = asyncio.run(recent())
     if not rows:
@@ -139,12 +154,7 @@ def mattermost_doctor(bot: Annotated[str, typer.Argument(help="The bot's name in
     from gateway.cli.mattermost_doctor import run_doctor
 
     loaded = _load(config)
-    settings = Settings()
-    try:
-        healthy = asyncio.run(run_doctor(loaded, bot, SecretSource.load(settings.secrets_file), typer.echo))
-    except ConfigError as exc:
-        typer.echo(f"{config}: {exc}", err=True)
-        raise typer.Exit(2) from None
+    healthy = asyncio.run(run_doctor(loaded, bot, SecretSource.load(Settings().secrets_file), typer.echo))
     if not healthy:
         raise typer.Exit(1)
 
@@ -160,6 +170,12 @@ def _load(path: Path) -> GatewayConfig:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
     return loaded
+
+
+def _log_level(name: str) -> str:
+    if name.upper() not in LOG_LEVELS:
+        raise OperatorError(f"--log-level: {name!r} is not one of {', '.join(LOG_LEVELS)}", exit_code=CONFIG_EXIT)
+    return name.upper()
 
 
 def _registry(settings: Settings) -> Registry:
@@ -179,8 +195,9 @@ async def _apply(config: GatewayConfig, settings: Settings) -> object:
 
     db = Database(settings.database_url)
     try:
-        await upgrade(db)
-        return await BindingStore(db).apply(config)
+        with database_errors(settings.database_url):
+            await upgrade(db)
+            return await BindingStore(db).apply(config)
     finally:
         await db.close()
 
@@ -193,12 +210,9 @@ async def _serve(config: GatewayConfig, settings: Settings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     gateway = Gateway(config, settings, secrets=SecretSource.load(settings.secrets_file))
-    try:
+    with database_errors(settings.database_url):
         async with gateway:
             stopped = asyncio.create_task(stop.wait())
             crashed = asyncio.create_task(gateway.wait())
             await asyncio.wait({stopped, crashed}, return_when=asyncio.FIRST_COMPLETED)
             typer.echo("shutting down: finishing running turns; queued messages stay in the inbox", err=True)
-    except ConfigError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
