@@ -89,6 +89,30 @@ def demo() -> None:
 
 
 @app.command()
+def init(config: ConfigOption = Path("gateway.yaml"),
+         platform: Annotated[str, typer.Option(help="Comma-separated: telegram, slack, mattermost.")] = "telegram"
+         ) -> None:
+    """Write a commented starter gateway.yaml with one bot per platform asked for (never overwrites a file)."""
+    from gateway.cli.init import parse_platforms, render_starter_config
+
+    try:
+        platforms = parse_platforms(platform)
+    except ValueError as exc:
+        raise OperatorError(str(exc), exit_code=CONFIG_EXIT) from None
+    if config.exists():
+        raise OperatorError(f"{config} already exists; move it away or name another file with -c", exit_code=1)
+    config.write_text(render_starter_config(platforms), encoding="utf-8")
+    typer.echo(f"wrote {config} with a bot for {', '.join(platforms)}; next: set the tokens it names, then "
+               f"`gateway check -c {config}`")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of gateway.yaml, for editors (`# yaml-language-server: $schema=FILE`)."""
+    typer.echo(render_config_schema())
+
+
+@app.command()
 def capabilities(as_json: Annotated[bool, typer.Option("--json", help="Print JSON with each config's "
                                                                    "JSON Schema, as the API serves it.")] = False
                  ) -> None:
@@ -170,6 +194,10 @@ def _load(path: Path) -> GatewayConfig:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
     return loaded
+
+
+def render_config_schema() -> str:
+    return json.dumps(GatewayConfig.model_json_schema(), indent=2, ensure_ascii=False)
 
 
 def _log_level(name: str) -> str:
