@@ -183,6 +183,16 @@ def mattermost_doctor(bot: Annotated[str, typer.Argument(help="The bot's name in
         raise typer.Exit(1)
 
 
+@app.command()
+def doctor(config: ConfigOption = Path("gateway.yaml")) -> None:
+    """Sign every bot in and reach every model's server, one line per check; exit 1 when any fails."""
+    from gateway.cli.doctor import run_doctor
+
+    loaded = _load(config)
+    if not asyncio.run(run_doctor(loaded, SecretSource.load(Settings().secrets_file), typer.echo)):
+        raise typer.Exit(1)
+
+
 def _load(path: Path) -> GatewayConfig:
     """The config, refused (exit 2, every problem listed) unless it can be applied as it stands."""
     from gateway.config.validation import check_appliable
