@@ -79,13 +79,20 @@ def serve(config: ConfigOption = Path("gateway.yaml"),
     asyncio.run(_serve(loaded, Settings()))
 
 
+DEMO_PLATFORMS = ("telegram", "slack", "mattermost")
+
+
 @app.command()
-def demo() -> None:
-    """Run a short conversation offline: a local Telegram server, SQLite, and a scripted model."""
+def demo(platform: Annotated[str, typer.Option(help="telegram, slack, mattermost, or all of them in turn.")]
+         = "telegram") -> None:
+    """Run a short conversation offline: a platform's local server, SQLite, and a scripted model."""
     from gateway.cli.demo import run_demo
 
+    if platform not in (*DEMO_PLATFORMS, "all"):
+        raise OperatorError(f"--platform: {platform!r} is not one of {', '.join(DEMO_PLATFORMS)}, all",
+                            exit_code=CONFIG_EXIT)
     configure_logging("WARNING")
-    asyncio.run(run_demo(typer.echo))
+    asyncio.run(run_demo(typer.echo, DEMO_PLATFORMS if platform == "all" else (platform,)))  # type: ignore[arg-type]
 
 
 @app.command()
