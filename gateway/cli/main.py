@@ -120,6 +120,37 @@ def schema() -> None:
 
 
 @app.command()
+def chat(agent: Annotated[str, typer.Option(help="The agent's name, as in gateway.yaml.")],
+         config: ConfigOption = Path("gateway.yaml")) -> None:
+    """Talk to AGENT in the terminal through the real pipeline; approvals are y/n questions.
+
+    The model `demo:scripted` and the capability `demo_ops` (a pretend service restart behind an approval)
+    are available here too, so the flow can be tried before any model is connected.
+    """
+    from gateway.cli.chat import run_chat
+    from gateway.cli.demo import demo_capability
+    from gateway.config.validation import check_appliable
+
+    registry = _registry(Settings()).with_extra(demo_capability())
+    loaded = load_config(config)
+    check_appliable(loaded, registry)
+    if agent not in {a.name for a in loaded.agents}:
+        raise OperatorError(f"{config}: agent {agent!r} is not one of {', '.join(a.name for a in loaded.agents)}",
+                            exit_code=CONFIG_EXIT)
+    configure_logging("WARNING")
+    asyncio.run(run_chat(loaded, agent, secrets=SecretSource.load(Settings().secrets_file), registry=registry,
+                         ask=_ask, say=typer.echo))
+
+
+async def _ask(prompt: str) -> str | None:
+    try:
+        return await asyncio.to_thread(input, prompt)
+    except EOFError:
+        typer.echo()  # end the prompt's line
+        return None
+
+
+@app.command()
 def capabilities(as_json: Annotated[bool, typer.Option("--json", help="Print JSON with each config's "
                                                                    "JSON Schema, as the API serves it.")] = False
                  ) -> None:
