@@ -20,7 +20,7 @@ from pydantic_ai import (
     TextPartDelta,
     UsageLimits,
 )
-from pydantic_ai.exceptions import AgentRunError, ModelAPIError
+from pydantic_ai.exceptions import AgentRunError, ModelAPIError, UsageLimitExceeded, UserError
 from pydantic_ai.usage import RunUsage
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -34,7 +34,7 @@ from gateway.agents.assembly import AssembledAgent, assemble
 from gateway.agents.bindings import AgentDefinition, Binding, BindingStore
 from gateway.agents.models import ModelResolver
 from gateway.agents.run_state import RunSpills, StoredConversationState
-from gateway.config.schema import AgentSpec, BindingSpec
+from gateway.config.schema import AgentSpec, BindingSpec, ConfigError
 from gateway.people.scope import MemoryOwner
 from gateway.pipeline.live_reply import LiveReply
 from storage.db import Database
@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 REQUEST_LIMIT = 25
 ENDED = frozenset({"answered", "failed", "guardrail_blocked"})
 """A run's final statuses; `parked` is not one: a parked run resumes, on any replica, and goes on."""
+OPERATOR_HAS_DETAILS = "The operator can find the details in the gateway's log."
+EXPLAINED_FAILURES = (AgentRunError, UserError, ConfigError, TimeoutError)
+"""Failures whose one log line says it all (the model, its set-up, a limit); anything else gets a traceback."""
 QUESTION = ASK_PARENT
 """The tool id of a parked call that waits on a delegate's question rather than on an approval: its row is
 answered by the requester's next message in the conversation (`gateway/approvals/parking.py`), not by buttons."""
@@ -145,17 +148,18 @@ class Runtime:
                      **run_input: Any) -> RunOutcome:
         await reply.start()
         deps = replace(deps, notice=reply.notice)
-        agents, history = await self._delegates(deps.binding.agent)
-        assembled = assemble(deps.binding, registry=self._registry, models=self._models,
-                             is_direct=deps.address.is_direct, address=deps.address,
-                             stores={**self._stores, SPILL_STORE: RunSpills(self._db, run_id)},
-                             directory=self._directories.get(deps.binding.bot_name),
-                             state=StoredConversationState(self._db, deps.address.conversation_key),
-                             resuming=resuming, agents=agents, history=history, ask_user=ask_in_chat,
-                             specialists=specialists)
-        if delegated is not None:
-            assembled.delegated.incr(delegated)
-        try:
+        assembled: AssembledAgent | None = None
+        try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
+            agents, history = await self._delegates(deps.binding.agent)
+            assembled = assemble(deps.binding, registry=self._registry, models=self._models,
+                                 is_direct=deps.address.is_direct, address=deps.address,
+                                 stores={**self._stores, SPILL_STORE: RunSpills(self._db, run_id)},
+                                 directory=self._directories.get(deps.binding.bot_name),
+                                 state=StoredConversationState(self._db, deps.address.conversation_key),
+                                 resuming=resuming, agents=agents, history=history, ask_user=ask_in_chat,
+                                 specialists=specialists)
+            if delegated is not None:
+                assembled.delegated.incr(delegated)
             result = await self._stream(assembled, deps, reply, **run_input)
         except GuardrailBlocked as exc:  # a refusal is the platform doing its job: an outcome of its own
             log.info("run %d for bot %r stopped by a guardrail at the %s edge", run_id, deps.binding.bot_name,
@@ -163,13 +167,8 @@ class Runtime:
             refs = await reply.finish(exc.notice)
             await self._set_run(run_id, status="guardrail_blocked", error=str(exc))
             return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
-        except Exception as exc:  # whatever failed, the chat gets a short notice instead of silence
-            log.warning("run %d for bot %r failed: %s: %s", run_id, deps.binding.bot_name, type(exc).__name__, exc,
-                        exc_info=not isinstance(exc, AgentRunError | ModelAPIError))
-            refs = await reply.finish(failure_notice(exc))
-            await self._set_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}",
-                                usage=assembled.delegated if assembled.delegated.requests else None)
-            return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
+        except Exception as exc:
+            return await self._failed(run_id, deps, reply, exc, assembled)
         if isinstance(result.output, DeferredToolRequests):
             calls = _gated_calls(result.output, assembled)
             waiting = ("I need an answer before I can continue:" if all(c.tool_id == QUESTION for c in calls)
@@ -182,6 +181,17 @@ class Runtime:
         refs = await reply.finish(result.output)
         await self._set_run(run_id, status="answered", usage=result.usage + assembled.delegated)
         return Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id)
+
+    async def _failed(self, run_id: int, deps: TurnDeps, reply: LiveReply, exc: Exception,
+                      assembled: AssembledAgent | None) -> Failed:
+        """The chat gets a short notice, the run row the error, the log one line (a traceback only for what
+        looks like a bug of ours); the turn is done, so the inbox does not retry it."""
+        log.warning("run %d for bot %r failed: %s: %s", run_id, deps.binding.bot_name, type(exc).__name__, exc,
+                    exc_info=not isinstance(exc, EXPLAINED_FAILURES))
+        refs = await reply.finish(failure_notice(exc))
+        usage = assembled.delegated if assembled is not None and assembled.delegated.requests else None
+        await self._set_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", usage=usage)
+        return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
 
     async def _stream(self, assembled: AssembledAgent, deps: TurnDeps, reply: LiveReply,
                       prompt: str | None = None, history: list[ModelMessage] | None = None,
@@ -304,9 +314,20 @@ def deps_from_snapshot(snapshot: Mapping[str, Any]) -> TurnDeps:
 
 
 def failure_notice(exc: BaseException) -> str:
-    """A short reply for the chat: what went wrong, without internals or secrets."""
+    """A short reply for the chat: what kind of failure it was, without internals or secrets; the operator
+    finds the rest in the log."""
+    if isinstance(exc, UserError | ConfigError):
+        return ("Sorry, I cannot answer: this bot's model is not set up correctly (a configuration problem). "
+                f"{OPERATOR_HAS_DETAILS}")
     if isinstance(exc, ModelAPIError):
-        return f"Sorry, the model could not answer right now ({type(exc).__name__}). Please try again in a moment."
+        return (f"Sorry, the model could not answer right now ({type(exc).__name__}). Please try again in a "
+                f"moment. {OPERATOR_HAS_DETAILS}")
     if isinstance(exc, TimeoutError):
-        return "Sorry, the model took too long to answer. Please try again."
-    return "Sorry, something went wrong while answering. Please try again in a moment."
+        return f"Sorry, the model took too long to answer. Please try again. {OPERATOR_HAS_DETAILS}"
+    if isinstance(exc, UsageLimitExceeded):
+        return ("Sorry, this needed more model requests than one answer may use (a usage limit). Try asking for "
+                f"less at once. {OPERATOR_HAS_DETAILS}")
+    if isinstance(exc, AgentRunError):
+        return (f"Sorry, the model's answer could not be used ({type(exc).__name__}). Please try again. "
+                f"{OPERATOR_HAS_DETAILS}")
+    return f"Sorry, something went wrong on our side while answering (an internal error). {OPERATOR_HAS_DETAILS}"
