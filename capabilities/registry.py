@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_ai.capabilities import AbstractCapability
 
 from adapters.base import ChatAddress, Directory
+from gateway.config.errors import describe_errors
 
 Category = Literal["knowledge", "research", "analysis", "reasoning", "utility", "channels"]
 ApprovalMode = Literal["default", "required", "never"]
@@ -261,24 +262,9 @@ def schema_problems(schema: type[BaseModel], config: Mapping[str, Any], path: st
     try:
         schema.model_validate(dict(config))
     except ValidationError as exc:
-        return [_schema_problem(schema, error, path) for error in exc.errors()]
+        return [path + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in problem.loc)
+                + f": {problem.message}" for problem in describe_errors(exc, schema)]
     return []
-
-
-def _schema_problem(schema: type[BaseModel], error: Any, path: str) -> str:
-    loc = error["loc"]
-    where = path + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        known = f"; known: {', '.join(schema.model_fields)}" if len(loc) == 1 else ""
-        return f"{where}: unknown setting{known}"
-    if kind == "literal_error":
-        allowed = error["ctx"]["expected"].replace("'", "").replace(" or ", ", ")
-        return f"{where}: {error['input']!r} is not one of {allowed}"
-    message = str(error["msg"]).removeprefix("Value error, ")
-    if kind in ("value_error", "missing", "assertion_error"):
-        return f"{where}: {message}"
-    return f"{where}: {message} (got {error['input']!r})"
 
 
 def _tool_key_problems(definition: CapabilityDef, entry: Any, path: str) -> list[str]:

@@ -150,7 +150,7 @@ def test_gateway_check_refuses_a_spec_the_registry_refuses(tmp_path: Path) -> No
     path.write_text(yaml.safe_dump(config(["channel_tools"]).model_dump(mode="json")))
     result = CliRunner().invoke(app, ["check", "-c", str(path)])
     assert result.exit_code == 2
-    assert "agents[0].capabilities[0].id: 'channel_tools' is granted per bot binding" in result.output
+    assert "agents['helper'].capabilities[0].id: 'channel_tools' is granted per bot binding" in result.output
 
 
 def test_an_ungranted_scope_in_the_environment_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

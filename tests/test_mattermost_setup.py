@@ -67,7 +67,7 @@ def test_the_server_url_is_checked_and_normalized(tmp_path: Path, case: Case) ->
         return
     with pytest.raises(ConfigError) as raised:
         load_config(path)
-    assert "bots[0].api_base_url: " in str(raised.value) and case.error in str(raised.value)
+    assert "bots['mm'].api_base_url: " in str(raised.value) and case.error in str(raised.value)
     assert "hunter2" not in str(raised.value)
 
 
@@ -75,7 +75,7 @@ def test_gateway_check_refuses_a_metadata_address_as_the_server_url(tmp_path: Pa
     path = write(tmp_path, config_with(api_base_url="http://169.254.169.254"))
     result = CliRunner().invoke(app, ["check", "-c", str(path)])
     assert result.exit_code == 2
-    assert "bots[0].api_base_url: '169.254.169.254' is a link-local or cloud metadata address" in result.output
+    assert "bots['mm'].api_base_url: '169.254.169.254' is a link-local or cloud metadata address" in result.output
 
 
 def test_gateway_check_accepts_a_server_behind_a_vpn(tmp_path: Path) -> None:
@@ -88,12 +88,12 @@ def test_gateway_check_accepts_a_server_behind_a_vpn(tmp_path: Path) -> None:
 def test_the_server_url_is_required(tmp_path: Path) -> None:
     config = config_with()
     del config["bots"][0]["api_base_url"]
-    with pytest.raises(ConfigError, match=r"bots\[0\].api_base_url: Field required"):
+    with pytest.raises(ConfigError, match=r"bots\['mm'\].api_base_url: Field required"):
         load_config(write(tmp_path, config))
 
 
 def test_the_webhook_transport_needs_the_webhook_token(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"bots\[0\]: transport is 'webhook' but webhook_token is not set"):
+    with pytest.raises(ConfigError, match=r"bots\['mm'\]: transport is 'webhook' but webhook_token is not set"):
         load_config(write(tmp_path, config_with(transport="webhook")))
 
 

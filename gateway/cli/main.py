@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gateway.cli.people import identities_app, memory_app
-from gateway.config.schema import ConfigError, GatewayConfig, Settings, load_config
+from gateway.config.schema import ConfigError, GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
 from gateway.server.logs import configure_logging
 
 if TYPE_CHECKING:
     from capabilities.registry import Registry
+    from gateway.config.check import Report
 
 app = typer.Typer(help="chat-gateway: pydantic-ai agents in Slack, Mattermost and Telegram.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -33,8 +34,15 @@ ConfigOption = Annotated[Path, typer.Option("--config", "-c", "--file", "-f", he
 
 @app.command()
 def check(config: ConfigOption = Path("gateway.yaml")) -> None:
-    """Validate a config file without connecting anywhere."""
-    loaded = _load(config)
+    """Validate a config file without connecting anywhere: every problem, and what this machine lacks to serve it."""
+    report = _report(config)
+    _echo_lines(report.lines(report.errors))
+    _echo_lines(report.lines(report.unset + report.warnings, label="warning: "))
+    if report.errors or report.config is None:
+        raise typer.Exit(2)
+    if report.unset:
+        typer.echo("warning: gateway serve refuses to start on a machine where these are not set", err=True)
+    loaded = report.config
     typer.echo(f"{config}: ok — {len(loaded.agents)} agent(s), {len(loaded.bots)} bot(s)")
     for bot in loaded.bots:
         typer.echo(f"  bot {bot.name}: {bot.platform} via {bot.transport}, answered by agent {bot.agent}")
@@ -56,8 +64,12 @@ def serve(config: ConfigOption = Path("gateway.yaml"),
           log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO") -> None:
     """Apply the config, then run the HTTP server, the transports and the workers until Ctrl-C."""
     configure_logging(log_level)
-    loaded = _load(config)
-    asyncio.run(_serve(loaded, Settings()))
+    report = _report(config)
+    _echo_lines(report.lines(report.errors + report.unset))
+    _echo_lines(report.lines(report.warnings, label="warning: "))
+    if report.errors or report.unset or report.config is None:
+        raise typer.Exit(2)
+    asyncio.run(_serve(report.config, Settings()))
 
 
 @app.command()
@@ -151,15 +163,24 @@ def mattermost_doctor(bot: Annotated[str, typer.Argument(help="The bot's name in
 
 def _load(path: Path) -> GatewayConfig:
     """The config, refused (exit 2, every problem listed) unless it can be applied as it stands."""
-    from gateway.config.validation import check_appliable
+    report = _report(path)
+    _echo_lines(report.lines(report.errors))
+    if report.errors or report.config is None:
+        raise typer.Exit(2)
+    return report.config
 
-    try:
-        loaded = load_config(path)
-        check_appliable(loaded, _registry(Settings()))
-    except ConfigError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
-    return loaded
+
+def _report(path: Path) -> Report:
+    """Every problem of the file at `path`, as `check`, `apply` and `serve` report them."""
+    from gateway.config.check import check_file
+
+    settings = Settings()
+    return check_file(path, registry=_registry(settings), secrets=SecretSource.load(settings.secrets_file))
+
+
+def _echo_lines(lines: list[str]) -> None:
+    for line in lines:
+        typer.echo(line, err=True)
 
 
 def _registry(settings: Settings) -> Registry:
