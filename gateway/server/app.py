@@ -121,8 +121,8 @@ class Gateway:
         inbox = Inbox(db)
         memory = MemoryNotes(db)
         directories = {name: adapter.directory for name, adapter in self.adapters.items()}
-        runtime = Runtime(models=self._models, db=db, registry=self.registry, stores={"memory": memory},
-                          directories=directories)
+        runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
+                          directories=directories, secrets=self._secrets)
         conversations = Conversations(db)
         flow = ApprovalFlow(approvals=Approvals(db), runtime=runtime, conversations=conversations,
                             adapters=self.adapters)
