@@ -108,7 +108,8 @@ class CapabilityBuilder:
     registry: Registry
     binding_modes: Mapping[str, str]
     """The bot binding's per-tool approval modes, which hold for every agent answering in its chats."""
-    secrets: SecretLookup | None
+    secrets: SecretLookup | None = field(repr=False)
+    """Never in a repr: a `SecretSource` prints the values it holds."""
     end_run: RunEnd
 
     def build(self, entries: Sequence[CapabilityEntry],
