@@ -10,12 +10,13 @@ from functools import partial
 from adapters.base import Adapter, ApprovalClick, Inbound
 from gateway.agents.bindings import Binding, BindingStore, is_listed
 from gateway.approvals.parking import ApprovalFlow
+from gateway.approvals.questions import QuestionFlow
 from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations, speaker_line, thread_context
 from gateway.people.scope import memory_owner
 from gateway.pipeline.inbox import Inbox, InboxItem
 from gateway.pipeline.live_reply import LiveReply
-from gateway.pipeline.runtime import Runtime, Turn, TurnDeps
+from gateway.pipeline.runtime import Answered, Parked, Runtime, Turn, TurnDeps
 from storage.cache import Cache
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ SLOW_DOWN = "You're sending messages faster than I can answer. Please wait a mom
 class Router:
     def __init__(self, *, adapters: Mapping[str, Adapter], bindings: BindingStore, conversations: Conversations,
                  runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ApprovalFlow,
-                 commands: DirectCommands) -> None:
+                 questions: QuestionFlow, commands: DirectCommands) -> None:
         self._adapters = adapters
         self._bindings = bindings
         self._conversations = conversations
@@ -37,6 +38,7 @@ class Router:
         self._cache = cache
         self._inbox = inbox
         self._approval_flow = approval_flow
+        self._questions = questions
         self._commands = commands
 
     async def handle(self, item: InboxItem) -> None:
@@ -60,7 +62,9 @@ class Router:
             await self._command(adapter, inbound, item)
             return
         # A question a delegate put to this person here is answered by their next message, not a new turn.
-        if await self._approval_flow.take_answer(adapter, inbound, retried=item.attempts > 1):
+        answered = await self._questions.take_answer(inbound, retried=item.attempts > 1)
+        if answered is not None:
+            await self._approval_flow.resume(adapter, answered.parked_run_id, reclaim=answered.retried)
             return
         await self._answer(adapter, inbound, binding, item)
 
@@ -90,7 +94,12 @@ class Router:
         reply = LiveReply(adapter, inbound.address, placeholder_id=item.reply_message_id,
                           on_started=partial(self._inbox.remember_reply, item.id))
         outcome = await self._runtime.run(turn, reply)
-        await self._approval_flow.settle(adapter, turn.deps, record.conversation_id, outcome)
+        if isinstance(outcome, Answered):
+            await self._conversations.record_answer(record.conversation_id, run_id=outcome.run_id, text=outcome.text,
+                                                    speaker_name=binding.agent.name,
+                                                    platform_message_id=outcome.message_id)
+        elif isinstance(outcome, Parked):
+            await self._approval_flow.park(adapter, turn.deps, record.conversation_id, outcome)
 
     async def _refusal(self, inbound: Inbound, binding: Binding) -> str | None:
         """None admits the message; a text refuses it with that answer; "" refuses it silently."""

@@ -22,6 +22,8 @@ from capabilities.registry import Registry
 from gateway.agents.bindings import BindingStore
 from gateway.agents.models import ModelResolver
 from gateway.approvals.parking import ApprovalFlow
+from gateway.approvals.question_store import DelegateQuestions
+from gateway.approvals.questions import QuestionFlow
 from gateway.approvals.store import Approvals
 from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
@@ -124,10 +126,11 @@ class Gateway:
         runtime = Runtime(models=self._models, db=db, registry=self.registry, stores={"memory": memory},
                           directories=directories)
         conversations = Conversations(db)
+        questions = QuestionFlow(DelegateQuestions(db))
         flow = ApprovalFlow(approvals=Approvals(db), runtime=runtime, conversations=conversations,
-                            adapters=self.adapters)
+                            adapters=self.adapters, waits=[questions])
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
-                        runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow,
+                        runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
                         commands=DirectCommands(identities=Identities(db), memory=memory))
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, concurrency=tuning.worker_concurrency,
