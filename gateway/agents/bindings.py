@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import Speaker
-from gateway.config.schema import AgentSpec, BindingSpec, BotSpec, GatewayConfig, RateLimit
+from gateway.config.schema import AgentSpec, BindingSpec, BotSpec, GatewayConfig
 from storage.db import Database, insert_for
 from storage.models import AgentRow, AgentVersionRow, BindingRow, BotRow, utcnow
 
@@ -43,10 +43,6 @@ class Binding:
     bot_name: str
     agent: AgentDefinition
     spec: BindingSpec
-
-    @property
-    def rate_limit(self) -> RateLimit | None:
-        return self.spec.rate_limit
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

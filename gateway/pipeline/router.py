@@ -107,7 +107,7 @@ class Router:
         if binding.spec.access == "allowlist" and not is_listed(inbound.speaker, binding.spec.allow):
             log.info("bot %r refused %s: not on the allowlist", binding.bot_name, speaker.platform_user_id)
             return NOT_ALLOWED
-        limit = binding.rate_limit
+        limit = binding.spec.rate_limit
         key = f"{binding.bot_name}:{speaker.platform_user_id}"
         if limit and await self._cache.hit_rate_limit(key, limit=limit.messages, window=limit.per_seconds):
             log.info("bot %r rate-limited %s", binding.bot_name, speaker.platform_user_id)
