@@ -7,7 +7,8 @@ from collections.abc import Mapping
 
 from pydantic_ai import ConversationTypeAdapter, DeferredToolResults, ToolApproved, ToolDenied
 
-from adapters.base import Adapter, ApprovalClick, ApprovalOutcome, Inbound, MessageRef
+from adapters.base import ApprovalClick, ApprovalOutcome, Inbound, MessageRef
+from adapters.protocols import Chat
 from capabilities.subagents.questions import with_answer
 from gateway.approvals.store import Approval, Approvals, NewCall, ParkedRun, args_hash, refusal
 from gateway.people.conversations import Conversations
@@ -32,13 +33,13 @@ EXPIRED_RESULT = "Nobody approved this call before it expired, so it was not run
 
 class ApprovalFlow:
     def __init__(self, *, approvals: Approvals, runtime: Runtime, conversations: Conversations,
-                 adapters: Mapping[str, Adapter]) -> None:
+                 adapters: Mapping[str, Chat]) -> None:
         self._approvals = approvals
         self._runtime = runtime
         self._conversations = conversations
         self._adapters = adapters
 
-    async def settle(self, adapter: Adapter, deps: TurnDeps, conversation_id: int, outcome: RunOutcome) -> None:
+    async def settle(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: RunOutcome) -> None:
         """Record an answer, or park the run and post one card per gated call."""
         if isinstance(outcome, Answered):
             await self._conversations.record_answer(conversation_id, run_id=outcome.run_id, text=outcome.text,
@@ -47,7 +48,7 @@ class ApprovalFlow:
         elif isinstance(outcome, Parked):
             await self._park(adapter, deps, conversation_id, outcome)
 
-    async def _park(self, adapter: Adapter, deps: TurnDeps, conversation_id: int, outcome: Parked) -> None:
+    async def _park(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: Parked) -> None:
         calls = [NewCall(tool_call_id=c.tool_call_id, tool_id=c.tool_id, tool_name=c.tool_name, args=c.args)
                  for c in outcome.calls]
         approvals = await self._approvals.park(
@@ -63,11 +64,11 @@ class ApprovalFlow:
         log.info("run %d parked for %d approval(s) in %s", outcome.run_id, len(approvals),
                  deps.address.conversation_key)
 
-    async def on_click(self, adapter: Adapter, click: ApprovalClick, *, retried: bool) -> None:
+    async def on_click(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> None:
         approval = await self._approvals.get(click.approval_id)
         if approval is None or approval.card_message_id != click.card.message_id or approval.tool_id == QUESTION \
                 or approval.conversation_key != click.card.address.conversation_key:
-            log.warning("bot %r: click on an unknown or mismatched approval card refused", adapter.bot_id)
+            log.warning("bot %r: click on an unknown or mismatched approval card refused", click.card.address.bot_id)
             await adapter.answer_click(click, "This button does not belong to a pending approval.", refused=True)
             return
         if approval.status != "pending":
@@ -79,13 +80,13 @@ class ApprovalFlow:
             return
         reason = refusal(approval, click.clicker)
         if reason is not None:
-            log.info("bot %r: %s may not decide approval %s", adapter.bot_id, click.clicker.platform_user_id,
+            log.info("bot %r: %s may not decide approval %s", click.card.address.bot_id, click.clicker.platform_user_id,
                      approval.id)
             await adapter.answer_click(click, reason, refused=True)
             return
         await self._decide(adapter, click, approval)
 
-    async def _decide(self, adapter: Adapter, click: ApprovalClick, approval: Approval) -> None:
+    async def _decide(self, adapter: Chat, click: ApprovalClick, approval: Approval) -> None:
         name = click.clicker.display_name
         if click.verb == "approve" and approval.policy.required_approvals > 1:
             votes = await self._approvals.vote(approval.id, click.clicker)
@@ -104,7 +105,7 @@ class ApprovalFlow:
         await adapter.answer_click(click, f"{verdict.capitalize()}.")
         await self._resume_if_ready(adapter, decided.parked_run_id)
 
-    async def take_answer(self, adapter: Adapter, inbound: Inbound, *, retried: bool) -> bool:
+    async def take_answer(self, adapter: Chat, inbound: Inbound, *, retried: bool) -> bool:
         """The requester's message answers the question a delegate of their parked run asked in this
         conversation: the run resumes with it, and True says it was no new turn. Anyone else's message,
         or one with no open question, is left to be a turn of its own (False)."""
@@ -145,7 +146,7 @@ class ApprovalFlow:
             await self._resume_if_ready(adapter, decided.parked_run_id)
         return expired
 
-    async def _resume_if_ready(self, adapter: Adapter, parked_run_id: int, *, reclaim: bool = False) -> None:
+    async def _resume_if_ready(self, adapter: Chat, parked_run_id: int, *, reclaim: bool = False) -> None:
         parked = await self._approvals.claim_resume(parked_run_id, reclaim=reclaim)
         if parked is None:
             return
@@ -158,7 +159,7 @@ class ApprovalFlow:
         await self._approvals.mark_resumed(parked_run_id)
         await self.settle(adapter, deps, parked.conversation_id, outcome)
 
-    async def _close_card(self, adapter: Adapter, card: MessageRef, decided: Approval) -> None:
+    async def _close_card(self, adapter: Chat, card: MessageRef, decided: Approval) -> None:
         outcome = ApprovalOutcome(card=decided.card, verdict=decided.status,  # type: ignore[arg-type]
                                   decided_by=decided.decided_by, decided_at=decided.decided_at or utcnow())
         try:
