@@ -8,7 +8,8 @@ from typing import Protocol
 
 from pydantic_ai import ConversationTypeAdapter, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
-from adapters.base import Adapter, ApprovalClick, ApprovalOutcome, ChatAddress, MessageRef
+from adapters.base import ApprovalClick, ApprovalOutcome, ChatAddress, MessageRef
+from adapters.protocols import Chat
 from gateway.approvals.store import Approval, Approvals, NewCall, args_hash, refusal
 from gateway.people.conversations import Conversations
 from gateway.pipeline.live_reply import LiveReply
@@ -33,7 +34,7 @@ class Wait(Protocol):
     """What else a parked run can wait on besides approvals (a delegate's question: `questions.py`). The run
     resumes once neither its approvals nor any wait has anything open."""
 
-    async def ask(self, adapter: Adapter, deps: TurnDeps, parked_run_id: int, outcome: Parked) -> None:
+    async def ask(self, adapter: Chat, deps: TurnDeps, parked_run_id: int, outcome: Parked) -> None:
         """Store what this run waits on and put it to the people in the chat."""
 
     async def waiting(self, parked_run_id: int) -> bool:
@@ -51,14 +52,14 @@ class ApprovalFlow:
     whichever replica saw the last decision."""
 
     def __init__(self, *, approvals: Approvals, runtime: Runtime, conversations: Conversations,
-                 adapters: Mapping[str, Adapter], waits: Sequence[Wait] = ()) -> None:
+                 adapters: Mapping[str, Chat], waits: Sequence[Wait] = ()) -> None:
         self._approvals = approvals
         self._runtime = runtime
         self._conversations = conversations
         self._adapters = adapters
         self._waits = tuple(waits)
 
-    async def park(self, adapter: Adapter, deps: TurnDeps, conversation_id: int, outcome: Parked) -> None:
+    async def park(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: Parked) -> None:
         """Store the parked run, then put what it waits on to the chat: one card per gated call."""
         calls = [NewCall(tool_call_id=c.tool_call_id, tool_id=c.tool_id, tool_name=c.tool_name, args=c.args)
                  for c in outcome.calls]
@@ -74,11 +75,11 @@ class ApprovalFlow:
         log.info("run %d parked for %d approval(s) in %s", outcome.run_id, len(approvals),
                  deps.address.conversation_key)
 
-    async def on_click(self, adapter: Adapter, click: ApprovalClick, *, retried: bool) -> None:
+    async def on_click(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> None:
         approval = await self._approvals.get(click.approval_id)
         if approval is None or approval.card_message_id != click.card.message_id \
                 or approval.conversation_key != click.card.address.conversation_key:
-            log.warning("bot %r: click on an unknown or mismatched approval card refused", adapter.bot_id)
+            log.warning("bot %r: click on an unknown or mismatched approval card refused", click.card.address.bot_id)
             await adapter.answer_click(click, "This button does not belong to a pending approval.", refused=True)
             return
         if approval.status != "pending":
@@ -90,13 +91,13 @@ class ApprovalFlow:
             return
         reason = refusal(approval, click.clicker)
         if reason is not None:
-            log.info("bot %r: %s may not decide approval %s", adapter.bot_id, click.clicker.platform_user_id,
+            log.info("bot %r: %s may not decide approval %s", click.card.address.bot_id, click.clicker.platform_user_id,
                      approval.id)
             await adapter.answer_click(click, reason, refused=True)
             return
         await self._decide(adapter, click, approval)
 
-    async def _decide(self, adapter: Adapter, click: ApprovalClick, approval: Approval) -> None:
+    async def _decide(self, adapter: Chat, click: ApprovalClick, approval: Approval) -> None:
         name = click.clicker.display_name
         if click.verb == "approve" and approval.policy.required_approvals > 1:
             votes = await self._approvals.vote(approval.id, click.clicker)
@@ -139,7 +140,7 @@ class ApprovalFlow:
                     await self.resume(adapter, parked_run_id)
         return expired
 
-    async def resume(self, adapter: Adapter, parked_run_id: int, *, reclaim: bool = False) -> None:
+    async def resume(self, adapter: Chat, parked_run_id: int, *, reclaim: bool = False) -> None:
         """Continue the parked run once nothing of it is open, exactly once across replicas; its answer is
         recorded here, and a run that parks again is parked again. `reclaim` also takes a run whose resume a
         crash cut short (its decision is being retried)."""
@@ -167,7 +168,7 @@ class ApprovalFlow:
         elif isinstance(outcome, Parked):
             await self.park(adapter, deps, parked.conversation_id, outcome)
 
-    async def _home(self, parked_run_id: int) -> tuple[Adapter | None, ChatAddress]:
+    async def _home(self, parked_run_id: int) -> tuple[Chat | None, ChatAddress]:
         """The adapter of the bot the parked run belongs to (None: this gateway does not run it) and its address."""
         parked = await self._approvals.parked(parked_run_id)
         adapter = self._adapters.get(parked.bot_name)
@@ -176,7 +177,7 @@ class ApprovalFlow:
                         parked.bot_name)
         return adapter, deps_from_snapshot(parked.turn).address
 
-    async def _close_card(self, adapter: Adapter, card: MessageRef, decided: Approval) -> None:
+    async def _close_card(self, adapter: Chat, card: MessageRef, decided: Approval) -> None:
         outcome = ApprovalOutcome(card=decided.card, verdict=decided.status,  # type: ignore[arg-type]
                                   decided_by=decided.decided_by, decided_at=decided.decided_at or utcnow())
         try:

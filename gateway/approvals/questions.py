@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
-from adapters.base import Adapter, Inbound
+from adapters.base import Inbound
+from adapters.protocols import Chat
 from capabilities.subagents.questions import asked, with_answer
 from gateway.approvals.parking import CHANGED_RESULT
 from gateway.approvals.question_store import DelegateQuestions, NewQuestion, Question
@@ -33,7 +34,7 @@ class QuestionFlow:
     def __init__(self, questions: DelegateQuestions) -> None:
         self._questions = questions
 
-    async def ask(self, adapter: Adapter, deps: TurnDeps, parked_run_id: int, outcome: Parked) -> None:
+    async def ask(self, adapter: Chat, deps: TurnDeps, parked_run_id: int, outcome: Parked) -> None:
         """Store the run's questions and put each to its person as a plain message in the conversation."""
         if not outcome.questions:
             return

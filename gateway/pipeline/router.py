@@ -7,7 +7,9 @@ import logging
 from collections.abc import Mapping
 from functools import partial
 
-from adapters.base import Adapter, ApprovalClick, Inbound
+from adapters.base import ApprovalClick, Inbound
+from adapters.platforms import PlatformAdapter
+from adapters.protocols import Chat, ChatOutput, FollowsThreads
 from gateway.agents.bindings import Binding, BindingStore, is_listed
 from gateway.approvals.parking import ApprovalFlow
 from gateway.approvals.questions import QuestionFlow
@@ -28,7 +30,7 @@ SLOW_DOWN = "You're sending messages faster than I can answer. Please wait a mom
 
 
 class Router:
-    def __init__(self, *, adapters: Mapping[str, Adapter], bindings: BindingStore, conversations: Conversations,
+    def __init__(self, *, adapters: Mapping[str, PlatformAdapter], bindings: BindingStore, conversations: Conversations,
                  runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ApprovalFlow,
                  questions: QuestionFlow, commands: DirectCommands) -> None:
         self._adapters = adapters
@@ -68,7 +70,7 @@ class Router:
             return
         await self._answer(adapter, inbound, binding, item)
 
-    async def _command(self, adapter: Adapter, inbound: Inbound, item: InboxItem) -> None:
+    async def _command(self, adapter: ChatOutput, inbound: Inbound, item: InboxItem) -> None:
         """`link`, `unlink`, `forget` in a DM: answered here, kept out of the history, no model run."""
         if item.reply_message_id is not None:
             return  # answered before a crash; running it again would spend a code or a second link attempt
@@ -76,13 +78,13 @@ class Router:
         ref = await adapter.send(inbound.address, await self._commands.answer(inbound.text, identity_id))
         await self._inbox.remember_reply(item.id, ref.message_id)
 
-    async def _answer(self, adapter: Adapter, inbound: Inbound, binding: Binding, item: InboxItem) -> None:
+    async def _answer(self, adapter: Chat, inbound: Inbound, binding: Binding, item: InboxItem) -> None:
         record = await self._conversations.record_user_turn(inbound)
         group = not inbound.address.is_direct
         history = await self._conversations.history(record, limit=binding.spec.history_turns, name_speakers=group)
         # A thread this very message starts (a top-level mention on Slack) has nothing earlier to read.
         if record.first_turn and inbound.address.thread_id not in (None, inbound.message_id) \
-                and adapter.follows_threads:
+                and isinstance(adapter, FollowsThreads):
             earlier = await adapter.read_thread(inbound.address, limit=THREAD_CONTEXT_LIMIT)
             history = thread_context(earlier, before=inbound.message_id)
         owner = memory_owner(inbound.address, identity_id=record.identity_id, person_id=record.person_id,

@@ -17,7 +17,8 @@ import uvicorn
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from adapters.base import Adapter
+from adapters.platforms import PlatformAdapter
+from adapters.protocols import Closable
 from capabilities.registry import Registry
 from gateway.agents.bindings import BindingStore
 from gateway.agents.models import ModelResolver
@@ -83,7 +84,7 @@ class Gateway:
         self._stack = AsyncExitStack()
         self._tasks: list[asyncio.Task[None]] = []
         self._essential: list[asyncio.Task[None]] = []
-        self.adapters: dict[str, Adapter] = {}
+        self.adapters: dict[str, PlatformAdapter] = {}
         self.port: int | None = None
         self.worker: Worker | None = None
         self.redactor = SecretRedactor()
@@ -152,7 +153,8 @@ class Gateway:
                                     lease_ttl=tuning.transport_lease_ttl, first_delay=tuning.transport_first_delay)
             self._spawn(supervisor.run())
         for adapter in self.adapters.values():
-            self._stack.push_async_callback(adapter.close)
+            if isinstance(adapter, Closable):
+                self._stack.push_async_callback(adapter.close)
 
     async def stop(self) -> None:
         """Finish running turns within the grace period; queued messages stay in the inbox."""
