@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import Speaker
-from gateway.config.schema import AgentSpec, BindingSpec, BotSpec, GatewayConfig, RateLimit
+from gateway.config.schema import AgentSpec, BindingSpec, BotSpec, GatewayConfig
 from storage.db import Database, insert_for
 from storage.models import AgentRow, AgentVersionRow, BindingRow, BotRow, utcnow
 
@@ -46,10 +46,6 @@ class Binding:
     delegate_versions: Mapping[tuple[str, int], AgentDefinition] = field(default_factory=dict)
     """Every agent version the agent's pins reach, and theirs in turn, by (name, version): what its delegates
     are built from. Versions are never rewritten, so a parked run that carries these resumes on the same specs."""
-
-    @property
-    def rate_limit(self) -> RateLimit | None:
-        return self.spec.rate_limit
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from adapters.base import ChatAddress, Directory, Speaker
 from capabilities.context import MemoryOwner, NoteStore, RunFacts
 from capabilities.registry import Registry, RunRefused
-from capabilities.subagents.questions import ASK_PARENT, ask_in_chat, asked
+from capabilities.subagents.questions import ask_in_chat, asked
 from gateway.agents.assembly import AssembledAgent, SecretLookup, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.models import ModelResolver
@@ -41,9 +41,6 @@ from storage.models import RunRow, utcnow
 log = logging.getLogger(__name__)
 
 REQUEST_LIMIT = 25
-QUESTION = ASK_PARENT
-"""The tool id of a parked call that waits on a delegate's question rather than on an approval: its row is
-answered by the requester's next message in the conversation (`gateway/approvals/parking.py`), not by buttons."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,11 +76,23 @@ class Turn:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GatedCall:
+    """A call a person approves or denies with buttons (`gateway/approvals/parking.py`)."""
+
     tool_call_id: str
     tool_id: str
     """The stable id the gate is keyed on."""
     tool_name: str
     args: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DelegateQuestion:
+    """A synchronous delegate's question to the run's person, answered by their next message
+    (`gateway/approvals/questions.py`); the parked call is the `task` that reached the delegate."""
+
+    tool_call_id: str
+    specialist: str
+    question: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,6 +106,9 @@ class Answered:
 class Parked:
     run_id: int
     calls: tuple[GatedCall, ...]
+    """The calls waiting on an approval."""
+    questions: tuple[DelegateQuestion, ...] = ()
+    """The calls waiting on an answer to a delegate's question."""
     state: str
     """The pydantic-ai conversation as JSON: enough to resume on any replica."""
     specialists: tuple[dict[str, Any], ...] = ()
@@ -168,12 +180,12 @@ class Runtime:
             await assembled.end_run()
             return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
         if isinstance(result.output, DeferredToolRequests):
-            calls = _gated_calls(result.output, assembled)
-            waiting = ("I need an answer before I can continue:" if all(c.tool_id == QUESTION for c in calls)
-                       else "I need a decision before I can continue:")
+            calls, questions = _waiting_on(result.output, assembled)
+            waiting = ("I need a decision before I can continue:" if calls
+                       else "I need an answer before I can continue:")
             await reply.finish(reply.shown_text or waiting)
             await self._set_run(run_id, status="parked", usage=result.usage + assembled.delegated)
-            return Parked(run_id=run_id, calls=calls,
+            return Parked(run_id=run_id, calls=calls, questions=questions,
                           state=ConversationTypeAdapter.dump_json(result.conversation).decode(),
                           specialists=tuple(assembled.specialists.values()))
         refs = await reply.finish(result.output)
@@ -238,24 +250,27 @@ class Runtime:
         await self._db.transaction(work)
 
 
-def _gated_calls(requests: DeferredToolRequests, assembled: AssembledAgent) -> tuple[GatedCall, ...]:
-    calls = []
+def _waiting_on(requests: DeferredToolRequests, assembled: AssembledAgent) -> tuple[tuple[GatedCall, ...],
+                                                                                   tuple[DelegateQuestion, ...]]:
+    """The parked calls, split into those a person approves and those waiting on a delegate's question."""
+    calls, questions = [], []
     for call in requests.approvals:
         metadata = requests.metadata.get(call.tool_call_id)
+        question = asked(metadata)
+        if question is not None:
+            questions.append(DelegateQuestion(tool_call_id=call.tool_call_id, specialist=question[0],
+                                              question=question[1]))
+            continue
         tool_id, tool_name, args = shown_call(call.tool_name, call.args_as_dict(), metadata)
         calls.append(GatedCall(tool_call_id=call.tool_call_id, tool_name=tool_name, args=args,
                                tool_id=tool_id or assembled.policy.stable_id(call.tool_name)))
-    return tuple(calls)
+    return tuple(calls), tuple(questions)
 
 
 def shown_call(tool_name: str, args: dict[str, Any], metadata: Any) -> tuple[str | None, str, dict[str, Any]]:
     """The call a person is asked to approve. When the run parked inside a synchronous delegation, that is the
     delegate's own gated call (`capabilities/subagents/delegation.py` puts it in the metadata), not the `task` that
-    reached it: approving resumes the delegate and runs exactly that call. A delegate's question is shown as
-    the specialist that asks and its question."""
-    question = asked(metadata)
-    if question is not None:
-        return QUESTION, f"{question[0]}: {ASK_PARENT}", {"specialist": question[0], "question": question[1]}
+    reached it: approving resumes the delegate and runs exactly that call."""
     if not isinstance(metadata, dict) or not metadata.get("calls"):
         return None, tool_name, args
     calls = metadata["calls"]
