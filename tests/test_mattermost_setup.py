@@ -12,8 +12,7 @@ import pytest_asyncio
 import yaml
 from typer.testing import CliRunner
 
-from gateway.cli.main import app
-from gateway.cli.mattermost_doctor import run_doctor
+from gateway.cli.main import app, run_doctor
 from gateway.config.schema import ConfigError, GatewayConfig, load_config
 from gateway.config.secrets import SecretSource
 from tests.fakes.mattermost import FakeMattermost

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from adapters.slack.manifest import BOT_EVENTS
 from gateway.cli.main import app
-from gateway.cli.slack_manifest import BOT_EVENTS
 from gateway.config.schema import ConfigError, load_config
 from gateway.config.secrets import SecretSource
 from gateway.server.logs import SecretRedactor

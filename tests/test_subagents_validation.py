@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from capabilities import default_registry
+from capabilities.config_errors import Problem
 from gateway.agents.models import ModelResolver
 from gateway.config.check import model_problems
-from gateway.config.errors import Problem
 from gateway.config.schema import GatewayConfig
 from gateway.config.secrets import SecretSource
 from gateway.config.validation import apply_problems

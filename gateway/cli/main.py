@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -130,7 +131,7 @@ def approvals(limit: Annotated[int, typer.Option(help="How many rows to show.")]
 def slack_manifest(bot: Annotated[str, typer.Argument(help="The bot's name in the config.")],
                    config: ConfigOption = Path("gateway.yaml")) -> None:
     """Print the Slack app manifest (YAML) of BOT: paste it at api.slack.com/apps, Create New App, From a manifest."""
-    from gateway.cli.slack_manifest import build_slack_manifest, render_slack_manifest
+    from adapters.slack.manifest import build_slack_manifest, render_slack_manifest
     from gateway.config.schema import SlackBotSpec
 
     loaded = _load(config)
@@ -139,7 +140,7 @@ def slack_manifest(bot: Annotated[str, typer.Argument(help="The bot's name in th
         slack_bots = ", ".join(b.name for b in loaded.bots if isinstance(b, SlackBotSpec)) or "none"
         typer.echo(f"{config}: {bot!r} is not a Slack bot of this config (Slack bots: {slack_bots})", err=True)
         raise typer.Exit(2)
-    manifest = build_slack_manifest(spec, public_url=loaded.server.public_url,
+    manifest = build_slack_manifest(name=spec.name, transport=spec.transport, public_url=loaded.server.public_url,
                                     description=f"{spec.agent}, an assistant served by chat-gateway")
     typer.echo(render_slack_manifest(manifest), nl=False)
 
@@ -148,8 +149,6 @@ def slack_manifest(bot: Annotated[str, typer.Argument(help="The bot's name in th
 def mattermost_doctor(bot: Annotated[str, typer.Argument(help="The bot's name in the config.")],
                       config: ConfigOption = Path("gateway.yaml")) -> None:
     """Connect BOT to its server and say what to fix: token, team, channels, event stream, webhook token."""
-    from gateway.cli.mattermost_doctor import run_doctor
-
     loaded = _load(config)
     settings = Settings()
     try:
@@ -159,6 +158,32 @@ def mattermost_doctor(bot: Annotated[str, typer.Argument(help="The bot's name in
         raise typer.Exit(2) from None
     if not healthy:
         raise typer.Exit(1)
+
+
+async def run_doctor(config: GatewayConfig, bot_name: str, secrets: SecretSource, echo: Callable[[str], None]) -> bool:
+    """Print one line per check of `adapters/mattermost/doctor.py`; True when every check passed.
+
+    Raises `ConfigError` for a bot that is not a Mattermost bot of `config`, or a secret that is not set.
+    """
+    from adapters.mattermost.doctor import checkup
+    from gateway.config.schema import MattermostBotSpec, resolve_secret
+
+    found = [(i, b) for i, b in enumerate(config.bots) if b.name == bot_name and isinstance(b, MattermostBotSpec)]
+    if not found:
+        names = ", ".join(b.name for b in config.bots if isinstance(b, MattermostBotSpec)) or "none configured"
+        raise ConfigError(f"bots: {bot_name!r} is not a mattermost bot of this config (mattermost bots: {names})")
+    index, bot = found[0]
+    token = resolve_secret(bot.token, secrets, field=f"bots[{index}].token").get_secret_value()
+    webhook_token = None
+    if bot.webhook_token:
+        webhook_token = resolve_secret(bot.webhook_token, secrets, field=f"bots[{index}].webhook_token")
+    echo(f"bot {bot_name}: mattermost at {bot.api_base_url}")
+    checks = await checkup(bot_id=bot.name, server_url=bot.api_base_url, token=token, team=bot.team,
+                           streams=bot.transport == "websocket",
+                           webhook_token=webhook_token.get_secret_value() if webhook_token else None)
+    for check in checks:
+        echo(f"  {'ok  ' if check.ok else 'FAIL'}  {check.text}")
+    return all(check.ok for check in checks)
 
 
 def _load(path: Path) -> GatewayConfig:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from capabilities.config_errors import Problem
 from capabilities.registry import Registry
 from gateway.agents.models import ModelResolver
-from gateway.config.errors import Problem
 from gateway.config.schema import (
     AgentSpec,
     ConfigError,

@@ -21,7 +21,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from gateway.config.errors import Problem, describe_errors
+from capabilities.config_errors import Problem, describe_errors
 from gateway.config.secrets import SecretSource
 from gateway.config.source import ConfigSource, SourceError
 from gateway.config.urls import check_server_url

@@ -3,29 +3,20 @@ each platform can answer for a binding's `channel_tools` and instruction placeho
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, get_args
 
 from pydantic import ValidationError
 
-from adapters.base import ChannelLookup
-from adapters.mattermost.directory import MattermostDirectory
-from adapters.slack.directory import SlackDirectory
-from adapters.telegram.directory import TelegramDirectory
+from adapters.base import CHANNEL_LOOKUPS, ChannelLookup
 from capabilities import default_registry
+from capabilities.config_errors import Loc
 from capabilities.registry import ALL_SCOPES, Registry
 from capabilities.subagents import SubagentsConfig
 from capabilities.subagents.agent_files import read_agent_files
 from gateway.agents.channel_context import PLACEHOLDERS, unknown_placeholders
-from gateway.config.errors import Loc
 from gateway.config.schema import AgentSpec, ConfigError, GatewayConfig, Settings, reference_problems
 from gateway.config.source import ConfigSource, parse_problem
-
-DIRECTORY_SUPPORT: Mapping[str, frozenset[ChannelLookup]] = {"telegram": TelegramDirectory.supports,
-                                                              "slack": SlackDirectory.supports,
-                                                              "mattermost": MattermostDirectory.supports}
-"""The channel lookups each platform's adapter answers (its `Directory.supports`)."""
 
 
 def apply_problems(config: GatewayConfig, registry: Registry) -> list[str]:
@@ -37,7 +28,7 @@ def apply_problems(config: GatewayConfig, registry: Registry) -> list[str]:
         path = f"bots[{i}].binding"
         grant = bot.binding.channel_tools or {}
         tools = grant.get("tools") if isinstance(grant.get("tools"), list) else []
-        supported = DIRECTORY_SUPPORT.get(bot.platform, frozenset())
+        supported = CHANNEL_LOOKUPS.get(bot.platform, frozenset())
         unanswerable = [tool for tool in tools if tool in get_args(ChannelLookup) and tool not in supported]
         if unanswerable:
             answers = ", ".join(sorted(supported)) or "none of them"
