@@ -3,6 +3,7 @@ each platform can answer for a binding's `channel_tools` and instruction placeho
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, get_args
 
