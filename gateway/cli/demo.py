@@ -22,7 +22,8 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls
 from sqlalchemy import func, select
 
 from capabilities import default_registry
-from capabilities.registry import BuildContext, CapabilityDef, ToolInfo
+from capabilities.context import BuildContext
+from capabilities.registry import CapabilityDef, ToolInfo
 from gateway.agents.models import ModelResolver
 from gateway.cli.stages import PLACEHOLDER, DemoPlatform, Room, Stage, build_stage
 from gateway.config.schema import GatewayConfig, Settings

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -20,6 +21,7 @@ from gateway.server.logs import configure_logging
 
 if TYPE_CHECKING:
     from capabilities.registry import Registry
+    from gateway.config.check import Report
 
 app = typer.Typer(help="chat-gateway: pydantic-ai agents in Slack, Mattermost and Telegram.", no_args_is_help=True,
                   pretty_exceptions_enable=False, cls=GatewayGroup,
@@ -52,8 +54,15 @@ def main(debug: Annotated[bool, typer.Option("--debug", help="Show the traceback
 
 @app.command()
 def check(config: ConfigOption = Path("gateway.yaml")) -> None:
-    """Validate a config file without connecting anywhere."""
-    loaded = _load(config)
+    """Validate a config file without connecting anywhere: every problem, and what this machine lacks to serve it."""
+    report = _report(config)
+    _echo_lines(report.lines(report.errors))
+    _echo_lines(report.lines(report.unset + report.warnings, label="warning: "))
+    if report.errors or report.config is None:
+        raise typer.Exit(2)
+    if report.unset:
+        typer.echo("warning: gateway serve refuses to start on a machine where these are not set", err=True)
+    loaded = report.config
     typer.echo(f"{config}: ok — {len(loaded.agents)} agent(s), {len(loaded.bots)} bot(s)")
     for bot in loaded.bots:
         typer.echo(f"  bot {bot.name}: {bot.platform} via {bot.transport}, answered by agent {bot.agent}")
@@ -75,8 +84,12 @@ def serve(config: ConfigOption = Path("gateway.yaml"),
           log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO") -> None:
     """Apply the config, then run the HTTP server, the transports and the workers until Ctrl-C."""
     configure_logging(_log_level(log_level))
-    loaded = _load(config)
-    asyncio.run(_serve(loaded, Settings()))
+    report = _report(config)
+    _echo_lines(report.lines(report.errors + report.unset))
+    _echo_lines(report.lines(report.warnings, label="warning: "))
+    if report.errors or report.unset or report.config is None:
+        raise typer.Exit(2)
+    asyncio.run(_serve(report.config, Settings()))
 
 
 DEMO_PLATFORMS = ("telegram", "slack", "mattermost")
@@ -195,7 +208,7 @@ def approvals(limit: Annotated[int, typer.Option(help="How many rows to show.")]
 def slack_manifest(bot: Annotated[str, typer.Argument(help="The bot's name in the config.")],
                    config: ConfigOption = Path("gateway.yaml")) -> None:
     """Print the Slack app manifest (YAML) of BOT: paste it at api.slack.com/apps, Create New App, From a manifest."""
-    from gateway.cli.slack_manifest import build_slack_manifest, render_slack_manifest
+    from adapters.slack.manifest import build_slack_manifest, render_slack_manifest
     from gateway.config.schema import SlackBotSpec
 
     loaded = _load(config)
@@ -204,7 +217,7 @@ def slack_manifest(bot: Annotated[str, typer.Argument(help="The bot's name in th
         slack_bots = ", ".join(b.name for b in loaded.bots if isinstance(b, SlackBotSpec)) or "none"
         typer.echo(f"{config}: {bot!r} is not a Slack bot of this config (Slack bots: {slack_bots})", err=True)
         raise typer.Exit(2)
-    manifest = build_slack_manifest(spec, public_url=loaded.server.public_url,
+    manifest = build_slack_manifest(name=spec.name, transport=spec.transport, public_url=loaded.server.public_url,
                                     description=f"{spec.agent}, an assistant served by chat-gateway")
     typer.echo(render_slack_manifest(manifest), nl=False)
 
@@ -213,10 +226,8 @@ def slack_manifest(bot: Annotated[str, typer.Argument(help="The bot's name in th
 def mattermost_doctor(bot: Annotated[str, typer.Argument(help="The bot's name in the config.")],
                       config: ConfigOption = Path("gateway.yaml")) -> None:
     """Connect BOT to its server and say what to fix: token, team, channels, event stream, webhook token."""
-    from gateway.cli.mattermost_doctor import run_doctor
-
     loaded = _load(config)
-    healthy = asyncio.run(run_doctor(loaded, bot, SecretSource.load(Settings().secrets_file), typer.echo))
+    healthy = asyncio.run(run_mattermost_doctor(loaded, bot, SecretSource.load(Settings().secrets_file), typer.echo))
     if not healthy:
         raise typer.Exit(1)
 
@@ -231,17 +242,52 @@ def doctor(config: ConfigOption = Path("gateway.yaml")) -> None:
         raise typer.Exit(1)
 
 
+async def run_mattermost_doctor(config: GatewayConfig, bot_name: str, secrets: SecretSource, echo: Callable[[str], None]) -> bool:
+    """Print one line per check of `adapters/mattermost/doctor.py`; True when every check passed.
+
+    Raises `ConfigError` for a bot that is not a Mattermost bot of `config`, or a secret that is not set.
+    """
+    from adapters.mattermost.doctor import checkup
+    from gateway.config.schema import MattermostBotSpec, resolve_secret
+
+    found = [(i, b) for i, b in enumerate(config.bots) if b.name == bot_name and isinstance(b, MattermostBotSpec)]
+    if not found:
+        names = ", ".join(b.name for b in config.bots if isinstance(b, MattermostBotSpec)) or "none configured"
+        raise ConfigError(f"bots: {bot_name!r} is not a mattermost bot of this config (mattermost bots: {names})")
+    index, bot = found[0]
+    token = resolve_secret(bot.token, secrets, field=f"bots[{index}].token").get_secret_value()
+    webhook_token = None
+    if bot.webhook_token:
+        webhook_token = resolve_secret(bot.webhook_token, secrets, field=f"bots[{index}].webhook_token")
+    echo(f"bot {bot_name}: mattermost at {bot.api_base_url}")
+    checks = await checkup(bot_id=bot.name, server_url=bot.api_base_url, token=token, team=bot.team,
+                           streams=bot.transport == "websocket",
+                           webhook_token=webhook_token.get_secret_value() if webhook_token else None)
+    for check in checks:
+        echo(f"  {'ok  ' if check.ok else 'FAIL'}  {check.text}")
+    return all(check.ok for check in checks)
+
+
 def _load(path: Path) -> GatewayConfig:
     """The config, refused (exit 2, every problem listed) unless it can be applied as it stands."""
-    from gateway.config.validation import check_appliable
+    report = _report(path)
+    _echo_lines(report.lines(report.errors))
+    if report.errors or report.config is None:
+        raise typer.Exit(2)
+    return report.config
 
-    try:
-        loaded = load_config(path)
-        check_appliable(loaded, _registry(Settings()))
-    except ConfigError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
-    return loaded
+
+def _report(path: Path) -> Report:
+    """Every problem of the file at `path`, as `check`, `apply` and `serve` report them."""
+    from gateway.config.check import check_file
+
+    settings = Settings()
+    return check_file(path, registry=_registry(settings), secrets=SecretSource.load(settings.secrets_file))
+
+
+def _echo_lines(lines: list[str]) -> None:
+    for line in lines:
+        typer.echo(line, err=True)
 
 
 def render_config_schema() -> str:

@@ -17,11 +17,14 @@ import uvicorn
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from adapters.base import Adapter
+from adapters.platforms import PlatformAdapter
+from adapters.protocols import Closable
 from capabilities.registry import Registry
 from gateway.agents.bindings import BindingStore
 from gateway.agents.models import ModelResolver
 from gateway.approvals.parking import ApprovalFlow
+from gateway.approvals.question_store import DelegateQuestions
+from gateway.approvals.questions import QuestionFlow
 from gateway.approvals.store import Approvals
 from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
@@ -82,7 +85,7 @@ class Gateway:
         self._stack = AsyncExitStack()
         self._tasks: list[asyncio.Task[None]] = []
         self._essential: list[asyncio.Task[None]] = []
-        self.adapters: dict[str, Adapter] = {}
+        self.adapters: dict[str, PlatformAdapter] = {}
         self.port: int | None = None
         self.worker: Worker | None = None
         self.redactor = SecretRedactor()
@@ -122,13 +125,14 @@ class Gateway:
         inbox = Inbox(db)
         memory = MemoryNotes(db)
         directories = {name: adapter.directory for name, adapter in self.adapters.items()}
-        runtime = Runtime(models=self._models, db=db, registry=self.registry, stores={"memory": memory},
-                          directories=directories)
+        runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
+                          directories=directories, secrets=self._secrets)
         conversations = Conversations(db)
+        questions = QuestionFlow(DelegateQuestions(db))
         flow = ApprovalFlow(approvals=Approvals(db), runtime=runtime, conversations=conversations,
-                            adapters=self.adapters)
+                            adapters=self.adapters, waits=[questions])
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
-                        runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow,
+                        runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
                         commands=DirectCommands(identities=Identities(db), memory=memory))
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, concurrency=tuning.worker_concurrency,
@@ -150,7 +154,8 @@ class Gateway:
                                     lease_ttl=tuning.transport_lease_ttl, first_delay=tuning.transport_first_delay)
             self._spawn(supervisor.run())
         for adapter in self.adapters.values():
-            self._stack.push_async_callback(adapter.close)
+            if isinstance(adapter, Closable):
+                self._stack.push_async_callback(adapter.close)
 
     async def stop(self) -> None:
         """Finish running turns within the grace period; queued messages stay in the inbox."""
