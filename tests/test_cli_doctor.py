@@ -64,7 +64,7 @@ async def test_doctor_reports_every_bot_and_model_in_one_go(tmp_path: Path, mode
             "MM_TOKEN": "not-the-token-of-any-bot"})
     assert finished.returncode == 1
     lines = finished.stdout_lines
-    assert len(lines) == 6, finished.stdout
+    assert len(lines) == 6, finished.stdout + finished.stderr
     assert lines[0].startswith("ok    bot tg (telegram): signed in as @doctor_bot")
     assert lines[1].startswith("ok    bot sl (slack): signed in as @doctor")
     assert lines[2].startswith("FAIL  bot mm (mattermost): ") and "token" in lines[2]

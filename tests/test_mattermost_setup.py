@@ -114,7 +114,8 @@ async def test_the_doctor_confirms_a_working_bot(mattermost: FakeMattermost) -> 
     team = mattermost.add_team("acme", members=[bot.user])
     mattermost.add_channel(team, "town-square", members=[bot.user])
     lines: list[str] = []
-    healthy = await run_mattermost_doctor(doctor_config(mattermost, bot), bot.name, SecretSource(environ=bot.env()), lines.append)
+    healthy = await run_mattermost_doctor(doctor_config(mattermost, bot), bot.name, SecretSource(environ=bot.env()),
+                                          lines.append)
     assert healthy, lines
     assert any("signed in as @helper" in line for line in lines)
     assert any("member of 1 channel(s)" in line for line in lines)

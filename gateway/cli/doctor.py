@@ -13,8 +13,10 @@ from dataclasses import dataclass
 
 import httpx
 
-from adapters.base import Adapter, PlatformConfigError
+from adapters.base import PlatformConfigError
 from adapters.mattermost.adapter import MattermostAdapter
+from adapters.platforms import PlatformAdapter
+from adapters.protocols import Closable
 from adapters.slack.adapter import DEFAULT_API as SLACK_API
 from adapters.slack.adapter import SlackAdapter
 from adapters.telegram.adapter import DEFAULT_API as TELEGRAM_API
@@ -71,7 +73,8 @@ async def check_bot(index: int, bot: BotSpec, secrets: SecretSource) -> Check:
     except Exception as exc:  # the doctor reports any failure to connect instead of raising it
         return Check(ok=False, subject=subject, text=describe_unreachable(api_url(bot), exc))
     finally:
-        await adapter.close()
+        if isinstance(adapter, Closable):
+            await adapter.close()
     handle = f"@{identity.handle}" if identity.handle else identity.display_name
     return Check(ok=True, subject=subject, text=f"signed in as {handle} (user id {identity.user_id})")
 
@@ -93,7 +96,7 @@ async def check_model(name: str, models: ModelResolver) -> Check:
                  text=f"{model.model_name} at {model.base_url} is reachable (HTTP {answer.status_code})")
 
 
-def build_checked_adapter(index: int, bot: BotSpec, secrets: SecretSource) -> Adapter:
+def build_checked_adapter(index: int, bot: BotSpec, secrets: SecretSource) -> PlatformAdapter:
     """The bot's adapter with its credentials, for signing in only: no webhook, no transport."""
     token = resolve_secret(bot.token, secrets, field=f"bots[{index}].token").get_secret_value()
     match bot:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gateway.config.schema import PLATFORM_TAGS
+PLATFORM_TAGS: tuple[str, ...] = ("telegram", "slack", "mattermost")
+"""In the order a starter file lists them; the same set as `Platform`."""
 
 HEADER = """\
 # chat-gateway configuration, written by `gateway init`. Validate it with `gateway check -c gateway.yaml`.

@@ -242,7 +242,8 @@ def doctor(config: ConfigOption = Path("gateway.yaml")) -> None:
         raise typer.Exit(1)
 
 
-async def run_mattermost_doctor(config: GatewayConfig, bot_name: str, secrets: SecretSource, echo: Callable[[str], None]) -> bool:
+async def run_mattermost_doctor(config: GatewayConfig, bot_name: str, secrets: SecretSource,
+                                echo: Callable[[str], None]) -> bool:
     """Print one line per check of `adapters/mattermost/doctor.py`; True when every check passed.
 
     Raises `ConfigError` for a bot that is not a Mattermost bot of `config`, or a secret that is not set.
