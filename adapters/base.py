@@ -1,6 +1,7 @@
-"""Normalized chat types and the protocol every platform adapter implements.
+"""Normalized chat types: everything past an adapter's `parse` reads these values, never a raw platform payload.
 
-Everything past `Adapter.parse` reads these values, never a raw platform payload.
+The protocols an adapter implements are in `adapters/protocols.py`; `Directory` is here, beside the
+values it answers with.
 """
 
 from __future__ import annotations
@@ -8,13 +9,21 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 Platform = Literal["slack", "mattermost", "telegram"]
 Addressed = Literal["mention", "reply", "direct", "thread", "command"]
 """Why the bot answers a message; `None` on an `Inbound` means it was not addressed."""
 
 ChannelLookup = Literal["get_channel_info", "list_channel_members", "search_channels", "read_channel_history"]
+
+CHANNEL_LOOKUPS: Mapping[Platform, frozenset[ChannelLookup]] = {
+    "slack": frozenset(get_args(ChannelLookup)),
+    "mattermost": frozenset(get_args(ChannelLookup)),
+    "telegram": frozenset({"get_channel_info", "list_channel_members"}),
+}
+"""The lookups each platform's `Directory` answers (its `supports`), readable without loading any SDK.
+The Telegram Bot API has no directory of chats and cannot read earlier messages."""
 
 
 class VerificationError(Exception):
@@ -212,63 +221,6 @@ class ApprovalOutcome:
 
 Deliver = Callable[[Mapping[str, Any]], Awaitable[None]]
 """Commits one raw payload to the inbox; a transport acknowledges only after it returns."""
-
-
-class Adapter(Protocol):
-    platform: Platform
-    bot_id: str
-    limits: PlatformLimits
-    identity: BotIdentity | None
-    """Set by `open`; `None` until the bot is connected."""
-    follows_threads: bool
-    """True where a thread the bot answered in keeps addressing it (Slack, Mattermost)."""
-    directory: Directory
-    """The channel lookups this platform answers (`channel_tools`, binding placeholders)."""
-
-    @property
-    def has_transport(self) -> bool:
-        """True when events arrive over `run_transport` (socket, polling) rather than a webhook."""
-        ...
-
-    async def open(self) -> BotIdentity:
-        """Connect the client and learn the bot's own identity (needed before `parse`)."""
-        ...
-
-    async def close(self) -> None: ...
-
-    def parse(self, payload: Mapping[str, Any]) -> Inbound | ApprovalClick | None:
-        """Read one platform event. Pure: no I/O. Raises `MalformedPayload`; `None` means ignore."""
-        ...
-
-    def verify(self, headers: Mapping[str, str], body: bytes) -> None:
-        """Check a webhook call; raises `VerificationError` with a reason."""
-        ...
-
-    async def send(self, address: ChatAddress, text: str) -> MessageRef: ...
-
-    async def edit(self, ref: MessageRef, text: str) -> None: ...
-
-    async def show_typing(self, address: ChatAddress) -> None: ...
-
-    async def read_thread(self, address: ChatAddress, *, limit: int) -> list[HistoryItem]:
-        """The thread so far, oldest first, for a bot first mentioned mid-thread; [] where unreadable."""
-        ...
-
-    async def post_approval(self, address: ChatAddress, card: ApprovalCard) -> MessageRef:
-        """Post the card with Approve and Deny buttons, in the conversation's thread."""
-        ...
-
-    async def close_approval(self, ref: MessageRef, outcome: ApprovalOutcome) -> None:
-        """Edit the card to its outcome and remove the buttons."""
-        ...
-
-    async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
-        """Tell only the person who clicked (ephemeral, or a callback alert); called once per click."""
-        ...
-
-    async def run_transport(self, deliver: Deliver) -> None:
-        """Hold one socket or polling connection, handing each payload to `deliver`."""
-        ...
 
 
 class PlatformConfigError(Exception):

@@ -232,6 +232,34 @@ class ApprovalVoteRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class DelegateQuestionRow(Base):
+    """A synchronous delegate's question to the person whose run it is, answered by their next message there."""
+
+    __tablename__ = "delegate_questions"
+    __table_args__ = (Index("ix_delegate_questions_open", "conversation_key", "requester_id", "status"),
+                      Index("ix_delegate_questions_expiry", "status", "expires_at"))
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    parked_run_id: Mapped[int] = mapped_column(ForeignKey("parked_runs.id", ondelete="CASCADE"), index=True)
+    conversation_key: Mapped[str] = mapped_column(String(512))
+    tool_call_id: Mapped[str] = mapped_column(String(128))
+    """The parked call (the `task` that reached the delegate) the answer resumes."""
+    specialist: Mapped[str] = mapped_column(String(128))
+    question: Mapped[str] = mapped_column(Text)
+    requester_id: Mapped[str] = mapped_column(String(128))
+    requester_name: Mapped[str] = mapped_column(String(256))
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    """pending → answered | expired; changed only by compare-and-swap."""
+    answer: Mapped[str | None] = mapped_column(Text)
+    answer_message_id: Mapped[str | None] = mapped_column(String(128))
+    """The message that answered: a retried inbox item finds the resume it started."""
+    answered_by: Mapped[str | None] = mapped_column(String(256))
+    answered_at: Mapped[datetime | None]
+    expires_at: Mapped[datetime]
+    message_id: Mapped[str | None] = mapped_column(String(128))
+    """The chat message that asked."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class LinkCodeRow(Base):
     """A one-time code that links the identity that asked for it to the identity that sends it back."""
 

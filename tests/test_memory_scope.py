@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 import pytest_asyncio
 from pydantic_ai.tools import ToolDefinition
 
+from capabilities.context import MemoryOwner
 from capabilities.memory_files import INDEX_LIMIT, NO_STORE, ROOM_SCOPE
 from gateway.people.memory import MemoryNotes
-from gateway.people.scope import MemoryOwner
 from storage.db import Database
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, ask, said_by

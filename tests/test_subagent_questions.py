@@ -13,7 +13,7 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls
 from sqlalchemy import select
 
 from storage.db import Database
-from storage.models import ApprovalRow
+from storage.models import ApprovalRow, DelegateQuestionRow
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, running_gateway
 
@@ -91,10 +91,13 @@ def question(telegram: FakeTelegram, chat_id: int) -> dict[str, Any] | None:
 
 
 async def question_statuses(database_url: str) -> list[str]:
+    """The statuses of the delegate questions asked; a question is never an approval row."""
     db = Database(database_url)
     try:
         async with db.session() as session:
-            rows = await session.execute(select(ApprovalRow.status).where(ApprovalRow.tool_id == "ask_parent"))
+            approvals = (await session.execute(select(ApprovalRow.id))).scalars().all()
+            rows = await session.execute(select(DelegateQuestionRow.status).order_by(DelegateQuestionRow.id))
+            assert approvals == [], "a delegate's question parks no approval"
             return list(rows.scalars())
     finally:
         await db.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -11,10 +12,13 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
+from sqlalchemy import select, update
 from typer.testing import CliRunner
 
 from gateway.cli.main import app
 from gateway.server.app import Gateway
+from storage.db import Database
+from storage.models import ParkedRunRow
 from tests.fakes.telegram import FakeTelegram
 from tests.gated_tools import deploy_registry
 from tests.harness import TelegramBot, running_gateway
@@ -130,6 +134,45 @@ async def test_a_click_after_a_restart_resumes_the_parked_run(telegram: FakeTele
                                capabilities=DEPLOY):
         await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1:] == ["done: deployed web"])
     assert pending.executed == ["web"]
+
+
+def with_args(node: Any, tool_name: str, args: dict[str, object]) -> Any:
+    """The stored JSON with every call of `tool_name` given other arguments (as a dict or a JSON string, as stored)."""
+    if isinstance(node, list):
+        return [with_args(item, tool_name, args) for item in node]
+    if not isinstance(node, dict):
+        return node
+    changed = {key: with_args(value, tool_name, args) for key, value in node.items()}
+    if changed.get("tool_name") == tool_name and "args" in changed:
+        changed["args"] = json.dumps(args) if isinstance(changed["args"], str) else args
+    return changed
+
+
+async def change_parked_calls(database_url: str, tool_name: str, args: dict[str, object]) -> None:
+    """Rewrite the parked runs' stored state, as someone with write access to the database could."""
+    db = Database(database_url)
+    try:
+        async with db.session() as session:
+            for parked_id, state in (await session.execute(select(ParkedRunRow.id, ParkedRunRow.state))).all():
+                changed = json.dumps(with_args(json.loads(state), tool_name, args))
+                assert changed != state, "the parked state holds the call"
+                await session.execute(update(ParkedRunRow).where(ParkedRunRow.id == parked_id).values(state=changed))
+    finally:
+        await db.close()
+
+
+async def test_a_call_changed_after_its_card_was_posted_is_denied_and_never_run(
+        telegram: FakeTelegram, database_url: str) -> None:
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with awaiting_decision(telegram, database_url, chat=chat, asker=alice, text="deploy web") as pending:
+        assert '"service": "web"' in pending.card["text"]
+        await change_parked_calls(database_url, "deploy_service", {"service": "prod"})
+        await telegram.user_clicks(pending.bot.token, pending.card, alice, buttons(pending.card)["✅ Approve"])
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1].startswith("done:"))
+    assert pending.executed == []
+    assert texts(telegram, chat["id"])[-1] == "done: The call changed after it was shown; it was not run."
+    assert await approval_statuses(database_url) == ["approved"]
 
 
 async def test_an_undecided_call_expires_and_the_card_says_so(telegram: FakeTelegram, sqlite_url: str) -> None:

@@ -12,8 +12,7 @@ import hmac
 import json
 import logging
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,13 +30,13 @@ from adapters.base import (
     Inbound,
     MalformedPayload,
     MessageRef,
-    PlatformConfigError,
     PlatformLimits,
     Speaker,
     VerificationError,
 )
 from adapters.mattermost.buttons import approval_props, check_click, is_click, read_click
 from adapters.mattermost.directory import MattermostDirectory
+from adapters.mattermost.doctor import team_problem
 from adapters.mattermost.events import (
     DIRECT,
     POSTED,
@@ -51,8 +50,9 @@ from adapters.mattermost.events import (
     without_address,
 )
 from adapters.mattermost.people import MattermostPeople, display_name
-from adapters.mattermost.rest import MattermostApi, NotMattermost, status_of, websocket_url
+from adapters.mattermost.rest import MattermostApi, signed_in, status_of, websocket_url
 from adapters.mattermost.socket import SocketRefused, event_stream
+from adapters.protocols import WebhookAnswer, WebhookRoute
 
 log = logging.getLogger(__name__)
 
@@ -66,21 +66,71 @@ notice a dead connection, and the server's clock may differ a little from ours. 
 IDLE_TICK = 15.0
 
 
+class Streaming:
+    """The event stream of one bot: authenticate, catch up on what was missed, then deliver live posts."""
+
+    def __init__(self, *, bot_id: str, url: str, token: str,
+                 missed: Callable[[float], Awaitable[list[dict[str, Any]]]],
+                 signed_in: Callable[[], Awaitable[object]]) -> None:
+        """`missed(since)` rebuilds the events of posts made since then; `signed_in` re-checks the token."""
+        self._bot_id = bot_id
+        self._url = url
+        self._token = token
+        self._missed = missed
+        self._signed_in = signed_in
+        self._seen_until: float | None = None
+        """Wall-clock time up to which the stream delivered everything; None before the first session."""
+
+    async def run_transport(self, deliver: Deliver) -> None:
+        """Hold one session; it ends when the server closes the stream (returns) or it fails.
+
+        Live events that arrive during the catch-up wait in the socket's queue; a post seen both ways is
+        deduped by the inbox.
+        """
+        try:
+            async with event_stream(self._url, self._token) as stream:
+                connected_at = time.time()
+                await self._catch_up(deliver)
+                self._seen_until = connected_at
+                log.info("mattermost bot %r: event stream connected", self._bot_id)
+                while True:
+                    event = await stream.next_event(idle=IDLE_TICK)
+                    if event is not None and event.get("event") == POSTED:
+                        await deliver(event)
+                    self._seen_until = time.time()
+        except SocketRefused:
+            await self._signed_in()  # a revoked token stops the bot here with a clear line; else retry
+            raise
+        except ConnectionClosedOK:
+            log.info("mattermost closed the event stream of bot %r", self._bot_id)
+
+    async def _catch_up(self, deliver: Deliver) -> None:
+        """Feed the posts made while no stream was connected through `deliver` (dedupe makes repeats harmless).
+
+        Reconnects within this process read back from the last moment the stream was alive; a fresh start
+        reads back `FRESH_START_WINDOW`, since the last stream's end is not persisted.
+        """
+        now = time.time()
+        since = now - FRESH_START_WINDOW if self._seen_until is None else self._seen_until - CATCH_UP_MARGIN
+        events = await self._missed(since)
+        for event in events:
+            await deliver(event)
+        if events:
+            log.info("mattermost bot %r: read back %d post(s) from %.0f s before connecting", self._bot_id,
+                     len(events), now - since)
+
+
 class NotInChannel(Exception):
     """The bot account cannot read or post in a channel; the message names the channel and the fix."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Check:
-    """One finding of `MattermostAdapter.checkup`, in words an admin can act on."""
-
-    ok: bool
-    text: str
-
-
 class MattermostAdapter:
+    """A Mattermost bot: the WebSocket event stream (`transport`), or the outgoing webhook calling its route.
+
+    It has no `close`: the driver opens a connection per call, so nothing is held between them.
+    """
+
     platform = "mattermost"
-    follows_threads = True
     limits = PlatformLimits(max_text=16_000, max_edit_text=16_000)
     """A little under `POST_MAX_RUNES`, which counts code points as `len` does."""
 
@@ -93,22 +143,18 @@ class MattermostAdapter:
         self._action_url = action_url
         self._action_key = action_key
         self.server_url = server_url
-        self._token = token
-        self._transport = transport
         self._webhook_token = webhook_token
         self._team = team
         self._api = MattermostApi(server_url=server_url, token=token)
         self._people = MattermostPeople(self._api, workspace=urlsplit(server_url).netloc)
         self.directory = MattermostDirectory(self._api, self._people, team=team)
         self.identity: BotIdentity | None = None
-        self._seen_until: float | None = None
-        """Wall-clock time up to which the event stream delivered everything; None before the first session."""
         self._channel_types: dict[str, str] = {}
         self._members_of: set[str] = set()
-
-    @property
-    def has_transport(self) -> bool:
-        return self._transport == "websocket"
+        self.transport: Streaming | None = None
+        if transport == "websocket":
+            self.transport = Streaming(bot_id=bot_id, url=websocket_url(server_url), token=token,
+                                       missed=self._missed_events, signed_in=self.signed_in)
 
     async def open(self) -> BotIdentity:
         """Sign in, learn the bot's own id, and say in the log what is missing (a team, the id itself)."""
@@ -119,74 +165,14 @@ class MattermostAdapter:
         if not user_id:
             log.error("mattermost bot %r could not learn its own user id from GET /users/me; it answers direct "
                       "messages only until it can (mentions cannot be recognised without it)", self.bot_id)
-        problem = self.team_problem(await self._api.my_teams())
+        problem = team_problem(await self._api.my_teams(), self._team)
         if problem:
             log.error("mattermost bot %r: %s", self.bot_id, problem)
         return self.identity
 
-    async def close(self) -> None:
-        """Nothing to release: the driver opens a connection per call."""
-
     async def signed_in(self) -> dict[str, Any]:
         """`GET /users/me`; raises `PlatformConfigError` when the token or the server URL is wrong."""
-        try:
-            return await self._api.me()
-        except NotMattermost as exc:
-            raise PlatformConfigError(f"bot {self.bot_id!r}: {self.server_url} does not answer like a Mattermost "
-                                      f"server ({exc}); check api_base_url") from None
-        except Exception as exc:
-            if status_of(exc) == 401:
-                raise PlatformConfigError(
-                    f"mattermost at {self.server_url} refused the token of bot {self.bot_id!r} (401): use the bot "
-                    "account's access token (Integrations > Bot Accounts), and check the account is active") from None
-            raise
-
-    def team_problem(self, teams: list[dict[str, Any]]) -> str | None:
-        """What is wrong with the bot's team memberships, in words an admin can act on; None when fine."""
-        team_names = [str(t.get("name")) for t in teams]
-        if not teams:
-            return ("the bot account is in no team, so it sees no channel (direct messages only); add it to a team "
-                    "in System Console > User Management > Teams > Add Members")
-        if self._team and not any(self._team in (t.get("name"), t.get("id"), t.get("display_name")) for t in teams):
-            return (f"the bot account is not a member of team {self._team!r} (it is in {', '.join(team_names)}); "
-                    f"add it in System Console > User Management > Teams > {self._team} > Add Members")
-        return None
-
-    async def checkup(self) -> list[Check]:
-        """Connect and report what the bot account can do: token, id, team, channels, event stream, webhook."""
-        try:
-            me = await self.signed_in()
-        except PlatformConfigError as exc:
-            return [Check(ok=False, text=str(exc))]
-        except Exception as exc:  # the doctor reports any failure to connect instead of raising it
-            return [Check(ok=False, text=f"cannot reach {self.server_url}: {type(exc).__name__}: {exc}")]
-        user_id = me.get("id")
-        signed = (f"signed in as @{me.get('username')}, user id {user_id}" if user_id else
-                  "signed in, but the server did not say the bot's user id: only direct messages would be answered")
-        checks = [Check(ok=bool(user_id), text=signed)]
-        teams = await self._api.my_teams()
-        problem = self.team_problem(teams)
-        checks.append(Check(ok=problem is None,
-                            text=problem or f"member of team(s) {', '.join(str(t.get('name')) for t in teams)}"))
-        kinds = [self._channel_types[c] for c in await self._my_channel_ids()]
-        rooms = sum(kind in ("O", "P") for kind in kinds)
-        checks.append(Check(ok=True, text=f"member of {rooms} channel(s) and {len(kinds) - rooms} direct or group "
-                                          "conversation(s); invite it to a channel with `/invite @"
-                                          f"{me.get('username')}`"))
-        if self.has_transport:
-            checks.append(await self._check_event_stream())
-        if not self._webhook_token:
-            checks.append(Check(ok=self.has_transport, text="no webhook_token: the outgoing webhook route "
-                                                            "refuses every call"))
-        return checks
-
-    async def _check_event_stream(self) -> Check:
-        url = websocket_url(self.server_url)
-        try:
-            async with event_stream(url, self._token):
-                return Check(ok=True, text=f"event stream {url}: authenticated")
-        except Exception as exc:  # reported, not raised: this is a diagnosis
-            return Check(ok=False, text=f"event stream {url}: {type(exc).__name__}: {exc}")
+        return await signed_in(self._api, bot_id=self.bot_id, server_url=self.server_url)
 
     # -- from the wire -------------------------------------------------------------------------------
 
@@ -261,13 +247,24 @@ class MattermostAdapter:
         if not hmac.compare_digest(given.encode(), self._webhook_token.encode()):
             raise VerificationError("missing or wrong outgoing webhook token")
 
-    async def webhook_event(self, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
-        """Rebuild the `posted` event for a verified outgoing webhook call, which names the post but not its thread.
+    async def read_webhook(self, route: WebhookRoute, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
+        """A verified button call (`actions`), or the `posted` event rebuilt for an outgoing webhook call (`webhook`).
 
         Raises:
-            MalformedPayload: the body names no post.
-            NotInChannel: the bot cannot read the post or is not a member of its channel.
+            MalformedPayload: the body is not what the route takes.
+            WebhookAnswer: the bot is not a member of the post's channel; the answer's `text` says so there.
         """
+        if route == "actions":
+            return self._click_event(body)
+        if route != "webhook":
+            raise MalformedPayload(f"mattermost takes no {route} calls")
+        try:
+            return await self._posted_event(headers, body)
+        except NotInChannel as exc:
+            raise WebhookAnswer({"text": str(exc)}, str(exc)) from None
+
+    async def _posted_event(self, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
+        """The outgoing webhook names the post but not its thread: the event is rebuilt from the post."""
         if (click := _json_object(body)) is not None and is_click(click):
             raise MalformedPayload("a button click belongs on the actions route, not the outgoing webhook's")
         fields = read_webhook_fields(headers, body)
@@ -283,7 +280,7 @@ class MattermostAdapter:
                             mentions=[me.user_id] if me and mentioned else [],
                             trigger_word=fields.get("trigger_word", ""))
 
-    def click_event(self, body: bytes) -> dict[str, Any]:
+    def _click_event(self, body: bytes) -> dict[str, Any]:
         """A verified button call, as the parser reads it. Raises `MalformedPayload` for anything else."""
         click = _json_object(body)
         if click is None or not is_click(click):
@@ -341,53 +338,20 @@ class MattermostAdapter:
 
     # -- the event stream ----------------------------------------------------------------------------
 
-    async def run_transport(self, deliver: Deliver) -> None:
-        """Hold one event-stream session: authenticate, catch up on what was missed, then deliver live posts.
-
-        Live events that arrive during the catch-up wait in the socket's queue; a post seen both ways is
-        deduped by the inbox. The session ends when the server closes the stream (returns) or it fails.
-        """
-        try:
-            async with event_stream(websocket_url(self.server_url), self._token) as stream:
-                connected_at = time.time()
-                await self._catch_up(deliver)
-                self._seen_until = connected_at
-                log.info("mattermost bot %r: event stream connected", self.bot_id)
-                while True:
-                    event = await stream.next_event(idle=IDLE_TICK)
-                    if event is not None and event.get("event") == POSTED:
-                        await deliver(event)
-                    self._seen_until = time.time()
-        except SocketRefused:
-            await self.signed_in()  # a revoked token stops the bot here with a clear line; else retry
-            raise
-        except ConnectionClosedOK:
-            log.info("mattermost closed the event stream of bot %r", self.bot_id)
-
-    async def _catch_up(self, deliver: Deliver) -> None:
-        """Feed the posts made while no stream was connected through `deliver` (dedupe makes repeats harmless).
-
-        Reconnects within this process read back from the last moment the stream was alive; a fresh start
-        reads back `FRESH_START_WINDOW`, since the last stream's end is not persisted.
-        """
-        now = time.time()
-        since = now - FRESH_START_WINDOW if self._seen_until is None else self._seen_until - CATCH_UP_MARGIN
+    async def _missed_events(self, since: float) -> list[dict[str, Any]]:
+        """The `posted` events of every post made in the bot's channels since `since` (wall-clock seconds)."""
         since_ms = int(since * 1000)
         posts: list[dict[str, Any]] = []
         for channel_id in await self._my_channel_ids():
             answer = await self._api.channel_posts_since(channel_id, since_ms)
             posts.extend(p for p in (answer.get("posts") or {}).values() if (p.get("create_at") or 0) >= since_ms)
         if not posts:
-            return
+            return []
         me = self.identity or BotIdentity(user_id="", handle=None, display_name="")
         users = await self._people.users(str(p.get("user_id")) for p in posts)
-        events = replayed_events(posts, channel_types=self._channel_types,
-                                 usernames={uid: str(u.get("username") or "") for uid, u in users.items()},
-                                 bot_user_id=me.user_id, bot_handle=me.handle)
-        for event in events:
-            await deliver(event)
-        log.info("mattermost bot %r: read back %d post(s) from %.0f s before connecting", self.bot_id, len(events),
-                 now - since)
+        return replayed_events(posts, channel_types=self._channel_types,
+                               usernames={uid: str(u.get("username") or "") for uid, u in users.items()},
+                               bot_user_id=me.user_id, bot_handle=me.handle)
 
     async def _my_channel_ids(self) -> list[str]:
         channels: dict[str, str] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from adapters.base import ChannelInfo, ChannelLookup, DirectoryRefused, HistoryItem, Speaker
+from adapters.base import CHANNEL_LOOKUPS, ChannelInfo, ChannelLookup, DirectoryRefused, HistoryItem, Speaker
 from adapters.mattermost.people import MattermostPeople
 from adapters.mattermost.rest import MattermostApi, status_of
 
@@ -18,8 +18,7 @@ T = TypeVar("T")
 
 
 class MattermostDirectory:
-    supports: frozenset[ChannelLookup] = frozenset(
-        {"get_channel_info", "list_channel_members", "search_channels", "read_channel_history"})
+    supports: frozenset[ChannelLookup] = CHANNEL_LOOKUPS["mattermost"]
 
     def __init__(self, api: MattermostApi, people: MattermostPeople, *, team: str | None = None) -> None:
         self._api = api

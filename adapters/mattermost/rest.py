@@ -26,6 +26,8 @@ from mattermostdriver.exceptions import (
     ResourceNotFound,
 )
 
+from adapters.base import PlatformConfigError
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -50,6 +52,21 @@ def status_of(exc: BaseException) -> int | None:
         return None
     known = next((status for kind, status in _STATUSES if isinstance(exc, kind)), None)
     return known or getattr(exc.response, "status_code", None)
+
+
+async def signed_in(api: MattermostApi, *, bot_id: str, server_url: str) -> dict[str, Any]:
+    """`GET /users/me`; raises `PlatformConfigError` when the token or the server URL is wrong."""
+    try:
+        return await api.me()
+    except NotMattermost as exc:
+        raise PlatformConfigError(f"bot {bot_id!r}: {server_url} does not answer like a Mattermost "
+                                  f"server ({exc}); check api_base_url") from None
+    except Exception as exc:
+        if status_of(exc) == 401:
+            raise PlatformConfigError(
+                f"mattermost at {server_url} refused the token of bot {bot_id!r} (401): use the bot "
+                "account's access token (Integrations > Bot Accounts), and check the account is active") from None
+        raise
 
 
 def websocket_url(server_url: str) -> str:

@@ -36,7 +36,6 @@ from adapters.base import (
     ApprovalOutcome,
     BotIdentity,
     ChatAddress,
-    Deliver,
     FileRef,
     HistoryItem,
     Inbound,
@@ -47,10 +46,11 @@ from adapters.base import (
     Speaker,
     VerificationError,
 )
+from adapters.protocols import WebhookAnswer, WebhookRoute
 from adapters.slack.directory import PERSON_SUBTYPES, SlackDirectory, channel, is_words, speaker_of
 from adapters.slack.markup import compact_entities, parse_slack_text, render_slack_mrkdwn
 from adapters.slack.people import People, SlackPerson, people_of
-from adapters.slack.socket import SocketModeRefused, hold_socket
+from adapters.slack.socket import SocketMode
 
 log = logging.getLogger(__name__)
 
@@ -75,24 +75,19 @@ SECTION_LIMIT = 3_000
 """Characters a Block Kit `section` text may carry."""
 
 
-class UrlVerification(Exception):
-    """Slack's `url_verification` request: answered with its challenge once verified, never delivered."""
-
-    def __init__(self, challenge: str) -> None:
-        super().__init__("slack url_verification")
-        self.challenge = challenge
-
-
 class SlackAdapter:
+    """A Slack bot: Socket Mode (`transport`), or the Events API calling its webhook routes.
+
+    It has no `show_typing`: Slack shows bots typing only in assistant threads; the placeholder shows work instead.
+    """
+
     platform = "slack"
-    follows_threads = True
     limits = PlatformLimits(max_text=PIECE_LIMIT, max_edit_text=PIECE_LIMIT)
 
     def __init__(self, *, bot_id: str, token: str, transport: Literal["socket", "http"] = "socket",
                  app_token: str | None = None, signing_secret: str | None = None,
                  api_base_url: str | None = None, allow_bots: bool = False) -> None:
         self.bot_id = bot_id
-        self.transport = transport
         self._app_token = app_token
         self._signing_secret = signing_secret
         self._allow_bots = allow_bots
@@ -106,10 +101,10 @@ class SlackAdapter:
         self.identity: BotIdentity | None = None
         self.directory = SlackDirectory(self._client, self._people, team=lambda: self._team_id,
                                         me=lambda: self.identity)
-
-    @property
-    def has_transport(self) -> bool:
-        return self.transport == "socket"
+        self.transport: SocketMode | None = None
+        if transport == "socket":
+            self.transport = SocketMode(bot_id=bot_id, connect=self._socket_url, session=self._live_session,
+                                        annotate=self.annotate)
 
     async def open(self) -> BotIdentity:
         if self._session is None or self._session.closed:
@@ -229,15 +224,18 @@ class SlackAdapter:
         if not hmac.compare_digest(expected.encode(), signature.encode()):
             raise VerificationError("X-Slack-Signature does not match the body")
 
-    async def webhook_event(self, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
+    async def read_webhook(self, route: WebhookRoute, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
         """The payload of a verified Events API or interactivity request, with the names of its people.
 
-        Events arrive as JSON; button clicks as a form whose `payload` field is the JSON.
+        Events arrive as JSON; button clicks as a form whose `payload` field is the JSON. Both routes
+        take both, as one verified reader.
 
         Raises:
-            UrlVerification: the request is Slack checking the URL; answer with its challenge.
+            WebhookAnswer: the request is Slack checking the URL; answered with its challenge.
             MalformedPayload: the body is neither.
         """
+        if route not in ("events", "interactions"):
+            raise MalformedPayload(f"slack takes no {route} calls")
         content_type = {key.lower(): value for key, value in headers.items()}.get("content-type", "")
         try:
             if content_type.startswith("application/x-www-form-urlencoded"):
@@ -249,7 +247,7 @@ class SlackAdapter:
         if not isinstance(payload, dict):
             raise MalformedPayload("body is not a JSON object")
         if (challenge := url_verification_challenge(payload)) is not None:
-            raise UrlVerification(challenge)
+            raise WebhookAnswer({"challenge": challenge}, "slack url_verification")
         return await self.annotate(payload)
 
     async def annotate(self, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -268,9 +266,6 @@ class SlackAdapter:
     async def edit(self, ref: MessageRef, text: str) -> None:
         await self._call("chat.update", self._client.chat_update(
             channel=channel(ref.address.channel_id), ts=ref.message_id, text=self._fit(text, TEXT_CAP)))
-
-    async def show_typing(self, address: ChatAddress) -> None:
-        """Slack has no typing indicator for bots outside assistant threads; the placeholder shows work instead."""
 
     async def post_approval(self, address: ChatAddress, card: ApprovalCard) -> MessageRef:
         text = render_slack_mrkdwn(card.summary)
@@ -366,26 +361,14 @@ class SlackAdapter:
 
     # -- transports ----------------------------------------------------------------------------------
 
-    async def run_transport(self, deliver: Deliver) -> None:
-        """Socket Mode: each envelope is acknowledged after `deliver` committed it; a refresh reconnects at once."""
+    async def _socket_url(self) -> str:
+        """A one-time Socket Mode URL, from `apps.connections.open` with the app-level token."""
         if not self._app_token:
             raise PlatformConfigError(f"slack bot {self.bot_id!r} uses Socket Mode but has no app_token "
                                       "(an app-level xapp- token with connections:write)")
-
-        async def handle(payload: Mapping[str, Any]) -> None:
-            await deliver(await self.annotate(payload))
-
-        while True:
-            opened = await self._call("apps.connections.open",
-                                      self._client.apps_connections_open(app_token=self._app_token),
-                                      setting="app_token")
-            try:
-                reason = await hold_socket(self._live_session(), str(opened["url"]), handle, bot_id=self.bot_id)
-            except SocketModeRefused as exc:
-                raise PlatformConfigError(f"slack bot {self.bot_id!r}: {exc}") from None
-            if reason != "refresh_requested":
-                raise ConnectionError(f"slack closed the Socket Mode connection of bot {self.bot_id!r} ({reason})")
-            log.info("slack asked bot %r to reconnect its socket; reconnecting", self.bot_id)
+        opened = await self._call("apps.connections.open",
+                                  self._client.apps_connections_open(app_token=self._app_token), setting="app_token")
+        return str(opened["url"])
 
 
 class _RetryAfter(AsyncRetryHandler):

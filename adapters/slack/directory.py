@@ -13,7 +13,15 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.base import BotIdentity, ChannelInfo, ChannelLookup, DirectoryRefused, HistoryItem, Speaker
+from adapters.base import (
+    CHANNEL_LOOKUPS,
+    BotIdentity,
+    ChannelInfo,
+    ChannelLookup,
+    DirectoryRefused,
+    HistoryItem,
+    Speaker,
+)
 from adapters.slack.markup import parse_slack_text
 from adapters.slack.people import People, SlackPerson, mentioned_users
 
@@ -26,8 +34,7 @@ LOOKUP_BUDGET = 5.0
 
 
 class SlackDirectory:
-    supports: frozenset[ChannelLookup] = frozenset(
-        {"get_channel_info", "list_channel_members", "search_channels", "read_channel_history"})
+    supports: frozenset[ChannelLookup] = CHANNEL_LOOKUPS["slack"]
 
     def __init__(self, client: AsyncWebClient, people: People, *, team: Callable[[], str],
                  me: Callable[[], BotIdentity | None]) -> None:

@@ -14,16 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
-from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-from adapters.markdown.layout import render_list, table_text
+from adapters.markdown.layout import table_text
+from adapters.markdown.walker import Emphasis, MarkdownWalker
 
 LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 """Link schemes rendered as `<url|label>`; a link with any other scheme shows only its label."""
 
-HORIZONTAL_RULE = "———"
-_INDENT = "    "
 _MARKERS = {"strong": "*", "em": "_", "s": "~"}
 
 
@@ -37,78 +35,58 @@ class _Context:
     """Emphasis already open around this node: Slack does not nest the same mark."""
 
 
+class _Mrkdwn(MarkdownWalker[_Context]):
+    indent_unit = "    "
+
+    def emphasis(self, kind: Emphasis, nodes: Sequence[SyntaxTreeNode], ctx: _Context) -> str:
+        """Wrap in the mark for `kind`; Slack reads a mark only when it hugs the words, so spaces go outside."""
+        if kind in ctx.open_marks:
+            return self.inlines(nodes, ctx)
+        inner = self.inlines(nodes, replace(ctx, open_marks=ctx.open_marks | {kind}))
+        words = inner.strip()
+        if not words:
+            return inner
+        mark = _MARKERS[kind]
+        lead, trail = inner[: len(inner) - len(inner.lstrip())], inner[len(inner.rstrip()) :]
+        return f"{lead}{mark}{words}{mark}{trail}"
+
+    def code_inline(self, code: str, ctx: _Context) -> str:
+        return f"`{_escape(code)}`" if code.strip() else _escape(code)
+
+    def link(self, href: str, node: SyntaxTreeNode, ctx: _Context) -> str:
+        """`<url|label>`; the label is plain text, since Slack does not format inside a link."""
+        label = _plain(node.children).strip() or href
+        if not _is_safe(href):
+            return _escape(label)
+        url = _escape(href).replace("|", "%7C")
+        shown = _escape(label).replace("|", "¦")
+        return f"<{url}>" if label in (href, href.removeprefix("mailto:")) and "|" not in href else f"<{url}|{shown}>"
+
+    def quote(self, node: SyntaxTreeNode, ctx: _Context) -> str:
+        """Slack quotes one level only, so a nested quote joins the outer one."""
+        inner = self.blocks(node.children, ctx, "\n\n")
+        lines = [line.removeprefix("> ") for line in inner.split("\n")]
+        return "\n".join(f"> {line}".rstrip() for line in lines) if inner else ""
+
+    def code_block(self, node: SyntaxTreeNode, ctx: _Context) -> str:
+        """A fence without its language: Slack would show the language name as the first line of code."""
+        code = node.content.rstrip("\n")
+        return f"```\n{_escape(code)}\n```" if code.strip() else ""
+
+    def table(self, node: SyntaxTreeNode, ctx: _Context) -> str:
+        """A table as aligned monospace text; cells keep their words but lose their styling."""
+        return f"```\n{_escape(table_text(node, lambda cell: _plain(cell.children)))}\n```"
+
+    def text(self, text: str, ctx: _Context) -> str:
+        return _escape(text)
+
+
+_MRKDWN = _Mrkdwn()
+
+
 def render_slack_mrkdwn(markdown: str) -> str:
     """Render the agent's Markdown as Slack `mrkdwn`, escaped for `chat.postMessage` and `chat.update`."""
-    parser = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
-    root = SyntaxTreeNode(parser.parse(markdown))
-    return _blocks(root.children, _Context(), "\n\n").strip("\n")
-
-
-def _blocks(nodes: Sequence[SyntaxTreeNode], ctx: _Context, separator: str) -> str:
-    return separator.join(part for node in nodes if (part := _block(node, ctx)))
-
-
-def _block(node: SyntaxTreeNode, ctx: _Context) -> str:
-    match node.type:
-        case "paragraph":
-            return _inlines(node.children, ctx)
-        case "heading":
-            return _marked("strong", node.children, ctx)
-        case "bullet_list" | "ordered_list":
-            return _list(node, ctx)
-        case "blockquote":
-            return _quote(node, ctx)
-        case "fence" | "code_block":
-            return _code_block(node.content)
-        case "hr":
-            return HORIZONTAL_RULE
-        case "table":
-            return _table(node)
-        case _:
-            return _blocks(node.children, ctx, "\n\n") if node.children else _escape(node.content)
-
-
-def _inlines(nodes: Sequence[SyntaxTreeNode], ctx: _Context) -> str:
-    return "".join(_inline(node, ctx) for node in nodes)
-
-
-def _inline(node: SyntaxTreeNode, ctx: _Context) -> str:
-    match node.type:
-        case "strong" | "em" | "s":
-            return _marked(node.type, node.children, ctx)
-        case "code_inline":
-            return f"`{_escape(node.content)}`" if node.content.strip() else _escape(node.content)
-        case "softbreak" | "hardbreak":
-            return "\n" + ctx.indent
-        case "link":
-            return _link(str(node.attrs.get("href", "")), node)
-        case "image":
-            return _link(str(node.attrs.get("src", "")), node)
-        case _:
-            return _inlines(node.children, ctx) if node.children else _escape(node.content)
-
-
-def _marked(kind: str, nodes: Sequence[SyntaxTreeNode], ctx: _Context) -> str:
-    """Wrap in the mark for `kind`; Slack reads a mark only when it hugs the words, so spaces go outside."""
-    if kind in ctx.open_marks:
-        return _inlines(nodes, ctx)
-    inner = _inlines(nodes, replace(ctx, open_marks=ctx.open_marks | {kind}))
-    words = inner.strip()
-    if not words:
-        return inner
-    mark = _MARKERS[kind]
-    lead, trail = inner[: len(inner) - len(inner.lstrip())], inner[len(inner.rstrip()) :]
-    return f"{lead}{mark}{words}{mark}{trail}"
-
-
-def _link(href: str, node: SyntaxTreeNode) -> str:
-    """`<url|label>`; the label is plain text, since Slack does not format inside a link."""
-    label = _plain(node.children).strip() or href
-    if not _is_safe(href):
-        return _escape(label)
-    url = _escape(href).replace("|", "%7C")
-    shown = _escape(label).replace("|", "¦")
-    return f"<{url}>" if label in (href, href.removeprefix("mailto:")) and "|" not in href else f"<{url}|{shown}>"
+    return _MRKDWN.render(markdown, _Context())
 
 
 def _is_safe(href: str) -> bool:
@@ -129,28 +107,6 @@ def _plain(nodes: Sequence[SyntaxTreeNode]) -> str:
         else:
             parts.append(node.content)
     return "".join(parts)
-
-
-def _list(node: SyntaxTreeNode, ctx: _Context) -> str:
-    return render_list(node, ctx, _block, unit=_INDENT)
-
-
-def _quote(node: SyntaxTreeNode, ctx: _Context) -> str:
-    """Slack quotes one level only, so a nested quote joins the outer one."""
-    inner = _blocks(node.children, ctx, "\n\n")
-    lines = [line.removeprefix("> ") for line in inner.split("\n")]
-    return "\n".join(f"> {line}".rstrip() for line in lines) if inner else ""
-
-
-def _code_block(code: str) -> str:
-    """A fence without its language: Slack would show the language name as the first line of code."""
-    code = code.rstrip("\n")
-    return f"```\n{_escape(code)}\n```" if code.strip() else ""
-
-
-def _table(node: SyntaxTreeNode) -> str:
-    """A table as aligned monospace text; cells keep their words but lose their styling."""
-    return f"```\n{_escape(table_text(node, lambda cell: _plain(cell.children)))}\n```"
 
 
 def _escape(text: str) -> str:

@@ -4,7 +4,8 @@ The protocol (https://docs.slack.dev/apis/events-api/using-socket-mode): `apps.c
 with the app-level token gives a one-time `wss://` URL; the server greets with `hello`, then sends
 envelopes `{"envelope_id", "type": "events_api" | "interactive" | "slash_commands", "payload"}`,
 each of which must be answered with `{"envelope_id"}` within 3 seconds, or it is sent again later.
-`disconnect` announces the end of a connection. Reconnecting (with backoff) belongs to the caller.
+`disconnect` announces the end of a connection; a `refresh_requested` one is reconnected at once.
+Reconnecting after a failure (with backoff) belongs to the supervisor.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 import aiohttp
 
+from adapters.base import Deliver, PlatformConfigError
+
 log = logging.getLogger(__name__)
 
 HEARTBEAT = 30.0
@@ -23,6 +26,33 @@ HEARTBEAT = 30.0
 PAYLOAD_TYPES = frozenset({"events_api", "interactive", "slash_commands"})
 
 Handle = Callable[[Mapping[str, Any]], Awaitable[None]]
+
+
+class SocketMode:
+    """Socket Mode for one bot: each envelope is acknowledged after `deliver` committed it."""
+
+    def __init__(self, *, bot_id: str, connect: Callable[[], Awaitable[str]],
+                 session: Callable[[], aiohttp.ClientSession],
+                 annotate: Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]) -> None:
+        """`connect` opens a one-time socket URL; `annotate` adds the names of a payload's people."""
+        self._bot_id = bot_id
+        self._connect = connect
+        self._session = session
+        self._annotate = annotate
+
+    async def run_transport(self, deliver: Deliver) -> None:
+        async def handle(payload: Mapping[str, Any]) -> None:
+            await deliver(await self._annotate(payload))
+
+        while True:
+            url = await self._connect()
+            try:
+                reason = await hold_socket(self._session(), url, handle, bot_id=self._bot_id)
+            except SocketModeRefused as exc:
+                raise PlatformConfigError(f"slack bot {self._bot_id!r}: {exc}") from None
+            if reason != "refresh_requested":
+                raise ConnectionError(f"slack closed the Socket Mode connection of bot {self._bot_id!r} ({reason})")
+            log.info("slack asked bot %r to reconnect its socket; reconnecting", self._bot_id)
 
 
 class SocketModeRefused(Exception):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
@@ -26,7 +27,6 @@ from adapters.base import (
     ChatAddress,
     Deliver,
     FileRef,
-    HistoryItem,
     Inbound,
     MalformedPayload,
     MessageRef,
@@ -35,7 +35,8 @@ from adapters.base import (
     Speaker,
     VerificationError,
 )
-from adapters.telegram.directory import TelegramDirectory
+from adapters.protocols import WebhookRoute
+from adapters.telegram.directory import Call, TelegramDirectory
 from adapters.telegram.markup import render_telegram_html, render_telegram_plain
 
 log = logging.getLogger(__name__)
@@ -55,8 +56,12 @@ _VERBS: dict[str, Literal["approve", "deny"]] = {"ap:": "approve", "dn:": "deny"
 
 
 class TelegramAdapter:
+    """A Telegram bot: it long-polls (`transport`) unless given a `webhook_url`, which Telegram then calls.
+
+    It has no `read_thread`: the Bot API cannot read a chat's earlier messages.
+    """
+
     platform = "telegram"
-    follows_threads = False
     limits = PlatformLimits(max_text=MessageLimit.MAX_TEXT_LENGTH, max_edit_text=MessageLimit.MAX_TEXT_LENGTH)
 
     def __init__(self, *, bot_id: str, token: str, api_base_url: str | None = None,
@@ -66,11 +71,13 @@ class TelegramAdapter:
         self.bot_id = bot_id
         self.webhook_url = webhook_url
         self._webhook_secret = webhook_secret
-        self._poll_timeout = poll_timeout
         self._bot = Bot(token, base_url=f"{base}/bot", base_file_url=f"{base}/file/bot",
                         request=HTTPXRequest(connection_pool_size=16))
         self.identity: BotIdentity | None = None
         self.directory = TelegramDirectory(self._bot, self._call)
+        self.transport: Polling | None = None
+        if webhook_url is None:
+            self.transport = Polling(self._bot, self._call, poll_timeout=poll_timeout)
 
     async def open(self) -> BotIdentity:
         try:
@@ -85,10 +92,6 @@ class TelegramAdapter:
 
     async def close(self) -> None:
         await self._bot.shutdown()
-
-    @property
-    def has_transport(self) -> bool:
-        return self.webhook_url is None
 
     # -- from the wire -------------------------------------------------------------------------------
 
@@ -180,6 +183,18 @@ class TelegramAdapter:
         if not hmac.compare_digest(given.encode(), self._webhook_secret.encode()):
             raise VerificationError("missing or wrong X-Telegram-Bot-Api-Secret-Token")
 
+    async def read_webhook(self, route: WebhookRoute, headers: Mapping[str, str], body: bytes) -> Mapping[str, Any]:
+        """A webhook call's body is the update itself."""
+        if route != "webhook":
+            raise MalformedPayload(f"telegram takes no {route} calls")
+        try:
+            payload = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise MalformedPayload("body is not JSON") from None
+        if not isinstance(payload, dict):
+            raise MalformedPayload("body is not a JSON object")
+        return payload
+
     # -- to the wire ---------------------------------------------------------------------------------
 
     async def send(self, address: ChatAddress, text: str) -> MessageRef:
@@ -227,10 +242,6 @@ class TelegramAdapter:
         query_id = str(click.raw["callback_query"]["id"])
         await self._call(lambda: self._bot.answer_callback_query(query_id, text=notice[:200], show_alert=refused))
 
-    async def read_thread(self, address: ChatAddress, *, limit: int) -> list[HistoryItem]:
-        """The Bot API offers no way to read earlier messages of a chat."""
-        return []
-
     async def _formatted(self, call: Callable[[str, str | None], Awaitable[T]], text: str) -> T:
         """Send as HTML; when Telegram cannot parse the entities, send the plain text instead."""
         try:
@@ -254,16 +265,24 @@ class TelegramAdapter:
             await asyncio.sleep(min(delay, MAX_RETRY_AFTER))
         raise AssertionError("unreachable")
 
-    # -- transports ----------------------------------------------------------------------------------
-
     async def _register_webhook(self) -> None:
         await self._call(lambda: self._bot.set_webhook(url=self.webhook_url or "",
                                                        secret_token=self._webhook_secret,
                                                        allowed_updates=list(ALLOWED_UPDATES)))
         log.info("telegram webhook registered for bot %r", self.bot_id)
 
+
+class Polling:
+    """Long polling for one bot: an update is confirmed (by the next offset) only after `deliver` committed it."""
+
+    def __init__(self, bot: Bot, call: Call, *, poll_timeout: int) -> None:
+        self._bot = bot
+        self._call = call
+        """The adapter's Bot API runner, which waits out 429s."""
+        self._poll_timeout = poll_timeout
+
     async def run_transport(self, deliver: Deliver) -> None:
-        """Long polling: an update is confirmed (by the next offset) only after `deliver` committed it.
+        """Poll until cancelled.
 
         Updates are fetched as raw JSON so that one unreadable update reaches the parser (and is kept
         as rejected) instead of failing the whole batch inside `Bot.get_updates`.

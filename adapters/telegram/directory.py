@@ -14,14 +14,14 @@ from telegram import Bot, ChatFullInfo, User
 from telegram.constants import ChatType
 from telegram.error import BadRequest, Forbidden
 
-from adapters.base import ChannelInfo, ChannelLookup, DirectoryRefused, HistoryItem, Speaker
+from adapters.base import CHANNEL_LOOKUPS, ChannelInfo, ChannelLookup, DirectoryRefused, HistoryItem, Speaker
 
 T = TypeVar("T")
 Call = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
 
 
 class TelegramDirectory:
-    supports: frozenset[ChannelLookup] = frozenset({"get_channel_info", "list_channel_members"})
+    supports: frozenset[ChannelLookup] = CHANNEL_LOOKUPS["telegram"]
 
     def __init__(self, bot: Bot, call: Call) -> None:
         self._bot = bot

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
-from pydantic_ai import ConversationTypeAdapter, DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai import ConversationTypeAdapter, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
-from adapters.base import Adapter, ApprovalClick, ApprovalOutcome, Inbound, MessageRef
-from capabilities.subagents.questions import with_answer
-from gateway.approvals.store import Approval, Approvals, NewCall, ParkedRun, args_hash, refusal
+from adapters.base import ApprovalClick, ApprovalOutcome, ChatAddress, MessageRef
+from adapters.protocols import Chat
+from gateway.approvals.store import Approval, Approvals, NewCall, args_hash, refusal
 from gateway.people.conversations import Conversations
 from gateway.pipeline.live_reply import LiveReply
 from gateway.pipeline.runtime import (
-    QUESTION,
     Answered,
     Parked,
-    RunOutcome,
     Runtime,
     TurnDeps,
     deps_from_snapshot,
@@ -28,46 +27,59 @@ from storage.models import utcnow
 log = logging.getLogger(__name__)
 
 EXPIRED_RESULT = "Nobody approved this call before it expired, so it was not run."
+CHANGED_RESULT = "The call changed after it was shown; it was not run."
+
+
+class Wait(Protocol):
+    """What else a parked run can wait on besides approvals (a delegate's question: `questions.py`). The run
+    resumes once neither its approvals nor any wait has anything open."""
+
+    async def ask(self, adapter: Chat, deps: TurnDeps, parked_run_id: int, outcome: Parked) -> None:
+        """Store what this run waits on and put it to the people in the chat."""
+
+    async def waiting(self, parked_run_id: int) -> bool:
+        """True while something of this parked run is still open."""
+
+    async def results(self, parked_run_id: int, requests: DeferredToolRequests) -> DeferredToolResults:
+        """The results of the parked calls this wait held, once nothing is open."""
+
+    async def expire_due(self) -> list[int]:
+        """Close what nobody answered in time; returns the parked runs to resume."""
 
 
 class ApprovalFlow:
+    """Parks a run, decides its calls by verified clicks (compare-and-swap, votes, expiry), and resumes it on
+    whichever replica saw the last decision."""
+
     def __init__(self, *, approvals: Approvals, runtime: Runtime, conversations: Conversations,
-                 adapters: Mapping[str, Adapter]) -> None:
+                 adapters: Mapping[str, Chat], waits: Sequence[Wait] = ()) -> None:
         self._approvals = approvals
         self._runtime = runtime
         self._conversations = conversations
         self._adapters = adapters
+        self._waits = tuple(waits)
 
-    async def settle(self, adapter: Adapter, deps: TurnDeps, conversation_id: int, outcome: RunOutcome) -> None:
-        """Record an answer, or park the run and post one card per gated call."""
-        if isinstance(outcome, Answered):
-            await self._conversations.record_answer(conversation_id, run_id=outcome.run_id, text=outcome.text,
-                                                    speaker_name=deps.binding.agent.name,
-                                                    platform_message_id=outcome.message_id)
-        elif isinstance(outcome, Parked):
-            await self._park(adapter, deps, conversation_id, outcome)
-
-    async def _park(self, adapter: Adapter, deps: TurnDeps, conversation_id: int, outcome: Parked) -> None:
+    async def park(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: Parked) -> None:
+        """Store the parked run, then put what it waits on to the chat: one card per gated call."""
         calls = [NewCall(tool_call_id=c.tool_call_id, tool_id=c.tool_id, tool_name=c.tool_name, args=c.args)
                  for c in outcome.calls]
-        approvals = await self._approvals.park(
+        parked_run_id, approvals = await self._approvals.park(
             run_id=outcome.run_id, conversation_id=conversation_id, conversation_key=deps.address.conversation_key,
             bot_name=deps.binding.bot_name, turn=parked_snapshot(deps, outcome), state=outcome.state, calls=calls,
             requester=deps.speaker, policy=deps.binding.spec.approvals)
+        for wait in self._waits:  # stored before any card is out: a click must not resume the run without them
+            await wait.ask(adapter, deps, parked_run_id, outcome)
         for approval in approvals:
-            if approval.tool_id == QUESTION:  # a delegate's question: a plain message the requester answers
-                ref = await adapter.send(deps.address, question_text(approval))
-            else:
-                ref = await adapter.post_approval(deps.address, approval.card)
+            ref = await adapter.post_approval(deps.address, approval.card)
             await self._approvals.attach_card(approval.id, ref.message_id)
         log.info("run %d parked for %d approval(s) in %s", outcome.run_id, len(approvals),
                  deps.address.conversation_key)
 
-    async def on_click(self, adapter: Adapter, click: ApprovalClick, *, retried: bool) -> None:
+    async def on_click(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> None:
         approval = await self._approvals.get(click.approval_id)
-        if approval is None or approval.card_message_id != click.card.message_id or approval.tool_id == QUESTION \
+        if approval is None or approval.card_message_id != click.card.message_id \
                 or approval.conversation_key != click.card.address.conversation_key:
-            log.warning("bot %r: click on an unknown or mismatched approval card refused", adapter.bot_id)
+            log.warning("bot %r: click on an unknown or mismatched approval card refused", click.card.address.bot_id)
             await adapter.answer_click(click, "This button does not belong to a pending approval.", refused=True)
             return
         if approval.status != "pending":
@@ -75,17 +87,17 @@ class ApprovalFlow:
                 await self._close_card(adapter, click.card, approval)
             await adapter.answer_click(click, f"Already {approval.status}.", refused=True)
             if retried:
-                await self._resume_if_ready(adapter, approval.parked_run_id, reclaim=True)
+                await self.resume(adapter, approval.parked_run_id, reclaim=True)
             return
         reason = refusal(approval, click.clicker)
         if reason is not None:
-            log.info("bot %r: %s may not decide approval %s", adapter.bot_id, click.clicker.platform_user_id,
+            log.info("bot %r: %s may not decide approval %s", click.card.address.bot_id, click.clicker.platform_user_id,
                      approval.id)
             await adapter.answer_click(click, reason, refused=True)
             return
         await self._decide(adapter, click, approval)
 
-    async def _decide(self, adapter: Adapter, click: ApprovalClick, approval: Approval) -> None:
+    async def _decide(self, adapter: Chat, click: ApprovalClick, approval: Approval) -> None:
         name = click.clicker.display_name
         if click.verb == "approve" and approval.policy.required_approvals > 1:
             votes = await self._approvals.vote(approval.id, click.clicker)
@@ -102,63 +114,70 @@ class ApprovalFlow:
             return
         await self._close_card(adapter, click.card, decided)
         await adapter.answer_click(click, f"{verdict.capitalize()}.")
-        await self._resume_if_ready(adapter, decided.parked_run_id)
-
-    async def take_answer(self, adapter: Adapter, inbound: Inbound, *, retried: bool) -> bool:
-        """The requester's message answers the question a delegate of their parked run asked in this
-        conversation: the run resumes with it, and True says it was no new turn. Anyone else's message,
-        or one with no open question, is left to be a turn of its own (False)."""
-        key = inbound.address.conversation_key
-        question = await self._approvals.pending_question(key, inbound.speaker.platform_user_id, tool_id=QUESTION)
-        answered = None
-        if question is not None:
-            answered = await self._approvals.answer(question.id, inbound.text, inbound.speaker, inbound.message_id)
-        if answered is None and retried:  # answered before a crash: finish the resume it started
-            answered = await self._approvals.answered_with(key, inbound.message_id, tool_id=QUESTION)
-            if answered is not None:
-                await self._resume_if_ready(adapter, answered.parked_run_id, reclaim=True)
-                return True
-        if answered is None:
-            return False
-        log.info("question %s answered by %s in %s", answered.id, inbound.speaker.platform_user_id, key)
-        await self._resume_if_ready(adapter, answered.parked_run_id)
-        return True
+        await self.resume(adapter, decided.parked_run_id)
 
     async def expire_due(self) -> int:
-        """Deny every call nobody decided in time, say so on its card, and resume its run."""
+        """Deny every call nobody decided in time, say so on its card, and resume its run; likewise close
+        what the waits let expire."""
         expired = 0
         for approval_id in await self._approvals.due_for_expiry():
             decided = await self._approvals.decide(approval_id, "expired", None)
             if decided is None:
                 continue
             expired += 1
-            parked = await self._approvals.parked(decided.parked_run_id)
-            adapter = self._adapters.get(parked.bot_name)
+            adapter, address = await self._home(decided.parked_run_id)
             if adapter is None:
-                log.warning("approval %s expired for bot %r, which this gateway does not run", approval_id,
-                            parked.bot_name)
                 continue
-            if decided.card_message_id and decided.tool_id != QUESTION:
-                address = deps_from_snapshot(parked.turn).address
+            if decided.card_message_id:
                 await self._close_card(adapter, MessageRef(address=address, message_id=decided.card_message_id),
                                        decided)
-            await self._resume_if_ready(adapter, decided.parked_run_id)
+            await self.resume(adapter, decided.parked_run_id)
+        for wait in self._waits:
+            for parked_run_id in await wait.expire_due():
+                expired += 1
+                adapter, _address = await self._home(parked_run_id)
+                if adapter is not None:
+                    await self.resume(adapter, parked_run_id)
         return expired
 
-    async def _resume_if_ready(self, adapter: Adapter, parked_run_id: int, *, reclaim: bool = False) -> None:
+    async def resume(self, adapter: Chat, parked_run_id: int, *, reclaim: bool = False) -> None:
+        """Continue the parked run once nothing of it is open, exactly once across replicas; its answer is
+        recorded here, and a run that parks again is parked again. `reclaim` also takes a run whose resume a
+        crash cut short (its decision is being retried)."""
+        for wait in self._waits:
+            if await wait.waiting(parked_run_id):
+                return
         parked = await self._approvals.claim_resume(parked_run_id, reclaim=reclaim)
         if parked is None:
             return
         deps = deps_from_snapshot(parked.turn)
-        results = _results(parked, await self._approvals.of_run(parked_run_id))
+        requests = ConversationTypeAdapter.validate_json(parked.state).deferred_tool_requests \
+            or DeferredToolRequests()
+        results = _results(requests, await self._approvals.of_run(parked_run_id))
+        for wait in self._waits:
+            results = _joined(results, await wait.results(parked_run_id, requests))
         log.info("resuming run %d in %s", parked.run_id, deps.address.conversation_key)
         reply = LiveReply(adapter, deps.address)
         outcome = await self._runtime.resume(parked.run_id, deps, parked.state, results, reply,
                                              specialists=parked.turn.get("specialists") or ())
         await self._approvals.mark_resumed(parked_run_id)
-        await self.settle(adapter, deps, parked.conversation_id, outcome)
+        if isinstance(outcome, Answered):
+            await self._conversations.record_answer(parked.conversation_id, run_id=outcome.run_id,
+                                                    text=outcome.text, speaker_name=deps.binding.agent.name,
+                                                    platform_message_id=outcome.message_id)
+        elif isinstance(outcome, Parked):
+            await self.park(adapter, deps, parked.conversation_id, outcome)
 
-    async def _close_card(self, adapter: Adapter, card: MessageRef, decided: Approval) -> None:
+    async def _home(self, parked_run_id: int) -> tuple[Chat | None, ChatAddress]:
+        """The adapter of the bot the parked run belongs to (None: this gateway does not run it) and its address."""
+        parked = await self._approvals.parked(parked_run_id)
+        adapter = self._adapters.get(parked.bot_name)
+        if adapter is None:
+            log.warning("parked run %d belongs to bot %r, which this gateway does not run", parked_run_id,
+                        parked.bot_name)
+        return adapter, deps_from_snapshot(parked.turn).address
+
+    async def _close_card(self, adapter: Chat, card: MessageRef, decided: Approval) -> None:
         outcome = ApprovalOutcome(card=decided.card, verdict=decided.status,  # type: ignore[arg-type]
                                   decided_by=decided.decided_by, decided_at=decided.decided_at or utcnow())
         try:
@@ -178,23 +197,17 @@ def parked_snapshot(deps: TurnDeps, outcome: Parked) -> dict[str, object]:
     return snapshot
 
 
-def _results(parked: ParkedRun, approvals: list[Approval]) -> DeferredToolResults:
+def _results(requests: DeferredToolRequests, approvals: list[Approval]) -> DeferredToolResults:
     """Each decision bound to the arguments that were shown: a changed call is denied, never run."""
-    pending = ConversationTypeAdapter.validate_json(parked.state).deferred_tool_requests
-    metadata = pending.metadata if pending else {}
+    metadata = requests.metadata
     shown = {call.tool_call_id: args_hash(shown_call(call.tool_name, call.args_as_dict(),
                                                      metadata.get(call.tool_call_id))[2])
-             for call in (pending.approvals if pending else [])}
+             for call in requests.approvals}
     decisions: dict[str, ToolApproved | ToolDenied] = {}
     carried: dict[str, object] = {}
     for approval in approvals:
-        if approval.tool_id == QUESTION and shown.get(approval.tool_call_id) == approval.args_hash:
-            # approved either way: the delegate continues in place, told the answer or that nobody gave one
-            answer = approval.args.get("answer") if approval.status == "answered" else None
-            decisions[approval.tool_call_id] = ToolApproved()
-            carried[approval.tool_call_id] = with_answer(metadata[approval.tool_call_id], answer)
-        elif shown.get(approval.tool_call_id) != approval.args_hash:
-            decisions[approval.tool_call_id] = ToolDenied("The call changed after it was shown; it was not run.")
+        if shown.get(approval.tool_call_id) != approval.args_hash:
+            decisions[approval.tool_call_id] = ToolDenied(CHANGED_RESULT)
         elif approval.status == "approved":
             decisions[approval.tool_call_id] = ToolApproved()
             if approval.tool_call_id in metadata:  # a delegate's state, to resume it where it stopped
@@ -206,7 +219,6 @@ def _results(parked: ParkedRun, approvals: list[Approval]) -> DeferredToolResult
     return DeferredToolResults(approvals=decisions, metadata=carried)
 
 
-def question_text(approval: Approval) -> str:
-    """A delegate's question, put to the person whose run it is, in the conversation the run belongs to."""
-    return (f"{approval.requester_name}, {approval.args.get('specialist')} asks: {approval.args.get('question')}\n\n"
-            "Your next message here is taken as the answer.")
+def _joined(first: DeferredToolResults, second: DeferredToolResults) -> DeferredToolResults:
+    return DeferredToolResults(calls={**first.calls, **second.calls}, approvals={**first.approvals, **second.approvals},
+                               metadata={**first.metadata, **second.metadata})

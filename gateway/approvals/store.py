@@ -19,7 +19,7 @@ from gateway.config.schema import ApprovalPolicy
 from storage.db import Database, insert_for
 from storage.models import ApprovalRow, ApprovalVoteRow, ParkedRunRow, utcnow
 
-Verdict = Literal["approved", "denied", "expired", "answered"]
+Verdict = Literal["approved", "denied", "expired"]
 ARGUMENTS_SHOWN = 1500
 
 
@@ -74,11 +74,12 @@ class Approvals:
 
     async def park(self, *, run_id: int, conversation_id: int, conversation_key: str, bot_name: str,
                    turn: Mapping[str, Any], state: str, calls: Sequence[NewCall], requester: Speaker,
-                   policy: ApprovalPolicy) -> list[Approval]:
-        """Store the parked run and one pending approval per gated call, in one transaction."""
+                   policy: ApprovalPolicy) -> tuple[int, list[Approval]]:
+        """Store the parked run and one pending approval per gated call, in one transaction; returns the
+        parked run's id and the approvals."""
         expires_at = utcnow() + policy.expires_after
 
-        async def work(session: AsyncSession) -> list[Approval]:
+        async def work(session: AsyncSession) -> tuple[int, list[Approval]]:
             parked = ParkedRunRow(run_id=run_id, conversation_id=conversation_id, bot_name=bot_name,
                                   turn=dict(turn), state=state, status="parked")
             session.add(parked)
@@ -91,7 +92,7 @@ class Approvals:
                                 status="pending", expires_at=expires_at) for call in calls]
             session.add_all(rows)
             await session.flush()
-            return [_approval(row) for row in rows]
+            return parked.id, [_approval(row) for row in rows]
         return await self._db.transaction(work)
 
     async def attach_card(self, approval_id: str, message_id: str) -> None:
@@ -136,44 +137,6 @@ class Approvals:
             return _approval(row) if row is not None else None
         return await self._db.transaction(work)
 
-    async def pending_question(self, conversation_key: str, requester_id: str, *,
-                               tool_id: str) -> Approval | None:
-        """The oldest open question (a row of kind `tool_id`) this person is asked in this conversation."""
-        async def work(session: AsyncSession) -> Approval | None:
-            row = (await session.execute(select(ApprovalRow).where(
-                ApprovalRow.conversation_key == conversation_key, ApprovalRow.requester_id == requester_id,
-                ApprovalRow.tool_id == tool_id, ApprovalRow.status == "pending", ApprovalRow.expires_at > utcnow())
-                .order_by(ApprovalRow.created_at).limit(1))).scalar_one_or_none()
-            return _approval(row) if row is not None else None
-        return await self._db.transaction(work)
-
-    async def answer(self, approval_id: str, text: str, speaker: Speaker, message_id: str) -> Approval | None:
-        """Compare-and-swap a pending question to `answered`; the answer and the message that gave it are kept
-        beside the question in `args` (its hash stays that of the question shown)."""
-        async def work(session: AsyncSession) -> Approval | None:
-            row = await session.get(ApprovalRow, approval_id)
-            if row is None:
-                return None
-            args = {**row.args, "answer": text, "answer_message_id": message_id}
-            result = await session.execute(
-                update(ApprovalRow).where(ApprovalRow.id == approval_id, ApprovalRow.status == "pending",
-                                          ApprovalRow.expires_at > utcnow())
-                .values(status="answered", decided_by=speaker.display_name, decided_at=utcnow(), args=args)
-                .returning(ApprovalRow))
-            answered = result.scalar_one_or_none()
-            return _approval(answered) if answered is not None else None
-        return await self._db.transaction(work)
-
-    async def answered_with(self, conversation_key: str, message_id: str, *, tool_id: str) -> Approval | None:
-        """The question a given message already answered (an inbox item retried after a crash)."""
-        async def work(session: AsyncSession) -> Approval | None:
-            rows = await session.execute(select(ApprovalRow).where(
-                ApprovalRow.conversation_key == conversation_key, ApprovalRow.tool_id == tool_id,
-                ApprovalRow.status == "answered").order_by(ApprovalRow.decided_at.desc()).limit(20))
-            row = next((r for r in rows.scalars() if r.args.get("answer_message_id") == message_id), None)
-            return _approval(row) if row is not None else None
-        return await self._db.transaction(work)
-
     async def due_for_expiry(self, *, limit: int = 50) -> list[str]:
         async def work(session: AsyncSession) -> list[str]:
             rows = await session.execute(select(ApprovalRow.id).where(
@@ -182,7 +145,8 @@ class Approvals:
         return await self._db.transaction(work)
 
     async def claim_resume(self, parked_run_id: int, *, reclaim: bool = False) -> ParkedRun | None:
-        """Exactly one caller wins, and only once no call of the run is pending.
+        """Exactly one caller wins, and only once no approval of the run is pending (what else it waits on,
+        `ApprovalFlow.resume` asks before).
 
         `reclaim` also takes a run left `resuming` by a worker that crashed mid-resume (its click is retried).
         """

@@ -8,7 +8,8 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
-from adapters.base import Adapter, ApprovalClick, Deliver, Inbound, MalformedPayload
+from adapters.base import ApprovalClick, Deliver, Inbound, MalformedPayload
+from adapters.protocols import FollowsThreads, Parser
 from gateway.pipeline.inbox import Inbox
 
 log = logging.getLogger(__name__)
@@ -17,7 +18,7 @@ IntakeResult = Literal["accepted", "duplicate", "ignored", "rejected"]
 
 
 class Intake:
-    def __init__(self, inbox: Inbox, adapters: Mapping[str, Adapter], *, on_accepted: Callable[[], None],
+    def __init__(self, inbox: Inbox, adapters: Mapping[str, Parser], *, on_accepted: Callable[[], None],
                  answered_in: Callable[[str], Awaitable[bool]]) -> None:
         self._inbox = inbox
         self._adapters = adapters
@@ -48,14 +49,14 @@ class Intake:
         self._on_accepted()
         return "accepted"
 
-    async def _addressed(self, adapter: Adapter, event: Inbound) -> bool:
+    async def _addressed(self, adapter: Parser, event: Inbound) -> bool:
         """Named, replied to, or a DM; or, where threads are followed, inside a thread the bot answered in."""
         if event.addressed is not None:
             return True
         thread = event.address.thread_id
         # A post that starts its own thread (Slack `ts`, Mattermost post id) cannot be inside one the bot
         # answered in: only replies cost a database look-up, not every post of a busy channel.
-        if not adapter.follows_threads or thread is None or thread == event.message_id:
+        if not isinstance(adapter, FollowsThreads) or thread is None or thread == event.message_id:
             return False
         return await self._answered_in(event.address.conversation_key)
 

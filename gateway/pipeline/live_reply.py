@@ -8,8 +8,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from adapters.base import Adapter, ChatAddress, MessageRef
+from adapters.base import ChatAddress, MessageRef
 from adapters.markdown.chunking import split_text
+from adapters.protocols import ChatOutput, ShowsTyping
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +20,7 @@ PLACEHOLDER = "…"
 class LiveReply:
     """Owns the throttling; a retried turn passes the stored placeholder id and edits it again."""
 
-    def __init__(self, adapter: Adapter, address: ChatAddress, *, placeholder_id: str | None = None,
+    def __init__(self, adapter: ChatOutput, address: ChatAddress, *, placeholder_id: str | None = None,
                  on_started: Callable[[str], Awaitable[None]] | None = None) -> None:
         self._adapter = adapter
         self._address = address
@@ -44,7 +45,8 @@ class LiveReply:
     async def start(self) -> MessageRef:
         """Post the placeholder (or adopt the stored one) before the model is asked anything."""
         if self._ref is None:
-            await _quietly(self._adapter.show_typing(self._address))
+            if isinstance(self._adapter, ShowsTyping):
+                await _quietly(self._adapter.show_typing(self._address))
             self._ref = await self._adapter.send(self._address, PLACEHOLDER)
             self._shown = PLACEHOLDER
             self._last_edit = time.monotonic()

@@ -7,15 +7,18 @@ import logging
 from collections.abc import Mapping
 from functools import partial
 
-from adapters.base import Adapter, ApprovalClick, Inbound
+from adapters.base import ApprovalClick, Inbound
+from adapters.platforms import PlatformAdapter
+from adapters.protocols import Chat, ChatOutput, FollowsThreads
 from gateway.agents.bindings import Binding, BindingStore, is_listed
 from gateway.approvals.parking import ApprovalFlow
+from gateway.approvals.questions import QuestionFlow
 from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations, speaker_line, thread_context
 from gateway.people.scope import memory_owner
 from gateway.pipeline.inbox import Inbox, InboxItem
 from gateway.pipeline.live_reply import LiveReply
-from gateway.pipeline.runtime import Runtime, Turn, TurnDeps
+from gateway.pipeline.runtime import Answered, Parked, Runtime, Turn, TurnDeps
 from storage.cache import Cache
 
 log = logging.getLogger(__name__)
@@ -27,9 +30,9 @@ SLOW_DOWN = "You're sending messages faster than I can answer. Please wait a mom
 
 
 class Router:
-    def __init__(self, *, adapters: Mapping[str, Adapter], bindings: BindingStore, conversations: Conversations,
+    def __init__(self, *, adapters: Mapping[str, PlatformAdapter], bindings: BindingStore, conversations: Conversations,
                  runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ApprovalFlow,
-                 commands: DirectCommands) -> None:
+                 questions: QuestionFlow, commands: DirectCommands) -> None:
         self._adapters = adapters
         self._bindings = bindings
         self._conversations = conversations
@@ -37,6 +40,7 @@ class Router:
         self._cache = cache
         self._inbox = inbox
         self._approval_flow = approval_flow
+        self._questions = questions
         self._commands = commands
 
     async def handle(self, item: InboxItem) -> None:
@@ -60,11 +64,13 @@ class Router:
             await self._command(adapter, inbound, item)
             return
         # A question a delegate put to this person here is answered by their next message, not a new turn.
-        if await self._approval_flow.take_answer(adapter, inbound, retried=item.attempts > 1):
+        answered = await self._questions.take_answer(inbound, retried=item.attempts > 1)
+        if answered is not None:
+            await self._approval_flow.resume(adapter, answered.parked_run_id, reclaim=answered.retried)
             return
         await self._answer(adapter, inbound, binding, item)
 
-    async def _command(self, adapter: Adapter, inbound: Inbound, item: InboxItem) -> None:
+    async def _command(self, adapter: ChatOutput, inbound: Inbound, item: InboxItem) -> None:
         """`link`, `unlink`, `forget` in a DM: answered here, kept out of the history, no model run."""
         if item.reply_message_id is not None:
             return  # answered before a crash; running it again would spend a code or a second link attempt
@@ -72,13 +78,13 @@ class Router:
         ref = await adapter.send(inbound.address, await self._commands.answer(inbound.text, identity_id))
         await self._inbox.remember_reply(item.id, ref.message_id)
 
-    async def _answer(self, adapter: Adapter, inbound: Inbound, binding: Binding, item: InboxItem) -> None:
+    async def _answer(self, adapter: Chat, inbound: Inbound, binding: Binding, item: InboxItem) -> None:
         record = await self._conversations.record_user_turn(inbound)
         group = not inbound.address.is_direct
         history = await self._conversations.history(record, limit=binding.spec.history_turns, name_speakers=group)
         # A thread this very message starts (a top-level mention on Slack) has nothing earlier to read.
         if record.first_turn and inbound.address.thread_id not in (None, inbound.message_id) \
-                and adapter.follows_threads:
+                and isinstance(adapter, FollowsThreads):
             earlier = await adapter.read_thread(inbound.address, limit=THREAD_CONTEXT_LIMIT)
             history = thread_context(earlier, before=inbound.message_id)
         owner = memory_owner(inbound.address, identity_id=record.identity_id, person_id=record.person_id,
@@ -90,7 +96,12 @@ class Router:
         reply = LiveReply(adapter, inbound.address, placeholder_id=item.reply_message_id,
                           on_started=partial(self._inbox.remember_reply, item.id))
         outcome = await self._runtime.run(turn, reply)
-        await self._approval_flow.settle(adapter, turn.deps, record.conversation_id, outcome)
+        if isinstance(outcome, Answered):
+            await self._conversations.record_answer(record.conversation_id, run_id=outcome.run_id, text=outcome.text,
+                                                    speaker_name=binding.agent.name,
+                                                    platform_message_id=outcome.message_id)
+        elif isinstance(outcome, Parked):
+            await self._approval_flow.park(adapter, turn.deps, record.conversation_id, outcome)
 
     async def _refusal(self, inbound: Inbound, binding: Binding) -> str | None:
         """None admits the message; a text refuses it with that answer; "" refuses it silently."""
@@ -98,7 +109,7 @@ class Router:
         if binding.spec.access == "allowlist" and not is_listed(inbound.speaker, binding.spec.allow):
             log.info("bot %r refused %s: not on the allowlist", binding.bot_name, speaker.platform_user_id)
             return NOT_ALLOWED
-        limit = binding.rate_limit
+        limit = binding.spec.rate_limit
         key = f"{binding.bot_name}:{speaker.platform_user_id}"
         if limit and await self._cache.hit_rate_limit(key, limit=limit.messages, window=limit.per_seconds):
             log.info("bot %r rate-limited %s", binding.bot_name, speaker.platform_user_id)

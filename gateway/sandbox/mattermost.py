@@ -19,14 +19,13 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp import web
 
-from gateway.sandbox.server import ChangeSignal, LocalServer
+from gateway.sandbox.server import ChangeSignal, LocalServer, Sandbox
 
 __all__ = ["ApiCall", "MattermostSandbox", "OutgoingWebhook"]
 
@@ -86,7 +85,7 @@ class _Connection:
 Handler = Callable[[str, web.Request, Any], Awaitable[Any]]
 
 
-class MattermostSandbox:
+class MattermostSandbox(Sandbox):
     """An in-process Mattermost server on ``host:port`` (port 0: the OS picks one)."""
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, webhook_timeout: float = 10.0) -> None:
@@ -130,14 +129,6 @@ class MattermostSandbox:
     async def stop(self) -> None:
         await self.drop_connections()
         await self._server.stop()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.stop()
 
     # -- the world: people, teams, channels, webhooks ---------------------------------------
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from abc import ABC, abstractmethod
 from collections.abc import Callable
+from types import TracebackType
+from typing import Self
 
 import aiohttp
 from aiohttp import web
@@ -66,3 +69,23 @@ class LocalServer:
         if self._runner is not None:
             await self._runner.cleanup()
         self.session, self._runner = None, None
+
+
+class Sandbox(ABC):
+    """A local platform server used as `async with sandbox:`, which starts and stops it."""
+
+    @abstractmethod
+    async def start(self) -> None:
+        """Listen and set `url`."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Close every connection and stop listening."""
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.stop()

@@ -26,14 +26,13 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp import web
 
-from gateway.sandbox.server import ChangeSignal, LocalServer
+from gateway.sandbox.server import ChangeSignal, LocalServer, Sandbox
 
 __all__ = ["ApiCall", "HttpDelivery", "SlackApp", "SlackSandbox"]
 
@@ -108,7 +107,7 @@ class ApiError(Exception):
 Handler = Callable[[SlackApp, JSON], Awaitable[JSON]]
 
 
-class SlackSandbox:
+class SlackSandbox(Sandbox):
     """An in-process Slack on ``host:port`` (port 0: the OS picks one), with one workspace."""
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, team_id: str = "T0SANDBOX",
@@ -154,14 +153,6 @@ class SlackSandbox:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._server.stop()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.stop()
 
     # -- the workspace: apps, people, channels -------------------------------------------------------
 

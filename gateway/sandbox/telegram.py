@@ -18,13 +18,12 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 import aiohttp
 from aiohttp import web
 
-from gateway.sandbox.server import ChangeSignal, LocalServer
+from gateway.sandbox.server import ChangeSignal, LocalServer, Sandbox
 from gateway.sandbox.telegram_html import RejectedContent, detect_entities, inline_keyboard, message_text
 
 __all__ = ["ApiCall", "ApiError", "TelegramSandbox"]
@@ -118,7 +117,7 @@ class _Bot:
 Handler = Callable[[_Bot, JSON], Awaitable[Any]]
 
 
-class TelegramSandbox:
+class TelegramSandbox(Sandbox):
     """An in-process Bot API server on ``host:port`` (port 0: the OS picks one).
 
     Everything a user does is delivered to one bot: queued for ``getUpdates``, or POSTed to its
@@ -163,15 +162,6 @@ class TelegramSandbox:
         self._closing = True
         await self._notify()
         await self._server.stop()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.stop()
 
     # -- the world: bots, users, chats, files --------------------------------------------------
 

@@ -17,11 +17,14 @@ import uvicorn
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from adapters.base import Adapter
+from adapters.platforms import PlatformAdapter
+from adapters.protocols import Closable
 from capabilities.registry import Registry
 from gateway.agents.bindings import BindingStore
 from gateway.agents.models import ModelResolver
 from gateway.approvals.parking import ApprovalFlow
+from gateway.approvals.question_store import DelegateQuestions
+from gateway.approvals.questions import QuestionFlow
 from gateway.approvals.store import Approvals
 from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
@@ -35,6 +38,7 @@ from gateway.pipeline.intake import Intake
 from gateway.pipeline.router import Router
 from gateway.pipeline.runtime import Runtime
 from gateway.pipeline.worker import Worker
+from gateway.server.errors import StartupError
 from gateway.server.http import build_http_app
 from gateway.server.logs import SecretRedactor
 from gateway.server.platforms import AdapterContext, build_adapter
@@ -81,7 +85,7 @@ class Gateway:
         self._stack = AsyncExitStack()
         self._tasks: list[asyncio.Task[None]] = []
         self._essential: list[asyncio.Task[None]] = []
-        self.adapters: dict[str, Adapter] = {}
+        self.adapters: dict[str, PlatformAdapter] = {}
         self.port: int | None = None
         self.worker: Worker | None = None
         self.redactor = SecretRedactor()
@@ -121,13 +125,14 @@ class Gateway:
         inbox = Inbox(db)
         memory = MemoryNotes(db)
         directories = {name: adapter.directory for name, adapter in self.adapters.items()}
-        runtime = Runtime(models=self._models, db=db, registry=self.registry, stores={"memory": memory},
-                          directories=directories)
+        runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
+                          directories=directories, secrets=self._secrets)
         conversations = Conversations(db)
+        questions = QuestionFlow(DelegateQuestions(db))
         flow = ApprovalFlow(approvals=Approvals(db), runtime=runtime, conversations=conversations,
-                            adapters=self.adapters)
+                            adapters=self.adapters, waits=[questions])
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
-                        runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow,
+                        runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
                         commands=DirectCommands(identities=Identities(db), memory=memory))
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, concurrency=tuning.worker_concurrency,
@@ -149,7 +154,8 @@ class Gateway:
                                     lease_ttl=tuning.transport_lease_ttl, first_delay=tuning.transport_first_delay)
             self._spawn(supervisor.run())
         for adapter in self.adapters.values():
-            self._stack.push_async_callback(adapter.close)
+            if isinstance(adapter, Closable):
+                self._stack.push_async_callback(adapter.close)
 
     async def stop(self) -> None:
         """Finish running turns within the grace period; queued messages stay in the inbox."""
@@ -172,7 +178,12 @@ class Gateway:
 
     async def _serve_http(self, app: FastAPI) -> None:
         server_spec = self.config.server
-        sock = socket.create_server((server_spec.host, server_spec.port), reuse_port=False)
+        try:
+            sock = socket.create_server((server_spec.host, server_spec.port), reuse_port=False)
+        except OSError as exc:
+            raise StartupError(f"server: cannot listen on {server_spec.host}:{server_spec.port}: "
+                               f"{(exc.strerror or str(exc)).lower()} — stop the process using it, or set "
+                               "server.port (or server.host) in gateway.yaml") from exc
         self.port = sock.getsockname()[1]
         server = _EmbeddedServer(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off"))
         self._essential.append(self._spawn(server.serve(sockets=[sock])))

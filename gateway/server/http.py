@@ -2,28 +2,23 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from adapters.base import Adapter, MalformedPayload, VerificationError
-from adapters.mattermost.adapter import MattermostAdapter, NotInChannel
-from adapters.slack.adapter import SlackAdapter, UrlVerification
+from adapters.base import MalformedPayload, VerificationError
+from adapters.protocols import Webhook, WebhookAnswer, WebhookRoute
 from capabilities.registry import Registry
 from gateway.pipeline.intake import Intake
 
 log = logging.getLogger(__name__)
 
 ReadinessCheck = Callable[[], Awaitable[dict[str, bool]]]
-PayloadReader = Callable[[Adapter, Mapping[str, str], bytes], Awaitable[Mapping[str, Any]]]
-"""Turns a verified webhook body into the payload `adapter.parse` reads; raises `MalformedPayload`."""
 
 
-def build_http_app(*, intake: Intake, adapters: Mapping[str, Adapter], readiness: ReadinessCheck,
+def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness: ReadinessCheck,
                    registry: Registry | None = None) -> FastAPI:
     """Every route in one list, so the HTTP surface is read in one place."""
     app = FastAPI(title="chat-gateway", docs_url=None, redoc_url=None, openapi_url=None)
@@ -35,30 +30,27 @@ def build_http_app(*, intake: Intake, adapters: Mapping[str, Adapter], readiness
 
     @app.post("/telegram/{bot}/webhook")
     async def telegram_webhook(bot: str, request: Request) -> JSONResponse:
-        return await _webhook(intake, adapters, "telegram", bot, request)
+        return await _webhook(intake, adapters, "telegram", bot, "webhook", request)
 
     @app.post("/mattermost/{bot}/webhook")
     async def mattermost_webhook(bot: str, request: Request) -> JSONResponse:
         """Mattermost posts an answer's `text` in the channel: it tells people there why the bot cannot answer."""
-        try:
-            return await _webhook(intake, adapters, "mattermost", bot, request, read=_mattermost_event)
-        except NotInChannel as exc:
-            return JSONResponse({"text": str(exc)})
+        return await _webhook(intake, adapters, "mattermost", bot, "webhook", request)
 
     @app.post("/mattermost/{bot}/actions")
     async def mattermost_actions(bot: str, request: Request) -> JSONResponse:
         """Approval button clicks; the card is updated once the click is decided, not in this answer."""
-        return await _webhook(intake, adapters, "mattermost", bot, request, read=_mattermost_click)
+        return await _webhook(intake, adapters, "mattermost", bot, "actions", request)
 
     @app.post("/slack/{bot}/events")
-    @app.post("/slack/{bot}/interactions")
     async def slack_events(bot: str, request: Request) -> JSONResponse:
-        """Events API and interactivity (one verified reader for both bodies); the URL check gets its
-        challenge back only once verified."""
-        try:
-            return await _webhook(intake, adapters, "slack", bot, request, read=_slack_event)
-        except UrlVerification as exc:
-            return JSONResponse({"challenge": exc.challenge})
+        """The Events API; the URL check gets its challenge back only once verified."""
+        return await _webhook(intake, adapters, "slack", bot, "events", request)
+
+    @app.post("/slack/{bot}/interactions")
+    async def slack_interactions(bot: str, request: Request) -> JSONResponse:
+        """Interactivity: approval button clicks."""
+        return await _webhook(intake, adapters, "slack", bot, "interactions", request)
 
     @app.get("/healthz")
     async def healthz() -> JSONResponse:
@@ -73,8 +65,8 @@ def build_http_app(*, intake: Intake, adapters: Mapping[str, Adapter], readiness
     return app
 
 
-async def _webhook(intake: Intake, adapters: Mapping[str, Adapter], platform: str, bot: str,
-                   request: Request, *, read: PayloadReader | None = None) -> JSONResponse:
+async def _webhook(intake: Intake, adapters: Mapping[str, Webhook], platform: str, bot: str, route: WebhookRoute,
+                   request: Request) -> JSONResponse:
     """Verify, commit, then answer 2xx: the platform is acknowledged only for what is durable."""
     adapter = adapters.get(bot)
     if adapter is None or adapter.platform != platform:
@@ -89,39 +81,14 @@ async def _webhook(intake: Intake, adapters: Mapping[str, Adapter], platform: st
         log.warning("%s webhook call for bot %r refused: %s", platform, bot, exc)
         return _error(403, str(exc))
     try:
-        payload = await (read or _json_object)(adapter, request.headers, body)
+        payload = await adapter.read_webhook(route, request.headers, body)
     except MalformedPayload as exc:
         log.warning("%s webhook call for bot %r refused: %s", platform, bot, exc)
         return _error(400, str(exc))
+    except WebhookAnswer as answer:
+        return JSONResponse(dict(answer.body))
     outcome = await intake.deliver(bot, payload)
     return JSONResponse({"ok": True, "outcome": outcome})
-
-
-async def _json_object(_adapter: Adapter, _headers: Mapping[str, str], body: bytes) -> Mapping[str, Any]:
-    try:
-        payload = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise MalformedPayload("body is not JSON") from None
-    if not isinstance(payload, dict):
-        raise MalformedPayload("body is not a JSON object")
-    return payload
-
-
-async def _mattermost_event(adapter: Adapter, headers: Mapping[str, str], body: bytes) -> Mapping[str, Any]:
-    """The outgoing webhook names a post; the adapter rebuilds the event stream's `posted` event for it."""
-    assert isinstance(adapter, MattermostAdapter), "the route checked the platform"
-    return await adapter.webhook_event(headers, body)
-
-
-async def _mattermost_click(adapter: Adapter, headers: Mapping[str, str], body: bytes) -> Mapping[str, Any]:
-    assert isinstance(adapter, MattermostAdapter), "the route checked the platform"
-    return adapter.click_event(body)
-
-
-async def _slack_event(adapter: Adapter, headers: Mapping[str, str], body: bytes) -> Mapping[str, Any]:
-    """A JSON event or a form-encoded click, with the names of the people in it (Slack sends only ids)."""
-    assert isinstance(adapter, SlackAdapter), "the route checked the platform"
-    return await adapter.webhook_event(headers, body)
 
 
 def _error(status: int, reason: str) -> JSONResponse:

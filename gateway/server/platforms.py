@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapters.base import Adapter
 from adapters.mattermost.adapter import MattermostAdapter
+from adapters.platforms import PlatformAdapter
 from adapters.slack.adapter import SlackAdapter
 from adapters.telegram.adapter import TelegramAdapter
 from gateway.agents.bindings import BindingStore
@@ -32,7 +32,7 @@ class AdapterContext:
         return f"{(self.public_url or '').rstrip('/')}/{platform}/{bot_name}/{leaf}"
 
 
-async def build_adapter(index: int, bot: BotSpec, context: AdapterContext) -> Adapter:
+async def build_adapter(index: int, bot: BotSpec, context: AdapterContext) -> PlatformAdapter:
     match bot:
         case TelegramBotSpec():
             return await _telegram(index, bot, context)

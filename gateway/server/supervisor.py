@@ -7,7 +7,8 @@ import contextlib
 import logging
 import time
 
-from adapters.base import Adapter, Deliver, PlatformConfigError
+from adapters.base import Deliver, PlatformConfigError
+from adapters.protocols import Connection, Transport
 from storage.cache import Cache
 
 log = logging.getLogger(__name__)
@@ -16,7 +17,7 @@ log = logging.getLogger(__name__)
 class Supervisor:
     """Backoff from `first_delay` doubling to `max_delay`, reset after a connection that stayed healthy."""
 
-    def __init__(self, adapter: Adapter, deliver: Deliver, *, cache: Cache, owner: str,
+    def __init__(self, adapter: Connection, deliver: Deliver, *, cache: Cache, owner: str,
                  lease_ttl: float = 30.0, first_delay: float = 5.0, max_delay: float = 60.0,
                  healthy_after: float = 60.0) -> None:
         self._adapter = adapter
@@ -51,30 +52,31 @@ class Supervisor:
         if self._adapter.identity is None:
             me = await self._adapter.open()
             log.info("bot %r connected as %s (%s)", self._adapter.bot_id, me.handle or me.display_name, me.user_id)
-        if not self._adapter.has_transport:
+        transport = self._adapter.transport
+        if transport is None:
             return False
         if not await self._cache.acquire_lease(self._lease, self._owner, ttl=self._lease_ttl):
             await asyncio.sleep(self._lease_ttl / 3)
             return True
         try:
-            await self._hold()
+            await self._hold(transport)
             log.warning("transport of bot %r ended; reconnecting", self._adapter.bot_id)
         finally:
             await self._cache.release_lease(self._lease, self._owner)
         return True
 
-    async def _hold(self) -> None:
-        transport = asyncio.create_task(self._adapter.run_transport(self._deliver))
+    async def _hold(self, transport: Transport) -> None:
+        running = asyncio.create_task(transport.run_transport(self._deliver))
         try:
             while True:
-                done, _ = await asyncio.wait({transport}, timeout=self._lease_ttl / 3)
+                done, _ = await asyncio.wait({running}, timeout=self._lease_ttl / 3)
                 if done:
-                    return transport.result()
+                    return running.result()
                 if not await self._cache.renew_lease(self._lease, self._owner, ttl=self._lease_ttl):
                     log.warning("bot %r: another replica took the transport lease", self._adapter.bot_id)
                     return None
         finally:
-            if not transport.done():
-                transport.cancel()
+            if not running.done():
+                running.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await transport
+                    await running

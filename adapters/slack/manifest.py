@@ -1,4 +1,4 @@
-"""The Slack app manifest of one configured bot, so that creating its Slack app is one paste.
+"""The Slack app manifest of one bot, so that creating its Slack app is one paste.
 
 Paste the YAML at https://api.slack.com/apps → Create New App → From a manifest
 (format: https://docs.slack.dev/reference/app-manifest). The scopes are the ones the adapter uses,
@@ -8,11 +8,9 @@ the channel lookups (`conversations.*`) a binding may grant its agent.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-
-from gateway.config.schema import SlackBotSpec
 
 BOT_SCOPES = (
     "app_mentions:read",   # app_mention events
@@ -32,28 +30,29 @@ NAME_LIMIT = 35
 """Characters Slack allows in an app's name."""
 
 
-def build_slack_manifest(bot: SlackBotSpec, *, public_url: str | None, description: str) -> dict[str, Any]:
-    """The manifest for `bot`: Socket Mode, or request URLs under `public_url` for the Events API."""
+def build_slack_manifest(*, name: str, transport: Literal["socket", "http"], public_url: str | None,
+                         description: str) -> dict[str, Any]:
+    """The manifest for bot `name`: Socket Mode, or request URLs under `public_url` for the Events API."""
     events: dict[str, Any] = {"bot_events": list(BOT_EVENTS)}
     interactivity: dict[str, Any] = {"is_enabled": True}
-    if bot.transport == "http":
-        base = f"{(public_url or 'https://YOUR-PUBLIC-URL').rstrip('/')}/slack/{bot.name}"
+    if transport == "http":
+        base = f"{(public_url or 'https://YOUR-PUBLIC-URL').rstrip('/')}/slack/{name}"
         events = {"request_url": f"{base}/events", **events}
         interactivity["request_url"] = f"{base}/interactions"
     return {
         "_metadata": {"major_version": 1, "minor_version": 1},
-        "display_information": {"name": bot.name[:NAME_LIMIT], "description": description[:140]},
+        "display_information": {"name": name[:NAME_LIMIT], "description": description[:140]},
         "features": {
             "app_home": {"home_tab_enabled": False, "messages_tab_enabled": True,
                          "messages_tab_read_only_enabled": False},
-            "bot_user": {"display_name": bot.name, "always_online": True},
+            "bot_user": {"display_name": name, "always_online": True},
         },
         "oauth_config": {"scopes": {"bot": list(BOT_SCOPES)}},
         "settings": {
             "event_subscriptions": events,
             "interactivity": interactivity,
             "org_deploy_enabled": False,
-            "socket_mode_enabled": bot.transport == "socket",
+            "socket_mode_enabled": transport == "socket",
             "token_rotation_enabled": False,
         },
     }

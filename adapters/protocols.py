@@ -1,0 +1,146 @@
+"""The seams between the gateway and a platform adapter, one small protocol per consumer.
+
+An adapter implements the protocols its platform can honour and nothing as a no-op: an ability a
+platform lacks (a typing indicator, readable threads, something to release on close) is its own
+`runtime_checkable` protocol, which the consumer checks with `isinstance`. A bot without a socket or
+polling connection has `transport = None`. The channel lookups stay in `adapters.base.Directory`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from adapters.base import (
+    ApprovalCard,
+    ApprovalClick,
+    ApprovalOutcome,
+    BotIdentity,
+    ChatAddress,
+    Deliver,
+    HistoryItem,
+    Inbound,
+    MessageRef,
+    Platform,
+    PlatformLimits,
+)
+
+WebhookRoute = Literal["webhook", "actions", "events", "interactions"]
+"""The last segment of a platform's HTTP route (`/telegram/{bot}/webhook`, `/slack/{bot}/interactions`, …)."""
+
+
+class WebhookAnswer(Exception):
+    """A verified webhook call that is answered with `body` (HTTP 200) and delivers nothing.
+
+    Slack's URL verification gets its challenge back; a Mattermost outgoing webhook from a channel the
+    bot is not in gets a `text` that Mattermost posts there, telling people why the bot cannot answer.
+    """
+
+    def __init__(self, body: Mapping[str, Any], reason: str) -> None:
+        super().__init__(reason)
+        self.body = body
+
+
+class Transport(Protocol):
+    """A socket or polling connection that brings a bot its events (the supervisor holds it)."""
+
+    async def run_transport(self, deliver: Deliver) -> None:
+        """Hold one connection, handing each payload to `deliver`; returns or raises when it ends."""
+        ...
+
+
+class Connection(Protocol):
+    """What the supervisor keeps alive: the bot's sign-in and, where it has one, its transport."""
+
+    platform: Platform
+    bot_id: str
+    identity: BotIdentity | None
+    """Set by `open`; `None` until the bot is connected."""
+    transport: Transport | None
+    """`None` where events arrive over a webhook instead."""
+
+    async def open(self) -> BotIdentity:
+        """Connect the client and learn the bot's own identity (needed before `parse`)."""
+        ...
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """An adapter that holds a client to release when the gateway stops."""
+
+    async def close(self) -> None: ...
+
+
+class Parser(Protocol):
+    """Reads the payloads every transport of a platform hands over (intake, router)."""
+
+    def parse(self, payload: Mapping[str, Any]) -> Inbound | ApprovalClick | None:
+        """Read one platform event. Pure: no I/O. Raises `MalformedPayload`; `None` means ignore."""
+        ...
+
+
+@runtime_checkable
+class FollowsThreads(Protocol):
+    """A platform whose threads are conversations: a reply in a thread the bot answered in addresses it,
+    and a bot first named mid-thread reads what came before."""
+
+    async def read_thread(self, address: ChatAddress, *, limit: int) -> list[HistoryItem]:
+        """The thread so far, oldest first, at most `limit` messages."""
+        ...
+
+
+class Webhook(Protocol):
+    """What the HTTP server needs to take a platform's webhook call (gateway/server/http.py)."""
+
+    platform: Platform
+    identity: BotIdentity | None
+
+    def verify(self, headers: Mapping[str, str], body: bytes) -> None:
+        """Check a webhook call; raises `VerificationError` with a reason."""
+        ...
+
+    async def read_webhook(self, route: WebhookRoute, headers: Mapping[str, str], body: bytes) -> Mapping[str, Any]:
+        """The payload `parse` reads, from a verified call to `route`.
+
+        Raises:
+            MalformedPayload: the body is not what `route` takes.
+            WebhookAnswer: the call is answered with a body of its own and delivers nothing.
+        """
+        ...
+
+
+class ChatOutput(Protocol):
+    """Posting and editing messages (live replies)."""
+
+    limits: PlatformLimits
+
+    async def send(self, address: ChatAddress, text: str) -> MessageRef: ...
+
+    async def edit(self, ref: MessageRef, text: str) -> None: ...
+
+
+@runtime_checkable
+class ShowsTyping(Protocol):
+    """A platform that shows bots typing."""
+
+    async def show_typing(self, address: ChatAddress) -> None: ...
+
+
+class Cards(Protocol):
+    """Approval cards with buttons (approvals)."""
+
+    async def post_approval(self, address: ChatAddress, card: ApprovalCard) -> MessageRef:
+        """Post the card with Approve and Deny buttons, in the conversation's thread."""
+        ...
+
+    async def close_approval(self, ref: MessageRef, outcome: ApprovalOutcome) -> None:
+        """Edit the card to its outcome and remove the buttons."""
+        ...
+
+    async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
+        """Tell only the person who clicked (ephemeral, or a callback alert); called once per click."""
+        ...
+
+
+class Chat(ChatOutput, Cards, Protocol):
+    """Everything said in a conversation: answers, live edits and approval cards."""

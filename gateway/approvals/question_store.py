@@ -1,0 +1,132 @@
+"""Delegate question rows: asked with a parked run, answered or expired by compare-and-swap."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import exists, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from adapters.base import Speaker
+from storage.db import Database
+from storage.models import DelegateQuestionRow, utcnow
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Question:
+    id: int
+    parked_run_id: int
+    conversation_key: str
+    tool_call_id: str
+    """The parked call the answer resumes."""
+    specialist: str
+    question: str
+    requester_id: str
+    requester_name: str
+    status: str
+    """pending → answered | expired."""
+    answer: str | None
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewQuestion:
+    tool_call_id: str
+    specialist: str
+    question: str
+
+
+class DelegateQuestions:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, *, parked_run_id: int, conversation_key: str, questions: Sequence[NewQuestion],
+                  requester: Speaker, expires_at: datetime) -> list[Question]:
+        """One pending question per parked call, put to the person whose run it is."""
+        async def work(session: AsyncSession) -> list[Question]:
+            rows = [DelegateQuestionRow(parked_run_id=parked_run_id, conversation_key=conversation_key,
+                                        tool_call_id=new.tool_call_id, specialist=new.specialist,
+                                        question=new.question, requester_id=requester.platform_user_id,
+                                        requester_name=requester.display_name, status="pending",
+                                        expires_at=expires_at) for new in questions]
+            session.add_all(rows)
+            await session.flush()
+            return [_question(row) for row in rows]
+        return await self._db.transaction(work)
+
+    async def attach_message(self, question_id: int, message_id: str) -> None:
+        async def work(session: AsyncSession) -> None:
+            await session.execute(update(DelegateQuestionRow).where(DelegateQuestionRow.id == question_id)
+                                  .values(message_id=message_id))
+        await self._db.transaction(work)
+
+    async def pending(self, conversation_key: str, requester_id: str) -> Question | None:
+        """The oldest open question this person is asked in this conversation."""
+        async def work(session: AsyncSession) -> Question | None:
+            row = (await session.execute(select(DelegateQuestionRow).where(
+                DelegateQuestionRow.conversation_key == conversation_key,
+                DelegateQuestionRow.requester_id == requester_id, DelegateQuestionRow.status == "pending",
+                DelegateQuestionRow.expires_at > utcnow())
+                .order_by(DelegateQuestionRow.created_at, DelegateQuestionRow.id).limit(1))).scalar_one_or_none()
+            return _question(row) if row is not None else None
+        return await self._db.transaction(work)
+
+    async def answer(self, question_id: int, text: str, speaker: Speaker, message_id: str) -> Question | None:
+        """Compare-and-swap a pending question to `answered`, keeping the answer and the message that gave it;
+        None when it was answered or expired already."""
+        async def work(session: AsyncSession) -> Question | None:
+            now = utcnow()
+            result = await session.execute(
+                update(DelegateQuestionRow).where(DelegateQuestionRow.id == question_id,
+                                                  DelegateQuestionRow.status == "pending",
+                                                  DelegateQuestionRow.expires_at > now)
+                .values(status="answered", answer=text, answer_message_id=message_id,
+                        answered_by=speaker.display_name, answered_at=now)
+                .returning(DelegateQuestionRow))
+            row = result.scalar_one_or_none()
+            return _question(row) if row is not None else None
+        return await self._db.transaction(work)
+
+    async def answered_with(self, conversation_key: str, message_id: str) -> Question | None:
+        """The question a given message already answered (an inbox item retried after a crash)."""
+        async def work(session: AsyncSession) -> Question | None:
+            row = (await session.execute(select(DelegateQuestionRow).where(
+                DelegateQuestionRow.conversation_key == conversation_key,
+                DelegateQuestionRow.answer_message_id == message_id,
+                DelegateQuestionRow.status == "answered").limit(1))).scalar_one_or_none()
+            return _question(row) if row is not None else None
+        return await self._db.transaction(work)
+
+    async def expire_due(self) -> list[Question]:
+        """Compare-and-swap every question nobody answered in time to `expired`."""
+        async def work(session: AsyncSession) -> list[Question]:
+            result = await session.execute(
+                update(DelegateQuestionRow).where(DelegateQuestionRow.status == "pending",
+                                                  DelegateQuestionRow.expires_at <= utcnow())
+                .values(status="expired", answered_at=utcnow()).returning(DelegateQuestionRow))
+            return [_question(row) for row in result.scalars()]
+        return await self._db.transaction(work)
+
+    async def open_for(self, parked_run_id: int) -> bool:
+        """True while a question of this parked run waits for its answer."""
+        async def work(session: AsyncSession) -> bool:
+            found = await session.execute(select(exists().where(DelegateQuestionRow.parked_run_id == parked_run_id,
+                                                                DelegateQuestionRow.status == "pending")))
+            return bool(found.scalar())
+        return await self._db.transaction(work)
+
+    async def of_run(self, parked_run_id: int) -> list[Question]:
+        async def work(session: AsyncSession) -> list[Question]:
+            rows = await session.execute(select(DelegateQuestionRow)
+                                         .where(DelegateQuestionRow.parked_run_id == parked_run_id))
+            return [_question(row) for row in rows.scalars()]
+        return await self._db.transaction(work)
+
+
+def _question(row: DelegateQuestionRow) -> Question:
+    return Question(id=row.id, parked_run_id=row.parked_run_id, conversation_key=row.conversation_key,
+                    tool_call_id=row.tool_call_id, specialist=row.specialist, question=row.question,
+                    requester_id=row.requester_id, requester_name=row.requester_name, status=row.status,
+                    answer=row.answer, expires_at=row.expires_at)

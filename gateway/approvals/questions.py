@@ -1,0 +1,94 @@
+"""A delegate's question put to the person whose run it is, and their next message there taken as the answer."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+
+from adapters.base import Inbound
+from adapters.protocols import Chat
+from capabilities.subagents.questions import asked, with_answer
+from gateway.approvals.parking import CHANGED_RESULT
+from gateway.approvals.question_store import DelegateQuestions, NewQuestion, Question
+from gateway.pipeline.runtime import Parked, TurnDeps
+from storage.models import utcnow
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TakenAnswer:
+    """A message that answered an open question: the parked run it belongs to resumes."""
+
+    parked_run_id: int
+    retried: bool
+    """The message was taken before a crash: the resume it started may be left half done."""
+
+
+class QuestionFlow:
+    """What a parked run waits on besides approvals (`gateway/approvals/parking.py` `Wait`): its delegates'
+    questions."""
+
+    def __init__(self, questions: DelegateQuestions) -> None:
+        self._questions = questions
+
+    async def ask(self, adapter: Chat, deps: TurnDeps, parked_run_id: int, outcome: Parked) -> None:
+        """Store the run's questions and put each to its person as a plain message in the conversation."""
+        if not outcome.questions:
+            return
+        new = [NewQuestion(tool_call_id=q.tool_call_id, specialist=q.specialist, question=q.question)
+               for q in outcome.questions]
+        questions = await self._questions.add(
+            parked_run_id=parked_run_id, conversation_key=deps.address.conversation_key, questions=new,
+            requester=deps.speaker, expires_at=utcnow() + deps.binding.spec.approvals.expires_after)
+        for question in questions:
+            ref = await adapter.send(deps.address, question_text(question))
+            await self._questions.attach_message(question.id, ref.message_id)
+        log.info("run %d asks %d question(s) in %s", outcome.run_id, len(questions), deps.address.conversation_key)
+
+    async def waiting(self, parked_run_id: int) -> bool:
+        return await self._questions.open_for(parked_run_id)
+
+    async def results(self, parked_run_id: int, requests: DeferredToolRequests) -> DeferredToolResults:
+        """Each asked call approved either way: the delegate continues in place, told the answer or that nobody
+        gave one. A call that no longer asks what was shown is denied."""
+        decisions: dict[str, ToolApproved | ToolDenied] = {}
+        carried: dict[str, object] = {}
+        for question in await self._questions.of_run(parked_run_id):
+            metadata = requests.metadata.get(question.tool_call_id)
+            if asked(metadata) != (question.specialist, question.question):
+                decisions[question.tool_call_id] = ToolDenied(CHANGED_RESULT)
+                continue
+            decisions[question.tool_call_id] = ToolApproved()
+            carried[question.tool_call_id] = with_answer(metadata, question.answer)
+        return DeferredToolResults(approvals=decisions, metadata=carried)
+
+    async def expire_due(self) -> list[int]:
+        """Expire every question nobody answered in time; returns their parked runs, to resume."""
+        expired = await self._questions.expire_due()
+        return sorted({question.parked_run_id for question in expired})
+
+    async def take_answer(self, inbound: Inbound, *, retried: bool) -> TakenAnswer | None:
+        """The requester's message answers the question a delegate of their parked run asked in this
+        conversation. Anyone else's message, or one with no open question, is left to be a turn of its own
+        (None)."""
+        key = inbound.address.conversation_key
+        question = await self._questions.pending(key, inbound.speaker.platform_user_id)
+        if question is not None:
+            answered = await self._questions.answer(question.id, inbound.text, inbound.speaker, inbound.message_id)
+            if answered is not None:
+                log.info("question %d answered by %s in %s", answered.id, inbound.speaker.platform_user_id, key)
+                return TakenAnswer(parked_run_id=answered.parked_run_id, retried=False)
+        if retried:  # answered before a crash: finish the resume it started
+            answered = await self._questions.answered_with(key, inbound.message_id)
+            if answered is not None:
+                return TakenAnswer(parked_run_id=answered.parked_run_id, retried=True)
+        return None
+
+
+def question_text(question: Question) -> str:
+    """A delegate's question, put to the person whose run it is, in the conversation the run belongs to."""
+    return (f"{question.requester_name}, {question.specialist} asks: {question.question}\n\n"
+            "Your next message here is taken as the answer.")
