@@ -10,15 +10,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("gateway", "adapters", "capabilities", "storage")
 
-_SERVER_STACK = ("pulls in pydantic-ai, FastAPI, uvicorn and the platform SDKs (about 4 s); at the top of the "
-                 "module every command, `gateway --help` too, would wait for them")
 LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
-    "gateway/cli/main.py:demo": _SERVER_STACK,
-    "gateway/cli/main.py:_serve": _SERVER_STACK,
-    "gateway/cli/main.py:_load": "config validation loads the capability registry and pydantic-ai (about 2 s)",
-    "gateway/cli/main.py:_registry": "config validation loads the capability registry and pydantic-ai (about 2 s)",
+    "gateway/cli/main.py": "the command line imports a command's implementation when that command runs: the "
+                           "server stack (pydantic-ai, FastAPI, uvicorn, the SDKs) takes seconds to import, and "
+                           "`gateway --help` or `--version` should not wait for it",
 }
-"""`path:function` of an import inside a function, with the reason it cannot sit at the top of the module.
+"""Modules that may import inside a function, with the reason it cannot sit at the top of the module.
 
 Dodging an import cycle is not a reason: the cycle is the thing to fix.
 """
@@ -51,10 +48,10 @@ def local_imports(path: Path) -> list[str]:
 def test_no_module_imports_inside_a_function() -> None:
     found = sorted({where for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
                     for where in local_imports(path)})
-    unexplained = [where for where in found if where not in LOCAL_IMPORTS_ALLOWED]
+    unexplained = [where for where in found if where.split(":")[0] not in LOCAL_IMPORTS_ALLOWED]
     assert unexplained == [], f"move these imports to the top, or fix the cycle they dodge: {unexplained}"
 
 
 def test_every_allowed_local_import_still_exists() -> None:
     found = {where for package in PACKAGES for path in (ROOT / package).rglob("*.py") for where in local_imports(path)}
-    assert sorted(set(LOCAL_IMPORTS_ALLOWED) - found) == []
+    assert sorted(set(LOCAL_IMPORTS_ALLOWED) - {where.split(":")[0] for where in found}) == []
