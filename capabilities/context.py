@@ -137,24 +137,33 @@ class BuiltDelegate:
     """The stable tool id behind a name the delegate's model sees (approval cards name the real call)."""
 
 
-class Delegates(Protocol):
-    """What `subagents` needs from the gateway: delegates built through the same assembly as the agent
-    a chat admitted, on the deployment's models, with their approval gates, counted into the run's usage."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DelegationFacts:
+    """What the gateway decided about one agent's delegation in one run: plain data, read by `subagents`."""
 
-    depth_left: int | None
-    """Levels of delegation the tree above leaves this agent; `None` for the agent a chat admitted."""
     parent_model: str
     """The delegating agent's own model (profile name or model string): what an agent file inherits."""
     model_names: frozenset[str]
     """The model profiles this deployment configures: all a model-written specialist may name."""
-    ask_user: Callable[[str], Awaitable[str]] | None
+    depth_left: int | None = None
+    """Levels of delegation the tree above leaves this agent; `None` for the agent a chat admitted."""
+    ask_user: Callable[[str], Awaitable[str]] | None = field(default=None, compare=False)
     """Puts a synchronous delegate's question to the person holding the run; `None`: nobody to ask."""
-
-    pinned: tuple[str, ...]
+    pinned: tuple[str, ...] = ()
     """The other agents of this gateway the delegating agent names in its spec's top-level `subagents`."""
-    specialists: dict[str, dict[str, Any]]
+    specialists: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
     """The specialists the model wrote with `create_agent` in this run, by name (name, description,
-    instructions, model, mode): carried across an approval park and registered again on resume."""
+    instructions, model, mode): carried across an approval park and registered again on resume.
+
+    The one mutable part of these facts, and shared on purpose: for the agent a chat admitted it is the
+    run's own dict (`AssembledAgent.specialists`), which `create_agent` adds to and a resume drops a
+    specialist from when it no longer passes, so that what a park carries is what the model kept. A
+    delegate's own delegation gets a fresh one that nothing carries."""
+
+
+class DelegateBuilder(Protocol):
+    """How `subagents` gets its delegates from the gateway: built through the same assembly as the agent a
+    chat admitted, on the deployment's models, with their approval gates, counted into the run's usage."""
 
     def resolve_model(self, name: str) -> Any:
         """A pydantic-ai model for a profile name or model string, as the agent's own model resolves."""
@@ -177,6 +186,15 @@ class Delegates(Protocol):
     def charge(self, usage: Any) -> None:
         """Adds one delegate model response's usage to the run's accounting."""
         ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delegates:
+    """What `subagents` needs from the gateway for one delegating agent: the facts of its delegation, and
+    the builder of its delegates."""
+
+    facts: DelegationFacts
+    builder: DelegateBuilder
 
 
 class MissingStore(LookupError):

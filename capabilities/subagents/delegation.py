@@ -49,7 +49,7 @@ from subagents_pydantic_ai import (
     current_subagent_state,
 )
 
-from capabilities.context import BuildContext, BuiltDelegate, Delegates, RunDeps
+from capabilities.context import BuildContext, BuiltDelegate, DelegateBuilder, Delegates, DelegationFacts, RunDeps
 from capabilities.failures import retry_or_text
 from capabilities.subagents import texts as delegation_text
 from capabilities.subagents.agent_files import read_agent_files
@@ -143,7 +143,8 @@ class Delegation(AbstractCapability[Any]):
     delegates: dict[str, Delegate]
     menu: dict[str, ModelOption]
     library: SubAgentToolset
-    gateway: Delegates
+    facts: DelegationFacts
+    """What the gateway decided about this delegation; `facts.specialists` is the run's, shared on purpose."""
     depth: int
     """Levels of delegation this agent has: its delegates are built with one less."""
     calls: Counter[str] = field(default_factory=Counter)
@@ -159,7 +160,7 @@ class Delegation(AbstractCapability[Any]):
         that parks is built again when it is continued, and the library's registry goes with the old build.
         They come back under create_agent's own rules (a configured model profile, no capabilities, at most
         MAX_DYNAMIC_SPECIALISTS); one that no longer passes them is dropped."""
-        kept = self.gateway.specialists
+        kept = self.facts.specialists
         for name, spec in list(kept.items()):
             mode, model = spec.get("mode"), str(spec.get("model", ""))
             restored = mode in ("sync", "async") and self._refuse_dynamic(name, model) is None
@@ -177,7 +178,7 @@ class Delegation(AbstractCapability[Any]):
 
     def get_instructions(self) -> str:
         return delegation_text.instructions(self.config, list(self.delegates.values()), self.menu,
-                                            sorted(self.gateway.model_names))
+                                            sorted(self.facts.model_names))
 
     def get_toolset(self) -> AbstractToolset[Any]:
         tools: list[Callable[..., Any]] = [self.task]
@@ -301,7 +302,7 @@ class Delegation(AbstractCapability[Any]):
                                                   model=model, capabilities=None, can_ask_questions=False)
         if created.startswith(f"Agent '{name}' created"):
             self.dynamic_modes[name] = mode
-            self.gateway.specialists[name] = {"name": name, "description": description, "instructions": instructions,
+            self.facts.specialists[name] = {"name": name, "description": description, "instructions": instructions,
                                               "model": model, "mode": mode}
         return created
 
@@ -333,8 +334,8 @@ class Delegation(AbstractCapability[Any]):
                                                                      can_ask_questions=False, mode=mode))
 
     def _refuse_dynamic(self, name: str, model: str, *, keep: bool = True) -> str | None:
-        if model not in self.gateway.model_names:
-            offered = ", ".join(sorted(self.gateway.model_names)) or "none"
+        if model not in self.facts.model_names:
+            offered = ", ".join(sorted(self.facts.model_names)) or "none"
             return f"Error: {model!r} is not a model this organization has a profile for; use one of: {offered}."
         if name in self.delegates:
             return f"Error: {name!r} is already a listed delegate; hand it work with task, or pick another name."
@@ -471,69 +472,71 @@ def build_delegation(context: BuildContext[SubagentsConfig]) -> Delegation | Non
     gateway = context.run.delegates
     if gateway is None:
         return None
-    depth = config.max_depth if gateway.depth_left is None else min(config.max_depth, gateway.depth_left)
+    facts, builder = gateway.facts, gateway.builder
+    depth = config.max_depth if facts.depth_left is None else min(config.max_depth, facts.depth_left)
     if depth < 1:  # at the limit a delegate is built without delegation, not with a tool that only refuses
         return None
     delegates = _delegates(config, gateway, depth)
     if not delegates and not config.allow_dynamic:
         return None
-    menu = {key: _menu_option(gateway, entry) for key, entry in config.models.items()}
+    menu = {key: _menu_option(builder, entry) for key, entry in config.models.items()}
     library = create_subagent_toolset(
-        subagents=[_library_config(config, gateway, delegate) for delegate in delegates.values()],
+        subagents=[_library_config(config, facts, delegate) for delegate in delegates.values()],
         include_general_purpose=False, max_nesting_depth=depth,
         usage_limits=lambda _ctx, sub: usage_limits(config.controls(sub["name"])),
         delegation_configuration="persisted_and_oneshot" if config.allow_dynamic else "default",
-        allowed_models=sorted(gateway.model_names) if config.allow_dynamic else None,
-        default_agent_factory=_dynamic_factory(gateway) if config.allow_dynamic else None,
+        allowed_models=sorted(facts.model_names) if config.allow_dynamic else None,
+        default_agent_factory=_dynamic_factory(builder) if config.allow_dynamic else None,
         max_agents=MAX_DYNAMIC_SPECIALISTS, max_result_chars=config.max_result_chars,
-        ask_user=gateway.ask_user if config.allow_questions else None, contain_errors=config.contain_errors)
-    return Delegation(config=config, delegates=delegates, menu=menu, library=library, gateway=gateway, depth=depth)
+        ask_user=facts.ask_user if config.allow_questions else None, contain_errors=config.contain_errors)
+    return Delegation(config=config, delegates=delegates, menu=menu, library=library, facts=facts, depth=depth)
 
 
 def _delegates(config: SubagentsConfig, gateway: Delegates, depth: int) -> dict[str, Delegate]:
+    facts, builder = gateway.facts, gateway.builder
     share = [capability for capability in config.share_with_delegates if capability != "subagents"]
     built: dict[str, tuple[str, BuiltDelegate]] = {}
     for specialist in config.inline:
-        built[specialist.name] = (specialist.description, gateway.build_specialist(
+        built[specialist.name] = (specialist.description, builder.build_specialist(
             name=specialist.name, instructions=specialist.instructions, model=specialist.model, share=share,
-            extra=[_meter(gateway, specialist.name, specialist)]))
-    for name in gateway.pinned:
+            extra=[_meter(builder, specialist.name, specialist)]))
+    for name in facts.pinned:
         if name not in built:
-            built[name] = (gateway.agent_description(name) or "", gateway.build_agent(
-                name, depth_left=depth - 1, share=share, extra=[_meter(gateway, name, config.controls(name))]))
+            built[name] = (builder.agent_description(name) or "", builder.build_agent(
+                name, depth_left=depth - 1, share=share, extra=[_meter(builder, name, config.controls(name))]))
     for file in read_agent_files(config.agent_folders):
         if file.name not in built:
             override = config.agent_overrides.get(file.name)
             effort = override.effort if override is not None else None
-            built[file.name] = (file.description, gateway.build_specialist(
+            built[file.name] = (file.description, builder.build_specialist(
                 name=file.name, instructions=file.instructions, share=share,
-                model=(override.model if override is not None else None) or gateway.parent_model,
+                model=(override.model if override is not None else None) or facts.parent_model,
                 model_settings=ModelSettings(thinking=effort) if effort else None,
-                extra=[_meter(gateway, file.name, config.controls(file.name))]))
+                extra=[_meter(builder, file.name, config.controls(file.name))]))
     return {name: Delegate(name=name, description=config.controls(name).description or description, built=agent,
                            controls=config.controls(name), mode=config.controls(name).mode or config.mode)
             for name, (description, agent) in built.items()}
 
 
-def _meter(gateway: Delegates, name: str, controls: DelegateControls) -> DelegateMeter:
+def _meter(builder: DelegateBuilder, name: str, controls: DelegateControls) -> DelegateMeter:
     timed_out = timed_out_text(name, controls) if controls.timeout_seconds is not None else ""
-    return DelegateMeter(charge=gateway.charge, timeout_seconds=controls.timeout_seconds, timed_out=timed_out)
+    return DelegateMeter(charge=builder.charge, timeout_seconds=controls.timeout_seconds, timed_out=timed_out)
 
 
-def _menu_option(gateway: Delegates, entry: Any) -> ModelOption:
+def _menu_option(builder: DelegateBuilder, entry: Any) -> ModelOption:
     if isinstance(entry, str):
-        return ModelOption(gateway.resolve_model(entry))
+        return ModelOption(builder.resolve_model(entry))
     settings = ModelSettings(thinking=entry.effort) if entry.effort else None
-    return ModelOption(gateway.resolve_model(entry.model), description=entry.description, settings=settings)
+    return ModelOption(builder.resolve_model(entry.model), description=entry.description, settings=settings)
 
 
-def _library_config(config: SubagentsConfig, gateway: Delegates, delegate: Delegate) -> SubAgentConfig:
+def _library_config(config: SubagentsConfig, facts: DelegationFacts, delegate: Delegate) -> SubAgentConfig:
     """A pre-built delegate for the library; it asks questions only when it runs synchronously, the author
     allowed it and the run has somebody to ask."""
     sub = SubAgentConfig(name=delegate.name, description=delegate.description, instructions="",
                          agent=delegate.built.agent,
                          can_ask_questions=config.allow_questions and delegate.mode == "sync"
-                         and gateway.ask_user is not None)
+                         and facts.ask_user is not None)
     if delegate.controls.on_failure is not None:
         sub["on_failure"] = delegate.controls.on_failure
     if delegate.controls.contain_errors is not None:
@@ -541,10 +544,10 @@ def _library_config(config: SubagentsConfig, gateway: Delegates, delegate: Deleg
     return sub
 
 
-def _dynamic_factory(gateway: Delegates) -> Callable[[SubAgentConfig], Any]:
+def _dynamic_factory(builder: DelegateBuilder) -> Callable[[SubAgentConfig], Any]:
     """A model-written specialist, built like an inline one: on a configured profile, metered, nothing shared."""
 
     def build(sub: SubAgentConfig) -> Any:
-        return gateway.build_specialist(name=sub["name"], instructions=sub["instructions"], model=str(sub["model"]),
-                                        share=(), extra=[DelegateMeter(charge=gateway.charge)]).agent
+        return builder.build_specialist(name=sub["name"], instructions=sub["instructions"], model=str(sub["model"]),
+                                        share=(), extra=[DelegateMeter(charge=builder.charge)]).agent
     return build

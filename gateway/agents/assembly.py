@@ -25,7 +25,7 @@ from pydantic_ai import Agent, DeferredToolRequests
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.usage import RequestUsage, RunUsage
 
-from capabilities.context import BuildContext, BuiltDelegate, RunFacts
+from capabilities.context import BuildContext, BuiltDelegate, Delegates, DelegationFacts, RunFacts
 from capabilities.registry import CapabilityDef, Registry, config_for
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.channel_context import binding_instructions
@@ -91,8 +91,8 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, run
     kept = {str(specialist["name"]): dict(specialist) for specialist in specialists if "name" in specialist}
     builder = CapabilityBuilder(registry=registry, binding_modes=modes, secrets=secrets, end_run=end_run)
     delegates = GatewayDelegates(parent=spec, pins=binding.agent.pins, versions=binding.delegate_versions,
-                                 builder=builder, models=models, run=run, usage=delegated, ask_user=ask_user,
-                                 specialists=kept)
+                                 builder=builder, models=models, run=run, usage=delegated,
+                                 ask_user=ask_user).delegation(depth_left=None, specialists=kept)
     built, policy = builder.build([*spec.capabilities, *_binding_grants(binding, registry)],
                                   replace(run, delegates=delegates))
     agent: Agent[Any, Output] = Agent(models.resolve(spec.model), output_type=[str, DeferredToolRequests],
@@ -148,9 +148,9 @@ class CapabilityBuilder:
         return SecretStr(value)
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GatewayDelegates:
-    """`capabilities.context.Delegates` for one delegating agent of one run."""
+    """`capabilities.context.DelegateBuilder` for one delegating agent of one run."""
 
     parent: AgentSpec
     pins: Mapping[str, int] = field(default_factory=dict)
@@ -162,23 +162,17 @@ class GatewayDelegates:
     run: RunFacts
     usage: RunUsage
     """The run's delegated usage, shared by every delegate of the tree."""
-    depth_left: int | None = None
     ask_user: Callable[[str], Awaitable[str]] | None = None
-    specialists: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """The run's model-written specialists, for the agent a chat admitted: restored from a parked run, and
-    added to by `create_agent`, so that a park carries them. A delegate's own delegation keeps none across."""
-    pinned: tuple[str, ...] = field(init=False)
+    """Passed on to every level of the tree: a delegate's own delegates ask the same person."""
 
-    def __post_init__(self) -> None:
-        self.pinned = tuple(name for name in self.parent.subagents if self._pinned(name) is not None)
-
-    @property
-    def parent_model(self) -> str:
-        return self.parent.model
-
-    @property
-    def model_names(self) -> frozenset[str]:
-        return self.models.names
+    def delegation(self, *, depth_left: int | None, specialists: dict[str, dict[str, Any]]) -> Delegates:
+        """This agent's delegation: its facts, and this builder. `specialists` is the run's own dict for the
+        agent a chat admitted (restored from a parked run, added to by `create_agent`), a fresh one below it."""
+        pinned = tuple(name for name in self.parent.subagents if self._pinned(name) is not None)
+        facts = DelegationFacts(parent_model=self.parent.model, model_names=self.models.names,
+                                depth_left=depth_left, ask_user=self.ask_user, pinned=pinned,
+                                specialists=specialists)
+        return Delegates(facts=facts, builder=self)
 
     def resolve_model(self, name: str) -> Any:
         return self.models.resolve(name)
@@ -199,7 +193,7 @@ class GatewayDelegates:
         spec = version.spec
         bound = {entry.id for entry in spec.capabilities}
         entries = [*spec.capabilities, *(entry for entry in self._lent(share) if entry.id not in bound)]
-        child = replace(self, parent=spec, pins=version.pins, depth_left=depth_left, specialists={})
+        child = replace(self, parent=spec, pins=version.pins).delegation(depth_left=depth_left, specialists={})
         return self._built(spec.name, spec.model, spec.instructions, entries, extra, delegates=child)
 
     def build_specialist(self, *, name: str, instructions: str, model: str, model_settings: Any = None,
@@ -219,7 +213,7 @@ class GatewayDelegates:
                 if entry.id in share and entry.id != "subagents" and entry.enabled]
 
     def _built(self, name: str, model: str, instructions: str, entries: list[CapabilityEntry],
-               extra: Sequence[AbstractCapability[Any]], *, delegates: GatewayDelegates | None,
+               extra: Sequence[AbstractCapability[Any]], *, delegates: Delegates | None,
                model_settings: Any = None) -> BuiltDelegate:
         run = replace(self.run, state=None, resuming=False, delegates=delegates)
         built, policy = self.builder.build(entries, run)

@@ -63,7 +63,7 @@ class TurnDeps:
 
     def clone_for_subagent(self, max_depth: int = 0) -> TurnDeps:
         """A delegate's deps: the same server-side facts. subagents-pydantic-ai calls this with its remaining
-        depth; the gateway bounds depth where it builds delegates (`Delegates.depth_left`), so it goes unread."""
+        depth; the gateway bounds depth where it builds delegates (`DelegationFacts.depth_left`), so it goes unread."""
         return replace(self)
 
 
