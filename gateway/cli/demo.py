@@ -25,7 +25,7 @@ from capabilities import default_registry
 from capabilities.context import BuildContext
 from capabilities.registry import CapabilityDef, ToolInfo
 from gateway.agents.models import ModelResolver
-from gateway.cli.stages import PLACEHOLDER, DemoPlatform, Room, Stage, build_stage
+from gateway.cli.stages import PLACEHOLDER, DemoPlatform, Line, Room, Stage, StageSetup, build_stage
 from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
 from gateway.server.app import Gateway, Tuning
@@ -94,12 +94,12 @@ def demo_capability() -> CapabilityDef:
                          tools=(ToolInfo(id="restart_service", summary="Restart a service.", side_effecting=True),))
 
 
-def demo_config(stage: Stage) -> GatewayConfig:
+def demo_config(setup: StageSetup) -> GatewayConfig:
     return GatewayConfig.model_validate({
         "agents": [{"name": "helper", "model": "demo:scripted", "capabilities": ["clock", "demo_ops"],
                     "instructions": "You are Helper, a concise assistant for a small team."}],
-        "bots": [{"name": "demo", "agent": "helper", **stage.bot_spec()}],
-        "server": stage.server_spec(),
+        "bots": [{"name": "demo", "agent": "helper", **setup.bot_spec}],
+        "server": setup.server_spec,
     })
 
 
@@ -108,17 +108,18 @@ async def run_demo(say: Callable[[str], None], platforms: Sequence[DemoPlatform]
     for platform in platforms:
         with tempfile.TemporaryDirectory(prefix="gateway-demo-") as workdir:
             database_url = f"sqlite+aiosqlite:///{Path(workdir) / 'gateway.db'}"
-            async with build_stage(platform) as stage:
-                await _converse(stage, database_url, say)
+            stage = build_stage(platform)
+            async with stage.start() as setup:
+                await _converse(stage, setup, database_url, say)
             await _report(database_url, say)
 
 
-async def _converse(stage: Stage, database_url: str, say: Callable[[str], None]) -> None:
-    secrets = SecretSource(environ=stage.secrets)
-    config = demo_config(stage)
+async def _converse(stage: Stage, setup: StageSetup, database_url: str, say: Callable[[str], None]) -> None:
+    secrets = SecretSource(environ=setup.secrets)
+    config = demo_config(setup)
     models = ModelResolver(config.models, secrets, fixed={"demo:scripted": demo_model()})
     settings = Settings(database_url=database_url, redis_url=None)
-    say(f"Local {stage.platform.title()} server at {stage.url}; gateway on SQLite, in-process cache, scripted model.\n")
+    say(f"Local {setup.platform.title()} server at {setup.url}; gateway on SQLite, in-process cache, scripted model.\n")
     registry = default_registry().with_extra(demo_capability())
     async with Gateway(config, settings, secrets=secrets, models=models, registry=registry, tuning=DEMO_TUNING):
         await stage.wait_for(stage.ready, timeout=15)
@@ -127,31 +128,32 @@ async def _converse(stage: Stage, database_url: str, say: Callable[[str], None])
         await stage.says("dm", "alice", "What did I ask first?")
         await stage.wait_for(_answered(stage, "dm", 2), timeout=15)
         await stage.says("dm", "alice", "Please restart the website.")
-        await stage.wait_for(lambda: stage.card_buttons("dm") is not None, timeout=15)
-        say(f"The agent wants to run a gated tool; the card offers {' / '.join(stage.card_buttons('dm') or [])}. "
+        await stage.wait_for(lambda: stage.transcript("dm").card_buttons is not None, timeout=15)
+        buttons = stage.transcript("dm").card_buttons or ()
+        say(f"The agent wants to run a gated tool; the card offers {' / '.join(buttons)}. "
             "Alice taps Approve.\n")
         await stage.approve("dm", "alice")
-        await stage.wait_for(lambda: any("Done —" in text for text in stage.answers("dm")), timeout=15)
+        await stage.wait_for(lambda: any("Done —" in text for text in stage.transcript("dm").answers), timeout=15)
         await stage.says("team", "bob", "Lunch at noon, anyone?")
-        await stage.says("team", "alice", f"{stage.mention()} can you summarize our plan?")
+        await stage.says("team", "alice", f"{setup.mention} can you summarize our plan?")
         await stage.wait_for(_answered(stage, "team", 1), timeout=15)
-    _print_chat(say, "Direct message: Alice and the bot", stage.transcript("dm"))
-    _print_chat(say, "Group 'Team' (the bot answers only when mentioned)", stage.transcript("team"))
+    _print_chat(say, "Direct message: Alice and the bot", stage.transcript("dm").lines)
+    _print_chat(say, "Group 'Team' (the bot answers only when mentioned)", stage.transcript("team").lines)
 
 
 def _answered(stage: Stage, room: Room, count: int) -> Callable[[], bool]:
     """The bot has given `count` finished answers in `room`."""
     def done() -> bool:
-        texts = stage.answers(room)
+        texts = stage.transcript(room).answers
         return len(texts) >= count and all(text and text != PLACEHOLDER for text in texts)
     return done
 
 
-def _print_chat(say: Callable[[str], None], title: str, lines: list[tuple[str, str]]) -> None:
+def _print_chat(say: Callable[[str], None], title: str, lines: Sequence[Line]) -> None:
     say(f"── {title} " + "─" * max(0, 60 - len(title)))
-    for sender, text in lines:
-        first, *rest = text.splitlines() or [""]
-        say(f"{sender:>8}: {first}")
+    for line in lines:
+        first, *rest = line.text.splitlines() or [""]
+        say(f"{line.speaker:>8}: {first}")
         for line in rest:
             say(f"{'':>8}  {line}")
     say("")
