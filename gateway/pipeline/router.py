@@ -60,7 +60,7 @@ class Router:
             if refusal and item.reply_message_id is None:
                 await adapter.send(inbound.address, refusal)
             return
-        if inbound.address.is_direct and self._commands.recognizes(inbound.text):
+        if self._commands.recognizes(inbound):
             await self._command(adapter, inbound, item)
             return
         # A question a delegate put to this person here is answered by their next message, not a new turn.
@@ -71,11 +71,12 @@ class Router:
         await self._answer(adapter, inbound, binding, item)
 
     async def _command(self, adapter: ChatOutput, inbound: Inbound, item: InboxItem) -> None:
-        """`link`, `unlink`, `forget` in a DM: answered here, kept out of the history, no model run."""
+        """`link`, `unlink`, `forget` in a DM, or a link code typed in a group: answered here, kept out of the
+        history, no model run."""
         if item.reply_message_id is not None:
             return  # answered before a crash; running it again would spend a code or a second link attempt
         identity_id = await self._conversations.identity(inbound.speaker)
-        ref = await adapter.send(inbound.address, await self._commands.answer(inbound.text, identity_id))
+        ref = await adapter.send(inbound.address, await self._commands.answer(inbound, identity_id))
         await self._inbox.remember_reply(item.id, ref.message_id)
 
     async def _answer(self, adapter: Chat, inbound: Inbound, binding: Binding, item: InboxItem) -> None:
