@@ -57,6 +57,12 @@ class Pending:
     card: dict[str, Any]
     executed: list[str]
     gateway: Gateway
+    shown_at: int
+    """How many API calls the server had seen when the card was shown."""
+
+    def card_replacements(self, mattermost: FakeMattermost) -> list[str]:
+        """The paths of the whole-post updates (`PUT /posts/{id}`) since the card was shown."""
+        return [c.path for c in mattermost.calls[self.shown_at:] if c.route == "update_post"]
 
     def bot_posts(self, mattermost: FakeMattermost) -> list[dict[str, Any]]:
         return mattermost.posts(self.room, user=self.bot.user)
@@ -95,7 +101,8 @@ async def awaiting_decision(mattermost: FakeMattermost, database_url: str, *, as
         asked = await mattermost.user_posts(room, asker, text)
         await mattermost.wait_for(lambda: len(cards(mattermost, room, bot)) == 1)
         [card] = cards(mattermost, room, bot)
-        yield Pending(bot=bot, room=room, asked=asked, card=card, executed=executed, gateway=gateway)
+        yield Pending(bot=bot, room=room, asked=asked, card=card, executed=executed, gateway=gateway,
+                      shown_at=len(mattermost.calls))
 
 
 async def test_only_the_requester_decides_and_the_answer_continues_in_the_thread(
@@ -106,12 +113,12 @@ async def test_only_the_requester_decides_and_the_answer_continues_in_the_thread
         assert card["root_id"] == pending.asked["id"] and '"service": "web"' in card["message"]
         await mattermost.click(card, mallory, "approve")
         await mattermost.wait_for(lambda: len(notices_to(mattermost, mallory)) == 1)
-        assert pending.executed == [] and mattermost.route_calls("update_post") == []
+        assert pending.executed == [] and pending.card_replacements(mattermost) == []
         await mattermost.click(card, alice, "approve")
         await mattermost.wait_for(lambda: pending.last_said(mattermost) == "done: deployed web")
     assert pending.executed == ["web"]
     closed = pending.current(mattermost)
-    assert closed["message"].startswith("**Approved** by alice") and not closed["props"].get("attachments")
+    assert closed["message"].startswith("**Approved** by @alice") and not closed["props"].get("attachments")
     assert {p["root_id"] for p in pending.bot_posts(mattermost)} == {pending.asked["id"]}
 
 
@@ -121,7 +128,7 @@ async def test_a_denial_is_told_to_the_model(mattermost: FakeMattermost, sqlite_
         await mattermost.click(pending.card, alice, "deny")
         await mattermost.wait_for(lambda: pending.last_said(mattermost).startswith("done:"))
     assert pending.executed == []
-    assert pending.last_said(mattermost) == "done: alice denied this call; it was not run."
+    assert pending.last_said(mattermost) == "done: @alice denied this call; it was not run."
 
 
 async def test_concurrent_clicks_decide_once(mattermost: FakeMattermost, database_url: str) -> None:
@@ -137,7 +144,7 @@ async def test_concurrent_clicks_decide_once(mattermost: FakeMattermost, databas
     assert sum("Already" in n for n in notices) == 2
     [status] = await approval_statuses(database_url)
     assert pending.executed == (["web"] if status == "approved" else [])
-    assert [c.path for c in mattermost.route_calls("update_post")] == [f"/api/v4/posts/{card['id']}"]
+    assert pending.card_replacements(mattermost) == [f"/api/v4/posts/{card['id']}"]
 
 
 async def test_a_click_after_a_restart_resumes_the_parked_run(mattermost: FakeMattermost, database_url: str) -> None:
@@ -177,7 +184,8 @@ async def test_a_click_after_expiry_is_told_privately_and_closes_the_card(matter
         await mattermost.click(pending.card, alice, "approve")
         await mattermost.wait_for(lambda: len(notices_to(mattermost, alice)) == 1)
         await mattermost.wait_for(lambda: not pending.current(mattermost)["props"].get("attachments"))
-    assert notices_to(mattermost, alice) == [":no_entry_sign: Already expired."]
+    [notice] = notices_to(mattermost, alice)
+    assert notice.startswith(":no_entry_sign: Expired at ") and notice.endswith("the call was not run.")
     assert pending.executed == [] and await approval_statuses(sqlite_url) == ["expired"]
     assert pending.current(mattermost)["message"].startswith("**Expired**")
 

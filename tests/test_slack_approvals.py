@@ -41,11 +41,6 @@ def buttons(card: dict[str, Any]) -> list[str]:
     return [e["action_id"] for block in card.get("blocks") or [] for e in block.get("elements") or []]
 
 
-def card_updates(slack: FakeSlack, card: dict[str, Any]) -> list[dict[str, Any]]:
-    """The `chat.update` calls that edited this card."""
-    return [c.params for c in slack.calls if c.method == "chat.update" and c.params.get("ts") == card["ts"]]
-
-
 async def approval_statuses(database_url: str) -> list[str]:
     db = Database(database_url)
     try:
@@ -63,6 +58,13 @@ class Pending:
     """The thread the request started, where the card and the answer go."""
     card: dict[str, Any]
     executed: list[str]
+    shown_at: int
+    """How many API calls Slack had seen when the card was shown."""
+
+    def card_updates(self, slack: FakeSlack) -> list[dict[str, Any]]:
+        """The `chat.update` calls that edited the card since it was shown."""
+        return [c.params for c in slack.calls[self.shown_at:]
+                if c.method == "chat.update" and c.params.get("ts") == self.card["ts"]]
 
     def replies(self, slack: FakeSlack) -> list[str]:
         """What the bot has written in the thread, oldest first."""
@@ -100,7 +102,8 @@ async def awaiting_decision(slack: FakeSlack, database_url: str, *, asker: dict[
         said = await slack.user_says(ops, asker, f"{bot.mention} deploy web")
         await slack.wait_for(lambda: len(cards(slack, ops, bot, said["ts"])) == 1)
         [card] = cards(slack, ops, bot, said["ts"])
-        yield Pending(bot=bot, channel=ops, thread_ts=said["ts"], card=card, executed=executed)
+        yield Pending(bot=bot, channel=ops, thread_ts=said["ts"], card=card, executed=executed,
+                      shown_at=len(slack.calls))
 
 
 @pytest.mark.parametrize("transport", ["socket", "http"])
@@ -113,7 +116,7 @@ async def test_only_the_requester_decides_and_the_answer_continues_in_the_thread
         await slack.user_clicks(pending.bot.app, card, mallory, APPROVE)
         await slack.wait_for(lambda: len(slack.ephemeral) == 1)
         assert slack.ephemeral[0]["user"] == mallory["id"] and pending.executed == []
-        assert card_updates(slack, card) == []
+        assert pending.card_updates(slack) == []
         await slack.user_clicks(pending.bot.app, card, alice, APPROVE)
         await slack.wait_for(lambda: pending.replies(slack)[-1:] == ["done: deployed web"])
     assert pending.executed == ["web"]
@@ -128,7 +131,7 @@ async def test_a_denial_is_told_to_the_model(slack: FakeSlack, sqlite_url: str) 
         await slack.user_clicks(pending.bot.app, pending.card, alice, DENY)
         await slack.wait_for(lambda: pending.replies(slack)[-1].startswith("done:"))
     assert pending.executed == []
-    assert pending.replies(slack)[-1] == "done: Alice denied this call; it was not run."
+    assert pending.replies(slack)[-1] == "done: Alice (@alice) denied this call; it was not run."
 
 
 async def test_concurrent_clicks_decide_once(slack: FakeSlack, database_url: str) -> None:
@@ -143,7 +146,7 @@ async def test_concurrent_clicks_decide_once(slack: FakeSlack, database_url: str
     assert sum(e["text"].startswith("Already") for e in slack.ephemeral) == 2
     [status] = await approval_statuses(database_url)
     assert pending.executed == (["web"] if status == "approved" else []), "run once if approved, else never"
-    assert len(card_updates(slack, card)) == 1
+    assert len(pending.card_updates(slack)) == 1
 
 
 async def test_a_click_after_a_restart_resumes_the_parked_run(slack: FakeSlack, database_url: str) -> None:
@@ -168,7 +171,8 @@ async def test_an_undecided_call_expires_and_the_card_says_so(slack: FakeSlack, 
     assert pending.replies(slack)[-1] == "done: Nobody approved this call before it expired, so it was not run."
     closed = pending.current_card(slack)
     assert closed["text"].startswith("*Expired*") and buttons(closed) == []
-    assert [(e["user"], e["text"]) for e in slack.ephemeral] == [(alice["id"], "Already expired.")]
+    [(told, notice)] = [(e["user"], e["text"]) for e in slack.ephemeral]
+    assert told == alice["id"] and notice.startswith("Expired at ") and notice.endswith("the call was not run.")
 
 
 async def test_a_click_with_a_forged_signature_is_refused(slack: FakeSlack, sqlite_url: str) -> None:

@@ -135,7 +135,7 @@ async def _converse(telegram: TelegramSandbox, database_url: str, say: Callable[
         say(f"The agent wants to run a gated tool; the card offers {' / '.join(_buttons(card))}. "
             "Alice taps Approve.\n")
         await telegram.user_clicks(TOKEN, card, alice, _buttons(card)["✅ Approve"])
-        await telegram.wait_for(answered(dm, 5), timeout=15)
+        await telegram.wait_for(answered(dm, 4), timeout=15)  # two answers, the card, the approved answer
         await telegram.user_says(TOKEN, team, bob, "Lunch at noon, anyone?")
         await telegram.user_says(TOKEN, team, alice, "@demo_helper_bot can you summarize our plan?")
         await telegram.wait_for(answered(team, 1), timeout=15)
