@@ -7,22 +7,23 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest_asyncio
-from sqlalchemy import select
 
-from gateway.server.app import Gateway
-from storage.db import Database
-from storage.models import ApprovalRow
+from gateway.server.app import Gateway, Tuning
+from tests.approval_rows import approval_statuses, make_overdue
 from tests.fakes.mattermost import FakeMattermost
 from tests.gated_tools import deploy_registry
+from tests.harness import FAST
 from tests.mattermost_harness import MattermostBot, running_gateway
 from tests.scripted import calls_then_answers
 
 DEPLOY = [{"id": "deploy"}]
 DEPLOY_WEB: tuple[tuple[str, dict[str, object]], ...] = (("deploy_service", {"service": "web"}),)
+NO_SWEEP = replace(FAST, expiry_interval=3600.0)
+"""The expiry sweep never runs during a test: whatever expires, a click expired."""
 
 
 @pytest_asyncio.fixture
@@ -38,15 +39,6 @@ def cards(mattermost: FakeMattermost, channel: dict[str, Any], bot: MattermostBo
 
 def notices_to(mattermost: FakeMattermost, user: dict[str, Any]) -> list[str]:
     return [post["message"] for user_id, post in mattermost.ephemeral if user_id == user["id"]]
-
-
-async def approval_statuses(database_url: str) -> list[str]:
-    db = Database(database_url)
-    try:
-        async with db.session() as session:
-            return list((await session.execute(select(ApprovalRow.status).order_by(ApprovalRow.created_at))).scalars())
-    finally:
-        await db.close()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,7 +74,7 @@ async def awaiting_decision(mattermost: FakeMattermost, database_url: str, *, as
                             text: str = "deploy web", others: Sequence[dict[str, Any]] | None = None,
                             binding: dict[str, Any] | None = None,
                             calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB,
-                            ) -> AsyncIterator[Pending]:
+                            tuning: Tuning = FAST) -> AsyncIterator[Pending]:
     """A running, public gateway whose agent has asked to run `deploy_service`; the card is posted.
 
     Without `others` the asker writes to the bot in a direct message; with them (even none), the asker
@@ -97,7 +89,7 @@ async def awaiting_decision(mattermost: FakeMattermost, database_url: str, *, as
         text = f"@{bot.username} {text}"
     async with running_gateway(mattermost, [bot], database_url=database_url, public=True,
                                model=calls_then_answers(*calls), registry=deploy_registry(executed),
-                               capabilities=DEPLOY) as gateway:
+                               capabilities=DEPLOY, tuning=tuning) as gateway:
         asked = await mattermost.user_posts(room, asker, text)
         await mattermost.wait_for(lambda: len(cards(mattermost, room, bot)) == 1)
         [card] = cards(mattermost, room, bot)
@@ -207,9 +199,12 @@ async def test_two_person_rule(mattermost: FakeMattermost, sqlite_url: str) -> N
         await mattermost.wait_for(lambda: len(notices_to(mattermost, alice)) == 1)
         assert notices_to(mattermost, alice) == ["Your approval is recorded (1 of 2)."]
         assert pending.executed == []
+        voted = pending.current(mattermost)
+        assert "Approved by @alice (1 of 2)." in voted["message"] and voted["props"].get("attachments")
         await mattermost.click(pending.card, bob, "approve")
         await mattermost.wait_for(lambda: pending.last_said(mattermost) == "done: deployed web")
     assert pending.executed == ["web"]
+    assert pending.current(mattermost)["message"].startswith("**Approved** by @alice and @bob at ")
 
 
 async def test_a_continuation_that_asks_again_posts_a_new_card(mattermost: FakeMattermost, sqlite_url: str) -> None:
@@ -242,3 +237,37 @@ async def test_without_a_public_url_the_card_says_it_has_no_buttons(mattermost: 
         await mattermost.wait_for(lambda: len(cards(mattermost, dm, bot)) == 1)
     [card] = cards(mattermost, dm, bot)
     assert "server.public_url" in card["message"] and not card["props"].get("attachments")
+
+
+async def test_a_click_after_the_expiry_is_refused_and_expires_the_card_then(mattermost: FakeMattermost,
+                                                                            sqlite_url: str) -> None:
+    alice = mattermost.add_user("alice")
+    async with awaiting_decision(mattermost, sqlite_url, asker=alice, tuning=NO_SWEEP) as pending:
+        await make_overdue(sqlite_url)
+        await mattermost.click(pending.card, alice, "approve")
+        await mattermost.wait_for(lambda: pending.last_said(mattermost).startswith("done:"))
+    [notice] = notices_to(mattermost, alice)
+    assert notice.startswith(":no_entry_sign: Expired at ")
+    closed = pending.current(mattermost)
+    assert closed["message"].startswith("**Expired**") and not closed["props"].get("attachments")
+    assert pending.last_said(mattermost) == "done: Nobody approved this call before it expired, so it was not run."
+    assert pending.executed == [] and await approval_statuses(sqlite_url) == ["expired"]
+
+
+async def test_a_gated_call_leaves_the_card_and_the_answer(mattermost: FakeMattermost, sqlite_url: str) -> None:
+    alice = mattermost.add_user("alice")
+    async with awaiting_decision(mattermost, sqlite_url, asker=alice) as pending:
+        await mattermost.click(pending.card, alice, "approve")
+        await mattermost.wait_for(lambda: pending.last_said(mattermost) == "done: deployed web")
+    [card, answer] = pending.bot_posts(mattermost)
+    assert card["id"] == pending.card["id"] and card["message"].startswith("**Approved** by @alice")
+    assert answer["message"] == "done: deployed web"
+
+
+async def test_the_decider_is_named_with_the_handle(mattermost: FakeMattermost, sqlite_url: str) -> None:
+    alice = mattermost.add_user("alice", first_name="Alice", last_name="Smith")
+    async with awaiting_decision(mattermost, sqlite_url, asker=alice) as pending:
+        await mattermost.click(pending.card, alice, "approve")
+        await mattermost.wait_for(lambda: pending.last_said(mattermost) == "done: deployed web")
+    assert pending.current(mattermost)["message"].startswith("**Approved** by Alice Smith (@alice) at ")
+    assert notices_to(mattermost, alice) == ["Approved by Alice Smith (@alice)."]

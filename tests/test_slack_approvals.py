@@ -6,24 +6,26 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 from urllib.parse import urlencode
 
 import pytest
 import pytest_asyncio
-from sqlalchemy import select
 
-from storage.db import Database
-from storage.models import ApprovalRow
+from gateway.server.app import Tuning
+from tests.approval_rows import approval_statuses, make_overdue
 from tests.fakes.slack import FakeSlack
 from tests.gated_tools import deploy_registry
+from tests.harness import FAST
 from tests.scripted import calls_then_answers
 from tests.slack_harness import SlackBot, running_gateway
 
 DEPLOY = [{"id": "deploy"}]
 DEPLOY_WEB: tuple[tuple[str, dict[str, object]], ...] = (("deploy_service", {"service": "web"}),)
 APPROVE, DENY = "approval:approve", "approval:deny"
+NO_SWEEP = replace(FAST, expiry_interval=3600.0)
+"""The expiry sweep never runs during a test: whatever expires, a click expired."""
 
 
 @pytest_asyncio.fixture
@@ -39,15 +41,6 @@ def cards(slack: FakeSlack, channel: dict, bot: SlackBot, thread_ts: str | None 
 
 def buttons(card: dict[str, Any]) -> list[str]:
     return [e["action_id"] for block in card.get("blocks") or [] for e in block.get("elements") or []]
-
-
-async def approval_statuses(database_url: str) -> list[str]:
-    db = Database(database_url)
-    try:
-        async with db.session() as session:
-            return list((await session.execute(select(ApprovalRow.status).order_by(ApprovalRow.created_at))).scalars())
-    finally:
-        await db.close()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,11 +73,12 @@ class Pending:
 
 @asynccontextmanager
 async def serving(slack: FakeSlack, bot: SlackBot, database_url: str, executed: list[str],
-                  calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB) -> AsyncIterator[None]:
+                  calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB,
+                  tuning: Tuning = FAST) -> AsyncIterator[None]:
     """A gateway process for `bot` whose agent calls `deploy_service` as scripted, then answers."""
     async with running_gateway(slack, [bot], database_url=database_url, redis_url=None,
                                model=calls_then_answers(*calls), registry=deploy_registry(executed),
-                               capabilities=DEPLOY):
+                               capabilities=DEPLOY, tuning=tuning):
         yield
 
 
@@ -92,13 +86,14 @@ async def serving(slack: FakeSlack, bot: SlackBot, database_url: str, executed: 
 async def awaiting_decision(slack: FakeSlack, database_url: str, *, asker: dict[str, Any],
                             others: tuple[dict[str, Any], ...] = (), binding: dict[str, Any] | None = None,
                             transport: Literal["socket", "http"] = "socket",
-                            calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB) -> AsyncIterator[Pending]:
+                            calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB,
+                            tuning: Tuning = FAST) -> AsyncIterator[Pending]:
     """A running gateway whose agent, asked by `asker` in #ops, wants to run `deploy_service`; the card is
     in the request's thread."""
     executed: list[str] = []
     bot = SlackBot(app=slack.add_app("helper"), transport=transport, binding=binding or {})
     ops = slack.add_channel("ops", members=[asker, *others, bot.app])
-    async with serving(slack, bot, database_url, executed, calls):
+    async with serving(slack, bot, database_url, executed, calls, tuning):
         said = await slack.user_says(ops, asker, f"{bot.mention} deploy web")
         await slack.wait_for(lambda: len(cards(slack, ops, bot, said["ts"])) == 1)
         [card] = cards(slack, ops, bot, said["ts"])
@@ -194,9 +189,12 @@ async def test_two_person_rule(slack: FakeSlack, sqlite_url: str) -> None:
         await slack.user_clicks(pending.bot.app, pending.card, alice, APPROVE)
         await slack.wait_for(lambda: len(slack.ephemeral) == 1)
         assert slack.ephemeral[0]["text"] == "Your approval is recorded (1 of 2)." and pending.executed == []
+        voted = pending.current_card(slack)
+        assert "Approved by Alice (@alice) (1 of 2)." in voted["text"] and buttons(voted) == [APPROVE, DENY]
         await slack.user_clicks(pending.bot.app, pending.card, bob, APPROVE)
         await slack.wait_for(lambda: pending.replies(slack)[-1:] == ["done: deployed web"])
     assert pending.executed == ["web"]
+    assert pending.current_card(slack)["text"].startswith("*Approved* by Alice (@alice) and Bob (@bob) at ")
 
 
 async def test_a_continuation_that_asks_again_posts_a_new_card(slack: FakeSlack, sqlite_url: str) -> None:
@@ -210,3 +208,41 @@ async def test_a_continuation_that_asks_again_posts_a_new_card(slack: FakeSlack,
         await slack.user_clicks(pending.bot.app, second, alice, APPROVE)
         await slack.wait_for(lambda: pending.replies(slack)[-1:] == ["done: deployed worker"])
     assert pending.executed == ["web", "worker"]
+
+
+async def test_a_click_after_the_expiry_is_refused_and_expires_the_card_then(slack: FakeSlack,
+                                                                            sqlite_url: str) -> None:
+    alice = slack.add_user("alice", real_name="Alice")
+    async with awaiting_decision(slack, sqlite_url, asker=alice, tuning=NO_SWEEP) as pending:
+        await make_overdue(sqlite_url)
+        await slack.user_clicks(pending.bot.app, pending.card, alice, APPROVE)
+        await slack.wait_for(lambda: pending.replies(slack)[-1].startswith("done:"))
+    [notice] = slack.ephemeral
+    assert notice["user"] == alice["id"] and notice["text"].startswith("Expired at ")
+    closed = pending.current_card(slack)
+    assert closed["text"].startswith("*Expired*") and buttons(closed) == []
+    assert pending.replies(slack)[-1] == "done: Nobody approved this call before it expired, so it was not run."
+    assert pending.executed == []
+
+
+async def test_a_gated_call_leaves_the_card_and_the_answer(slack: FakeSlack, sqlite_url: str) -> None:
+    alice = slack.add_user("alice", real_name="Alice")
+    async with awaiting_decision(slack, sqlite_url, asker=alice) as pending:
+        await slack.user_clicks(pending.bot.app, pending.card, alice, APPROVE)
+        await slack.wait_for(lambda: pending.replies(slack)[-1:] == ["done: deployed web"])
+    [card, answer] = [m for m in slack.messages(pending.channel, thread_ts=pending.thread_ts)
+                      if m.get("user") == pending.bot.user_id]
+    assert card["ts"] == pending.card["ts"] and card["text"].startswith("*Approved* by Alice")
+    assert answer["text"] == "done: deployed web"
+
+
+async def test_the_decider_is_named_with_the_handle(slack: FakeSlack, sqlite_url: str) -> None:
+    alice = slack.add_user("alice", real_name="Alice Smith")
+    async with awaiting_decision(slack, sqlite_url, asker=alice) as pending:
+        await slack.user_clicks(pending.bot.app, pending.card, alice, APPROVE)
+        await slack.wait_for(lambda: pending.replies(slack)[-1:] == ["done: deployed web"])
+        await slack.user_clicks(pending.bot.app, pending.card, alice, DENY)
+        await slack.wait_for(lambda: len(slack.ephemeral) == 2)
+    assert pending.current_card(slack)["text"].startswith("*Approved* by Alice Smith (@alice) at ")
+    assert [e["text"] for e in slack.ephemeral] == ["Approved by Alice Smith (@alice).",
+                                                    "Already approved by Alice Smith (@alice)."]
