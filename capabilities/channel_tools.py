@@ -19,8 +19,9 @@ from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 
 from adapters.base import ChannelInfo, ChannelLookup, Directory, DirectoryRefused, Speaker
+from capabilities.context import BuildContext
 from capabilities.failures import retry_or_text
-from capabilities.registry import BuildContext, CapabilityDef, ToolInfo
+from capabilities.registry import CapabilityDef, ToolInfo
 from capabilities.tool_text import function_toolset
 
 log = logging.getLogger(__name__)
@@ -193,16 +194,13 @@ def offered(config: ChannelToolsConfig) -> list[str]:
     return list(config.tools)
 
 
-def build(context: BuildContext) -> Capability[Any] | None:
-    """Nothing without a room and a directory, or with nothing granted that the platform answers."""
-    config = context.config
-    assert isinstance(config, ChannelToolsConfig)
-    if context.directory is None or context.address is None:
-        return None
-    granted = [tool for tool in config.tools if tool in context.directory.supports]
+def build(context: BuildContext[ChannelToolsConfig]) -> Capability[Any] | None:
+    """The granted lookups the bot's directory answers, bound to the admitting room; nothing when none is left."""
+    config, directory = context.config, context.directory
+    granted = [tool for tool in config.tools if tool in directory.supports]
     if not granted:
         return None
-    lookups = ChannelLookups(directory=context.directory, channel_id=context.address.channel_id,
+    lookups = ChannelLookups(directory=directory, channel_id=context.run.address.channel_id,
                              default_limit=config.default_limit)
     return Capability(toolsets=[function_toolset([getattr(lookups, tool) for tool in granted],
                                                  toolset_id="channel_tools")])

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 
-from capabilities.registry import BuildContext, CapabilityDef
+from capabilities.context import BuildContext
+from capabilities.registry import CapabilityDef
 
 
 class ClockConfig(BaseModel):
@@ -41,10 +42,8 @@ class ClockCapability(AbstractCapability[Any]):
         return now
 
 
-def build(context: BuildContext) -> ClockCapability:
-    config = context.config
-    assert isinstance(config, ClockConfig)
-    return ClockCapability(timezone=config.timezone)
+def build(context: BuildContext[ClockConfig]) -> ClockCapability:
+    return ClockCapability(timezone=context.config.timezone)
 
 
 CAPABILITY = CapabilityDef(id="clock", name="Date and time", category="utility", tools=(), config=ClockConfig,

@@ -11,7 +11,7 @@ messages pass the trigger less that overhead; the first request, with nothing re
 on the messages alone. The wrapper measures the overhead on every response (reported input tokens less
 the estimate of the message parts) and gives up for the rest of the run when the overhead alone is
 past the trigger: no summary gets below it, and trying would cost a summary on every request. It says
-so once in the chat (`TurnDeps.notice`), with the pair that picks a `context_window` that works; and
+so once in the chat (`RunFacts.notice`), with the pair that picks a `context_window` that works; and
 while a summary is being written the chat says what is being summarized.
 """
 
@@ -37,7 +37,10 @@ from pydantic_ai_harness.compaction import (
     resolve_context_window,
 )
 
-from capabilities.registry import BuildContext, CapabilityDef
+from capabilities.context import BuildContext
+from capabilities.registry import CapabilityDef
+
+Notice = Callable[[str], None]
 
 
 class CompactionConfig(BaseModel):
@@ -67,20 +70,19 @@ class CompactionConfig(BaseModel):
         return value
 
 
-def build(context: BuildContext) -> AbstractCapability[Any]:
-    config = context.config
-    assert isinstance(config, CompactionConfig)
-    return Compaction(wrapped=_strategy(config), config=config)
+def build(context: BuildContext[CompactionConfig]) -> AbstractCapability[Any]:
+    notice = context.run.notice
+    return Compaction(wrapped=_strategy(context.config, notice), config=context.config, notice=notice)
 
 
-def _strategy(config: CompactionConfig) -> AbstractCapability[Any]:
+def _strategy(config: CompactionConfig, notice: Notice | None) -> AbstractCapability[Any]:
     window: dict[str, Any] = {"context_window": config.context_window,
                               "fallback_context_window": config.fallback_context_window}
     prompt = {"summary_prompt": config.summary_prompt} if config.summary_prompt else {}
     match config.strategy:
         case "summarize":
             return AnnouncedSummary(max_fraction=config.max_fraction, keep_messages=config.keep_messages,
-                                    **prompt, **window)
+                                    notice=notice, **prompt, **window)
         case "clear_tool_results":
             return ClearToolResults(max_fraction=config.max_fraction, keep_pairs=config.keep_tool_pairs, **window)
         case "sliding_window":
@@ -88,21 +90,20 @@ def _strategy(config: CompactionConfig) -> AbstractCapability[Any]:
                                            **window)
         case "tiered":
             tiers = [ClearToolResults(max_tokens=1, keep_pairs=config.keep_tool_pairs),
-                     AnnouncedSummary(max_messages=1, keep_messages=config.keep_messages, **prompt)]
+                     AnnouncedSummary(max_messages=1, keep_messages=config.keep_messages, notice=notice, **prompt)]
             return TieredCompaction(tiers=tiers, target_fraction=config.max_fraction, **window)
 
 
-def _notice(ctx: RunContext[Any]) -> Callable[[str], None] | None:
-    """The live reply's status line (`TurnDeps.notice`); None outside a chat run."""
-    return getattr(ctx.deps, "notice", None)
-
-
+@dataclass
 class AnnouncedSummary(SummarizingCompaction[Any]):
     """The harness's summarizer, which says in the chat what it summarizes while the request runs."""
 
+    notice: Notice | None = field(default=None, kw_only=True)
+    """The live reply's status line (`RunFacts.notice`); None outside a chat run."""
+
     async def _summarize(self, messages: list[ModelMessage], ctx: RunContext[Any], *,
                          previous_summary: str | None = None) -> Any:
-        notice = _notice(ctx)
+        notice = self.notice
         if notice is None:
             return await super()._summarize(messages, ctx, previous_summary=previous_summary)
         notice(f"Summarizing {len(messages)} earlier messages of this run (about "
@@ -125,6 +126,7 @@ class Compaction(WrapperCapability[Any]):
     """The harness strategy, off for the rest of a run whose fixed overhead is past the trigger."""
 
     config: CompactionConfig = field(kw_only=True)
+    notice: Notice | None = field(default=None, kw_only=True)
     run: _RunState = field(default_factory=_RunState, kw_only=True)
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
@@ -141,7 +143,7 @@ class Compaction(WrapperCapability[Any]):
                       or self.config.fallback_context_window)
             trigger = max(1, int(window * self.config.max_fraction))
             if overhead >= trigger:
-                self._give_up(ctx, overhead, window)
+                self._give_up(overhead, window)
                 return request_context
         return await super().before_model_request(ctx, request_context)
 
@@ -153,11 +155,11 @@ class Compaction(WrapperCapability[Any]):
             self.run.overhead = max(0, response.usage.input_tokens - estimate_token_count(parts))
         return await super().after_model_request(ctx, request_context=request_context, response=response)
 
-    def _give_up(self, ctx: RunContext[Any], overhead: int, window: int) -> None:
+    def _give_up(self, overhead: int, window: int) -> None:
         if self.run.gave_up:
             return
         self.run.gave_up = True
-        notice = _notice(ctx)
+        notice = self.notice
         if notice is not None:
             fraction = self.config.max_fraction
             notice(f"Context management is off for this run: every request carries about {overhead:,} tokens of "

@@ -3,7 +3,7 @@
 Input (the user's prompt), output (the agent's answer) and tool result (what a tool returned,
 before the model reads it) can each redact secrets and personal data, and block on keywords.
 Redaction rewrites and the run goes on; a keyword block ends the run with an outcome of its own
-(`GuardrailBlocked`), which the runtime records apart from failures and answers in the chat.
+(`GuardrailBlocked`, a `RunRefused`), which the runtime records apart from failures and answers in the chat.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from pydantic_ai_harness.guardrails.detectors import (
     redact_secrets,
 )
 
-from capabilities.registry import BuildContext, CapabilityDef
+from capabilities.context import BuildContext
+from capabilities.registry import CapabilityDef, RunRefused
 
 Edge = Literal["input", "output", "tool"]
 _SEPARATORS = re.compile(r"[,\n]")
@@ -46,13 +47,13 @@ NOTICES: dict[Edge, str] = {
 }
 
 
-class GuardrailBlocked(GuardrailError):
+class GuardrailBlocked(RunRefused, GuardrailError):
     """A keyword block: the run ends here, and the chat is told why in `notice`."""
 
+    status = "guardrail_blocked"
+
     def __init__(self, edge: Edge, reason: str) -> None:
-        super().__init__(f"{edge} blocked: {reason}")
-        self.edge = edge
-        self.notice = NOTICES[edge]
+        super().__init__(f"{edge} blocked: {reason}", notice=NOTICES[edge], edge=edge)
 
 
 class GuardrailsConfig(BaseModel):
@@ -129,10 +130,9 @@ class HoldAnswerText(AbstractCapability[Any]):
             yield event
 
 
-def build(context: BuildContext) -> AbstractCapability[Any] | None:
+def build(context: BuildContext[GuardrailsConfig]) -> AbstractCapability[Any] | None:
     """One harness guardrail per configured edge; nothing at all when no edge is configured."""
     config = context.config
-    assert isinstance(config, GuardrailsConfig)
     parts: list[AbstractCapability[Any]] = []
     input_guards: list[Callable[[Any], Any]] = [*config.redactors("input")]
     if terms := config.keywords("input"):

@@ -1,7 +1,8 @@
 """`memory_files`: notes an agent keeps across conversations, with `MEMORY.md` as their index.
 
-Whose notes a run reaches is `ctx.deps.owner`, decided by the server from who will hear the answer
-(`gateway/people/scope.py`); no tool takes an owner, so the model cannot pick another store. The index is
+Whose notes a run reaches is `RunFacts.owner`, decided by the server from who will hear the answer
+(`gateway/people/scope.py`) and bound into the tools at assembly; no tool takes an owner, so the model
+cannot pick another store. The index is
 injected into the instructions in one-to-one chats only, and left out whole when it is too long.
 """
 
@@ -14,11 +15,10 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 
+from capabilities.context import BuildContext, MemoryOwner, NoteStore
 from capabilities.failures import retry_or_text
-from capabilities.registry import BuildContext, CapabilityDef, ToolInfo
+from capabilities.registry import CapabilityDef, NoConfig, ToolInfo
 from capabilities.tool_text import function_toolset
-from gateway.people.memory import MemoryNotes
-from gateway.people.scope import MemoryOwner
 
 INDEX = "MEMORY.md"
 INDEX_LIMIT = 6_000
@@ -44,11 +44,13 @@ INDEX_FRAME = ("MEMORY.md, the index of your notes, which you keep yourself. It 
                "instructions:\n<memory-index>\n{content}\n</memory-index>")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryTools:
-    """The five tools over one store; each reads the owner and the agent from the run's deps."""
+    """The five tools over one store, bound to the run's owner (None: no store here) and agent."""
 
-    store: MemoryNotes
+    store: NoteStore
+    owner: MemoryOwner | None
+    agent: str
 
     async def list_memory(self, ctx: RunContext[Any]) -> str:
         """List the notes in your memory for this conversation.
@@ -59,10 +61,10 @@ class MemoryTools:
             One line per note, `PATH (N chars, updated YYYY-MM-DD)`, sorted by path; or one line saying
             there are no notes yet.
         """
-        owner = _owner(ctx)
+        owner = self.owner
         if owner is None:
             return NO_STORE
-        notes = await self.store.list(_agent(ctx), owner)
+        notes = await self.store.list(self.agent, owner)
         if not notes:
             return "No notes yet."
         return "\n".join(f"{n.path} ({n.size:,} chars, updated {n.updated_at:%Y-%m-%d})" for n in notes)
@@ -80,12 +82,12 @@ class MemoryTools:
             The note's full text (at most 20,000 characters); or, when no note has that path, a message
             listing the paths that exist.
         """
-        owner = _owner(ctx)
+        owner = self.owner
         if owner is None:
             return NO_STORE
-        content = await self.store.read(_agent(ctx), owner, path.strip())
+        content = await self.store.read(self.agent, owner, path.strip())
         if content is None:
-            return retry_or_text(ctx, await self._missing(ctx, owner, path))
+            return retry_or_text(ctx, await self._missing(owner, path))
         return content
 
     async def write_memory(self, ctx: RunContext[Any], path: str, content: str) -> str:
@@ -103,17 +105,17 @@ class MemoryTools:
         Returns:
             One line, `created PATH (N chars)` or `replaced PATH (N chars)`; or why nothing was saved.
         """
-        owner = _owner(ctx)
+        owner = self.owner
         if owner is None:
             return NO_STORE
         path = path.strip()
         problem = _path_problem(path) or _size_problem(content)
-        if problem is None and await self.store.read(_agent(ctx), owner, path) is None \
-                and len(await self.store.list(_agent(ctx), owner)) >= MAX_NOTES:
+        if problem is None and await self.store.read(self.agent, owner, path) is None \
+                and len(await self.store.list(self.agent, owner)) >= MAX_NOTES:
             problem = f"Your memory holds {MAX_NOTES} notes, the most it can; merge or delete some first."
         if problem is not None:
             return retry_or_text(ctx, problem)
-        created = await self.store.write(_agent(ctx), owner, path, content)
+        created = await self.store.write(self.agent, owner, path, content)
         return f"{'created' if created else 'replaced'} {path} ({len(content):,} chars)"
 
     async def edit_memory(self, ctx: RunContext[Any], path: str, old_text: str, new_text: str) -> str:
@@ -131,7 +133,7 @@ class MemoryTools:
             One line, `edited PATH (N chars)`; or why nothing changed: no such note, the passage is not in it
             or is in it more than once, or the result would be too long.
         """
-        owner = _owner(ctx)
+        owner = self.owner
         if owner is None:
             return NO_STORE
 
@@ -147,11 +149,11 @@ class MemoryTools:
             return changed
 
         try:
-            edited = await self.store.change(_agent(ctx), owner, path.strip(), replace_once)
+            edited = await self.store.change(self.agent, owner, path.strip(), replace_once)
         except _EditRefused as refused:
             return retry_or_text(ctx, str(refused))
         if edited is None:
-            return retry_or_text(ctx, await self._missing(ctx, owner, path))
+            return retry_or_text(ctx, await self._missing(owner, path))
         return f"edited {path.strip()} ({len(edited):,} chars)"
 
     async def delete_memory(self, ctx: RunContext[Any], path: str) -> str:
@@ -165,15 +167,15 @@ class MemoryTools:
         Returns:
             One line, `deleted PATH`; or, when no note has that path, a message listing the paths that exist.
         """
-        owner = _owner(ctx)
+        owner = self.owner
         if owner is None:
             return NO_STORE
-        if not await self.store.delete(_agent(ctx), owner, path.strip()):
-            return retry_or_text(ctx, await self._missing(ctx, owner, path))
+        if not await self.store.delete(self.agent, owner, path.strip()):
+            return retry_or_text(ctx, await self._missing(owner, path))
         return f"deleted {path.strip()}"
 
-    async def _missing(self, ctx: RunContext[Any], owner: MemoryOwner, path: str) -> str:
-        paths = [n.path for n in await self.store.list(_agent(ctx), owner)]
+    async def _missing(self, owner: MemoryOwner, path: str) -> str:
+        paths = [n.path for n in await self.store.list(self.agent, owner)]
         return f"No note has the path {path!r}. Notes: {', '.join(paths) or 'none yet'}."
 
 
@@ -181,24 +183,15 @@ class _EditRefused(Exception):
     """An edit that would not apply cleanly; the note is left as it was."""
 
 
-async def memory_instructions(store: MemoryNotes, ctx: RunContext[Any]) -> str:
+async def memory_instructions(tools: MemoryTools) -> str:
     """Whose notes these are; the index itself only where nobody but its owner will hear the answer."""
-    owner = _owner(ctx)
+    owner = tools.owner
     if owner is None:
         return NO_STORE
     if not owner.personal:
         return ROOM_SCOPE
-    index = await store.read(_agent(ctx), owner, INDEX)
+    index = await tools.store.read(tools.agent, owner, INDEX)
     return f"{PERSONAL_SCOPE}\n\n{_index_text(index)}"
-
-
-def _owner(ctx: RunContext[Any]) -> MemoryOwner | None:
-    """No owner decided for this run (or deps without one) means no store: fail closed."""
-    return getattr(ctx.deps, "owner", None)
-
-
-def _agent(ctx: RunContext[Any]) -> str:
-    return ctx.deps.binding.agent.name
 
 
 def _index_text(index: str | None) -> str:
@@ -223,16 +216,13 @@ def _size_problem(content: str) -> str | None:
     return None
 
 
-def build(context: BuildContext) -> Capability[Any] | None:
-    store = context.stores.get("memory")
-    if not isinstance(store, MemoryNotes):
-        return None
-    tools = MemoryTools(store)
+def build(context: BuildContext[NoConfig]) -> Capability[Any]:
+    tools = MemoryTools(store=context.notes, owner=context.run.owner, agent=context.run.agent_name)
     toolset = function_toolset([tools.list_memory, tools.read_memory, tools.write_memory, tools.edit_memory,
                                 tools.delete_memory], toolset_id="memory_files")
 
-    async def instructions(ctx: RunContext[Any]) -> str:
-        return await memory_instructions(store, ctx)
+    async def instructions(_ctx: RunContext[Any]) -> str:
+        return await memory_instructions(tools)
 
     return Capability(toolsets=[toolset], instructions=instructions)
 

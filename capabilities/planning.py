@@ -21,7 +21,8 @@ from pydantic_ai.capabilities import AbstractCapability, CombinedCapability
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai_harness.planning import InMemoryPlanStore, PlanItem, Planning, TaskStatus
 
-from capabilities.registry import BuildContext, CapabilityDef, ConversationState, ToolInfo
+from capabilities.context import BuildContext, ConversationState
+from capabilities.registry import CapabilityDef, ToolInfo
 from capabilities.tool_text import ToolText
 
 STATE_KEY = "planning"
@@ -118,16 +119,15 @@ class ConversationPlan(AbstractCapability[Any]):
         return [item.model_dump(mode="json") for item in items]
 
 
-def build(context: BuildContext) -> AbstractCapability[Any]:
+def build(context: BuildContext[PlanningConfig]) -> AbstractCapability[Any]:
     config = context.config
-    assert isinstance(config, PlanningConfig)
     store = InMemoryPlanStore()
     planning = Planning(store=store, enable_subtasks=config.enable_subtasks, cache_ttl=config.cache_ttl,
                         descriptions={name: TEXTS[name].render() for name in offered(config)})
-    if context.state is None:  # no conversation: the plan lasts as long as the run
+    if context.run.state is None:  # no conversation: the plan lasts as long as the run
         return planning
-    return CombinedCapability([planning, ConversationPlan(store=store, state=context.state,
-                                                          resuming=context.resuming)])
+    return CombinedCapability([planning, ConversationPlan(store=store, state=context.run.state,
+                                                          resuming=context.run.resuming)])
 
 
 CAPABILITY = CapabilityDef(

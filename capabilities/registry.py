@@ -1,16 +1,23 @@
-"""The capability registry: what an agent may switch on, with its tools, scopes and config schema."""
+"""The capability registry: what an agent may switch on, with its tools, scopes and config schema.
+
+A `CapabilityDef[C]` is generic in its config class `C`: its builder receives a `BuildContext[C]`
+(`capabilities/context.py`) whose `config` is already a validated `C`, and the run's facts and stores
+typed. A capability that ends a run on purpose raises a `RunRefused`; one that keeps something for the
+length of a run cleans it up in `on_run_end`. The gateway's core knows no particular capability.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_ai.capabilities import AbstractCapability
 
-from adapters.base import ChatAddress, Directory
+from capabilities.config_errors import describe_errors
+from capabilities.context import BuildContext
 
 Category = Literal["knowledge", "research", "analysis", "reasoning", "utility", "channels"]
 ApprovalMode = Literal["default", "required", "never"]
@@ -28,125 +35,81 @@ class NoConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
+C = TypeVar("C", bound=BaseModel)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolInfo:
     id: str
     """The stable id: approval gates and overrides key on it, whatever name the model sees."""
     summary: str
     side_effecting: bool = False
+    provider_executed: bool = False
+    """Run by the model provider (a built-in web search, code execution), not by this gateway: no approval gate
+    can stop it, so a spec or binding that requires one is refused when it is applied."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class KeyRequirement:
+class KeyRequirement(Generic[C]):
+    """The capability needs a key: its entry must name a `secret_id`, which the builder gets resolved."""
+
     description: str
+    when: Callable[[C], bool] | None = None
+    """Needed only for the configs this returns True for (a provider that has a free tier, say); None: always."""
+
+    def applies_to(self, config: C) -> bool:
+        return self.when is None or self.when(config)
+
+
+class RunRefused(Exception):
+    """A capability ends the run on purpose (a guardrail block): an outcome of its own, not a failure.
+
+    The runtime answers the chat with `notice`, logs `edge`, and books the run as `status`.
+    """
+
+    status: ClassVar[str] = "refused"
+    """The run's final status in its row; a subclass names its own."""
+
+    def __init__(self, message: str, *, notice: str, edge: str) -> None:
+        super().__init__(message)
+        self.notice = notice
+        """What the chat is told, in place of an answer."""
+        self.edge = edge
+        """Where the run was stopped (the input, the answer, a tool result): for the log."""
+
+
+Builder = Callable[[BuildContext[C]], AbstractCapability[Any] | None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BuildContext:
-    """What a builder receives for one run: its validated config and the turn's server-side facts."""
+class CapabilityDef(Generic[C]):
+    """One capability this deployment offers: what it declares, its config class, and how a run builds it."""
 
-    config: BaseModel
-    is_direct: bool
-    stores: Mapping[str, Any] = field(default_factory=dict)
-    """Database-backed stores by name (memory, plans, …), never a raw session."""
-    address: ChatAddress | None = None
-    """The room of the message that admitted the run; `None` for a run with no chat behind it."""
-    directory: Directory | None = None
-    """The bot's own channel lookups on its platform; `None` where there is no directory."""
-    state: ConversationState | None = None
-    """This conversation's capability state between turns; `None` where there is no conversation."""
-    resuming: bool = False
-    """True when the run continues one that was parked for an approval."""
-    delegates: Delegates | None = None
-    """How `subagents` builds this agent's delegates; `None` where nothing can be delegated to."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BuiltDelegate:
-    """A delegate agent built for one run: its own capabilities and approval gates, on this run's budget."""
-
-    agent: Any
-    """A pydantic-ai `Agent` whose output is `str | DeferredToolRequests`."""
-    stable_id: Callable[[str], str]
-    """The stable tool id behind a name the delegate's model sees (approval cards name the real call)."""
-
-
-class Delegates(Protocol):
-    """What `subagents` needs from the gateway: delegates built through the same assembly as the agent
-    a chat admitted, on the deployment's models, with their approval gates, counted into the run's usage."""
-
-    depth_left: int | None
-    """Levels of delegation the tree above leaves this agent; `None` for the agent a chat admitted."""
-    parent_model: str
-    """The delegating agent's own model (profile name or model string): what an agent file inherits."""
-    model_names: frozenset[str]
-    """The model profiles this deployment configures: all a model-written specialist may name."""
-    ask_user: Callable[[str], Awaitable[str]] | None
-    """Puts a synchronous delegate's question to the person holding the run; `None`: nobody to ask."""
-
-    pinned: tuple[str, ...]
-    """The other agents of this gateway the delegating agent names in its spec's top-level `subagents`."""
-    specialists: dict[str, dict[str, Any]]
-    """The specialists the model wrote with `create_agent` in this run, by name (name, description,
-    instructions, model, mode): carried across an approval park and registered again on resume."""
-
-    def resolve_model(self, name: str) -> Any:
-        """A pydantic-ai model for a profile name or model string, as the agent's own model resolves."""
-        ...
-
-    def agent_description(self, name: str) -> str | None:
-        """The description of another agent of this gateway, or None when there is no such agent."""
-        ...
-
-    def build_agent(self, name: str, *, depth_left: int, share: Sequence[str],
-                    extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
-        """Another agent of this gateway, from its own spec (its capabilities, its gates) plus `share`."""
-        ...
-
-    def build_specialist(self, *, name: str, instructions: str, model: str, model_settings: Any = None,
-                         share: Sequence[str], extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
-        """A specialist with `instructions` on the model profile or string `model`, plus `share`."""
-        ...
-
-    def charge(self, usage: Any) -> None:
-        """Adds one delegate model response's usage to the run's accounting."""
-        ...
-
-
-class ConversationState(Protocol):
-    """One JSON object per capability, kept with the conversation between its turns."""
-
-    async def load(self, capability: str) -> dict[str, Any] | None: ...
-
-    async def save(self, capability: str, data: dict[str, Any]) -> None: ...
-
-
-Builder = Callable[[BuildContext], AbstractCapability[Any] | None]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CapabilityDef:
     id: str
     name: str
     category: Category
     description: str
     tools: tuple[ToolInfo, ...]
     """Every tool the capability may offer; a tool-less capability says `tools=()`."""
-    build: Builder
-    """Returns the pydantic-ai capability for a run, or None when it has nothing to contribute."""
-    config: type[BaseModel] = NoConfig
+    build: Builder[C]
+    """Returns the pydantic-ai capability for a run, or None when it has nothing to contribute. The context's
+    config is an instance of `config`, validated."""
+    config: type[C] = NoConfig
     scopes: frozenset[str] = frozenset()
-    key: KeyRequirement | None = None
-    offered: Callable[[Any], Iterable[str]] | None = None
+    key: KeyRequirement[C] | None = None
+    offered: Callable[[C], Iterable[str]] | None = None
     """The tool ids a given config offers, where that is not all of `tools` (the drift test holds
     every build to it)."""
     binding_only: bool = False
     """Granted per bot binding (`bots[].binding.<id>`) and refused in an agent spec."""
+    on_run_end: Callable[[BuildContext[C]], Awaitable[None]] | None = None
+    """Called once when a run this capability was built into ends (answered, failed or refused), with the
+    context it was built from; not when the run parks, since a parked run goes on. Per-run cleanup lives here."""
 
     def tool(self, tool_id: str) -> ToolInfo | None:
         return next((t for t in self.tools if t.id == tool_id), None)
 
-    def offered_tools(self, config: BaseModel) -> frozenset[str]:
+    def offered_tools(self, config: C) -> frozenset[str]:
         if self.offered is None:
             return frozenset(t.id for t in self.tools)
         return frozenset(self.offered(config))
@@ -172,6 +135,10 @@ class Registry:
         owners: dict[str, str] = {}
         for definition in self._defs.values():
             for tool in definition.tools:
+                if tool.provider_executed and tool.side_effecting:
+                    raise ValueError(f"tool {tool.id!r} of {definition.id!r} runs at the model provider, so it "
+                                     "cannot be gated by default as a side-effecting tool is; declare it as one "
+                                     "or the other")
                 if owners.setdefault(tool.id, definition.id) != definition.id:
                     raise ValueError(f"tool id {tool.id!r} is declared by both {owners[tool.id]!r} and "
                                      f"{definition.id!r}; approval gates key on it, so it must be unique")
@@ -196,11 +163,14 @@ class Registry:
         problems = [problem for i, agent in enumerate(config.agents)
                     for problem in self.validate_agent(agent, path=f"agents[{i}]")]
         tool_ids = {tool.id for definition in self for tool in definition.tools}
+        provider = {tool.id for definition in self for tool in definition.tools if tool.provider_executed}
         for i, bot in enumerate(config.bots):
-            for tool_id in bot.binding.approvals.tool_approval:
+            for tool_id, mode in bot.binding.approvals.tool_approval.items():
+                where = f"bots[{i}].binding.approvals.tool_approval.{tool_id}"
                 if tool_id not in tool_ids:
-                    problems.append(f"bots[{i}].binding.approvals.tool_approval.{tool_id}: no capability "
-                                    f"offers a tool {tool_id!r}")
+                    problems.append(f"{where}: no capability offers a tool {tool_id!r}")
+                elif tool_id in provider and mode == "required":
+                    problems.append(_ungatable(where, tool_id))
             for definition in self:
                 grant = getattr(bot.binding, definition.id, None) if definition.binding_only else None
                 if grant is not None:
@@ -244,16 +214,18 @@ class Registry:
         if definition.binding_only:
             return [f"{path}.id: {entry.id!r} is granted per bot binding, not in an agent spec; remove it here "
                     f"and set bots[].binding.{entry.id} on each bot whose chats may use it"]
-        problems = schema_problems(definition.config, entry.config, f"{path}.config")
-        problems += _tool_key_problems(definition, entry, path)
+        config_problems = schema_problems(definition.config, entry.config, f"{path}.config")
+        problems = config_problems + _tool_key_problems(definition, entry, path)
         missing = definition.scopes - self.granted_scopes
         if missing:
             problems.append(f"{path}.id: {entry.id!r} needs scope(s) {', '.join(sorted(missing))}, "
                             "which this deployment does not grant")
-        if definition.key is not None and not entry.secret_id:
-            problems.append(f"{path}.secret_id: {entry.id!r} needs a key ({definition.key.description}); "
+        key = definition.key
+        if key is not None and not entry.secret_id and (key.when is None or (
+                not config_problems and key.applies_to(config_for(definition, entry.config)))):
+            problems.append(f"{path}.secret_id: {entry.id!r} needs a key ({key.description}); "
                             "name the secret that holds it")
-        return problems
+        return problems + _provider_gate_problems(definition, entry, path)
 
 
 def schema_problems(schema: type[BaseModel], config: Mapping[str, Any], path: str) -> list[str]:
@@ -261,24 +233,9 @@ def schema_problems(schema: type[BaseModel], config: Mapping[str, Any], path: st
     try:
         schema.model_validate(dict(config))
     except ValidationError as exc:
-        return [_schema_problem(schema, error, path) for error in exc.errors()]
+        return [path + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in problem.loc)
+                + f": {problem.message}" for problem in describe_errors(exc, schema)]
     return []
-
-
-def _schema_problem(schema: type[BaseModel], error: Any, path: str) -> str:
-    loc = error["loc"]
-    where = path + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        known = f"; known: {', '.join(schema.model_fields)}" if len(loc) == 1 else ""
-        return f"{where}: unknown setting{known}"
-    if kind == "literal_error":
-        allowed = error["ctx"]["expected"].replace("'", "").replace(" or ", ", ")
-        return f"{where}: {error['input']!r} is not one of {allowed}"
-    message = str(error["msg"]).removeprefix("Value error, ")
-    if kind in ("value_error", "missing", "assertion_error"):
-        return f"{where}: {message}"
-    return f"{where}: {message} (got {error['input']!r})"
 
 
 def _tool_key_problems(definition: CapabilityDef, entry: Any, path: str) -> list[str]:
@@ -302,5 +259,23 @@ def _tool_key_problems(definition: CapabilityDef, entry: Any, path: str) -> list
     return problems
 
 
-def config_for(definition: CapabilityDef, config: Mapping[str, Any]) -> BaseModel:
+def _provider_gate_problems(definition: CapabilityDef[Any], entry: Any, path: str) -> list[str]:
+    """A tool the model provider runs cannot wait for a person, so requiring an approval for it is refused."""
+    problems = []
+    for tool in definition.tools:
+        if not tool.provider_executed:
+            continue
+        if entry.tool_approval.get(tool.id) == "required":
+            problems.append(_ungatable(f"{path}.tool_approval.{tool.id}", tool.id))
+        elif entry.approval == "required" and tool.id not in entry.tool_approval:
+            problems.append(_ungatable(f"{path}.approval", tool.id))
+    return problems
+
+
+def _ungatable(where: str, tool_id: str) -> str:
+    return (f"{where}: {tool_id!r} runs at the model provider, where no approval can stop it; remove the "
+            "requirement, or leave the tool out")
+
+
+def config_for(definition: CapabilityDef[C], config: Mapping[str, Any]) -> C:
     return definition.config.model_validate(dict(config))

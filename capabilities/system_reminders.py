@@ -20,7 +20,8 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai_harness.system_reminders import SystemReminders
 from pydantic_ai_harness.system_reminders._capability import GoalReanchor, LLMReminder, Reminder
 
-from capabilities.registry import BuildContext, CapabilityDef, ConversationState
+from capabilities.context import BuildContext, ConversationState
+from capabilities.registry import CapabilityDef
 
 STATE_KEY = "system_reminders"
 
@@ -118,10 +119,9 @@ class ConversationReminders(SystemReminders[Any]):
                     "dynamic": self.dynamic_fires})
 
 
-def build(context: BuildContext) -> ConversationReminders | None:
+def build(context: BuildContext[SystemRemindersConfig]) -> ConversationReminders | None:
     """Nothing when no kind of reminder is configured: an empty configuration means no reminders."""
     config = context.config
-    assert isinstance(config, SystemRemindersConfig)
     dynamic = {name: cadence for name, cadence in (("goal_reanchor", config.goal_reanchor),
                                                    ("llm_reminder", config.llm_reminder)) if cadence is not None}
     if not config.reminders and not dynamic:
@@ -130,7 +130,7 @@ def build(context: BuildContext) -> ConversationReminders | None:
              for r in config.reminders]
     # Placeholders until `for_run` binds each to the run; the harness requires one reminder at construction.
     placeholders = [lambda _ctx: None for _ in dynamic]
-    return ConversationReminders(reminders=fixed, dynamic_reminders=placeholders, state=context.state,
+    return ConversationReminders(reminders=fixed, dynamic_reminders=placeholders, state=context.run.state,
                                  dynamic=dynamic)
 
 

@@ -7,7 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic_ai.capabilities import Thinking
 
-from capabilities.registry import BuildContext, CapabilityDef
+from capabilities.context import BuildContext
+from capabilities.registry import CapabilityDef
 
 
 class ThinkingConfig(BaseModel):
@@ -18,10 +19,8 @@ class ThinkingConfig(BaseModel):
     nearest one it has, so a spec stays portable across a change of model."""
 
 
-def build(context: BuildContext) -> Thinking:
-    config = context.config
-    assert isinstance(config, ThinkingConfig)
-    return Thinking(effort=config.effort or True)
+def build(context: BuildContext[ThinkingConfig]) -> Thinking:
+    return Thinking(effort=context.config.effort or True)
 
 
 CAPABILITY = CapabilityDef(id="thinking", name="Thinking", category="reasoning", tools=(), config=ThinkingConfig,

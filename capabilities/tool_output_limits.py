@@ -1,17 +1,16 @@
 """`tool_output_limits`: the harness's `ToolOutputLimits`, one action at one threshold.
 
 An oversized tool return is reduced once, when it is produced, and the reduced form persists in
-the run's history. `spill` keeps it whole in a store that lives as long as the run and hands the model a handle for
-`read_tool_result`: the runtime's durable per-run store (`stores["tool_output"]`, rows the runtime deletes
-when the run ends but not when it parks, so a handle still reads after a resume on another replica), or,
-where no run is behind the build, an in-memory one discarded with the agent; `truncate` cuts it
+the run's history. `spill` keeps it whole in the run's spill store (`RunFacts.spills`, durable rows the gateway
+keeps across a park, so a handle still reads after a resume on another replica) and hands the model a handle
+for `read_tool_result`; the spills are discarded when the run ends (`on_run_end`); `truncate` cuts it
 with a marker; `summarize` asks the run's model for a summary, falling back to a spill and then to
 a truncation.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -26,7 +25,8 @@ from pydantic_ai_harness.tool_output_limits import (
     TruncationStrategy,
 )
 
-from capabilities.registry import BuildContext, CapabilityDef, ToolInfo
+from capabilities.context import BuildContext
+from capabilities.registry import CapabilityDef, ToolInfo
 from capabilities.tool_text import ToolText, described
 
 READ_TEXT = ToolText(
@@ -73,26 +73,6 @@ class ToolOutputLimitsConfig(BaseModel):
         return value
 
 
-SPILL_STORE = "tool_output"
-"""The `BuildContext.stores` name of the run's durable spill store (`gateway/conversation_state.RunSpills`)."""
-
-
-@dataclass
-class RunMemoryStore:
-    """Spilled returns for one run only: built with the run's agent and discarded with it."""
-
-    payloads: dict[str, bytes] = field(default_factory=dict)
-
-    async def write(self, key: str, data: bytes) -> str:
-        self.payloads[key] = data
-        return key
-
-    async def read(self, handle: str) -> bytes:
-        if handle not in self.payloads:
-            raise FileNotFoundError(handle)
-        return self.payloads[handle]
-
-
 @dataclass
 class DescribedToolOutputLimits(ToolOutputLimits[Any]):
     """The harness capability, with `read_tool_result` in this repository's words (or withheld)."""
@@ -111,22 +91,25 @@ def offered(config: ToolOutputLimitsConfig) -> tuple[str, ...]:
     return () if config.action == "truncate" else (READ_TOOL_NAME,)
 
 
-def build(context: BuildContext) -> ToolOutputLimits[Any]:
+def build(context: BuildContext[ToolOutputLimitsConfig]) -> ToolOutputLimits[Any]:
     config = context.config
-    assert isinstance(config, ToolOutputLimitsConfig)
     truncate = Truncate(strategy=TruncationStrategy(config.truncation_strategy), max_chars=config.max_chars)
     action = {"truncate": truncate, "spill": Spill(then=truncate),
               "summarize": Summarize(then=Spill(then=truncate))}[config.action]
     prompt = {"summary_prompt": config.summary_prompt} if config.summary_prompt else {}
-    store = context.stores.get(SPILL_STORE) or RunMemoryStore()
-    return DescribedToolOutputLimits(bands=[Band(over=config.threshold, action=action)], store=store,
+    return DescribedToolOutputLimits(bands=[Band(over=config.threshold, action=action)], store=context.spills,
                                      over_tokens=config.over_tokens, strip_ansi=config.strip_ansi,
                                      offers_reader=bool(offered(config)), **prompt)
 
 
+async def discard_spills(context: BuildContext[ToolOutputLimitsConfig]) -> None:
+    """A spill is an artefact of its run: gone when the run ends."""
+    await context.spills.discard()
+
+
 CAPABILITY = CapabilityDef(
     id="tool_output_limits", name="Tool output limits", category="utility", config=ToolOutputLimitsConfig,
-    build=build, offered=offered,
+    build=build, offered=offered, on_run_end=discard_spills,
     description="Reduces an oversized tool return once, when it is produced: spill it whole, truncate it, or "
                 "summarize it.",
     tools=(ToolInfo(id=READ_TOOL_NAME, summary="Reads a slice of a tool result that was stored because it was "

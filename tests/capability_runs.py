@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +13,8 @@ from pydantic_ai.tools import ToolDefinition
 
 from adapters.base import ChannelInfo, ChatAddress, HistoryItem, Speaker
 from capabilities import default_registry
-from capabilities.registry import ConversationState, Registry
+from capabilities.context import ConversationState, MemoryOwner, NoteStore, RunFacts, SpillStore
+from capabilities.registry import Registry
 from gateway.agents.assembly import AssembledAgent, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.models import ModelResolver
@@ -70,6 +71,25 @@ class MemoryState:
         self.rows[capability] = data
 
 
+@dataclass
+class RunMemoryStore:
+    """A run's spills, kept in a dict: what the runtime's durable `RunSpills` is to a run without a database."""
+
+    payloads: dict[str, bytes] = field(default_factory=dict)
+
+    async def write(self, key: str, data: bytes) -> str:
+        self.payloads[key] = data
+        return key
+
+    async def read(self, handle: str) -> bytes:
+        if handle not in self.payloads:
+            raise FileNotFoundError(handle)
+        return self.payloads[handle]
+
+    async def discard(self) -> None:
+        self.payloads.clear()
+
+
 def binding_with(capabilities: Iterable[Mapping[str, Any]] = (), *, binding: Mapping[str, Any] | None = None,
                  instructions: str = "") -> Binding:
     spec = AgentSpec.model_validate({"name": "assistant", "model": "scripted", "instructions": instructions,
@@ -78,13 +98,20 @@ def binding_with(capabilities: Iterable[Mapping[str, Any]] = (), *, binding: Map
                    spec=BindingSpec.model_validate(dict(binding or {})))
 
 
-def assembled(binding: Binding, model: Model, *, registry: Registry | None = None,
-              stores: Mapping[str, Any] | None = None, directory: Any = None,
+def assembled(binding: Binding, model: Model, *, registry: Registry | None = None, notes: NoteStore | None = None,
+              owner: MemoryOwner | None = None, spills: SpillStore | None = None, directory: Any = None,
               state: ConversationState | None = None, resuming: bool = False,
-              address: ChatAddress = ROOM) -> AssembledAgent:
+              notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM) -> AssembledAgent:
+    """Assembled as the runtime does; spills go to memory unless `spills` says where."""
     models = ModelResolver({}, SecretSource(environ={}), fixed={"scripted": model})
-    return assemble(binding, registry=registry or default_registry(), models=models, is_direct=address.is_direct,
-                    stores=stores, address=address, directory=directory, state=state, resuming=resuming)
+    run = run_facts(binding, address=address, owner=owner, notes=notes, spills=spills or RunMemoryStore(),
+                    directory=directory, state=state, resuming=resuming, notice=notice)
+    return assemble(binding, registry=registry or default_registry(), models=models, run=run)
+
+
+def run_facts(binding: Binding, *, address: ChatAddress = ROOM, **facts: Any) -> RunFacts:
+    """The facts a runtime would decide for a run of `binding` in `address`, spills in memory by default."""
+    return RunFacts(address=address, agent_name=binding.agent.name, **{"spills": RunMemoryStore(), **facts})
 
 
 def deps_for(binding: Binding, address: ChatAddress = ROOM) -> TurnDeps:
@@ -160,7 +187,7 @@ async def offered_tool_defs(case: Case) -> dict[str, ToolDefinition]:
     try:
         model, seen = recording()
         binding = case.binding()
-        agent = assembled(binding, model, stores={"memory": MemoryNotes(db)}, directory=FakeDirectory(),
+        agent = assembled(binding, model, notes=MemoryNotes(db), directory=FakeDirectory(),
                           state=MemoryState())
         await run(agent, "hi", binding=binding)
         return tool_defs(seen)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic_ai import FunctionToolset
 from pydantic_ai.capabilities import Capability
 
 from capabilities import default_registry
-from capabilities.registry import BuildContext, CapabilityDef, Registry, ToolInfo
+from capabilities.context import BuildContext
+from capabilities.registry import CapabilityDef, Registry, ToolInfo
 
 
 def deploy_registry(executed: list[str]) -> Registry:
     """The default registry plus `deploy`, whose `deploy_service` records each run in `executed`."""
 
-    def build(_context: BuildContext) -> Capability:
+    def build(_context: BuildContext[Any]) -> Capability:
         toolset = FunctionToolset(id="deploy")
 
         @toolset.tool_plain

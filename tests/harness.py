@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import httpx
 from pydantic_ai.models import Model
 
 from capabilities.registry import Registry
@@ -37,6 +39,31 @@ class TelegramBot:
     def register(self, telegram: FakeTelegram) -> TelegramBot:
         self.user = telegram.add_bot(self.token, username=self.username, first_name="Helper")
         return self
+
+
+def said_by(telegram: FakeTelegram, chat: dict[str, Any], bot: TelegramBot) -> list[str]:
+    return [m["text"] for m in telegram.bot_messages(chat["id"]) if m["from"]["id"] == bot.user["id"]]
+
+
+async def ask(telegram: FakeTelegram, bot: TelegramBot, chat: dict[str, Any], user: dict[str, Any],
+              text: str) -> str:
+    """Say `text` (mentioning the bot in a group) and return the bot's answer."""
+    before = len(said_by(telegram, chat, bot))
+    prefix = "" if chat["type"] == "private" else f"@{bot.username} "
+    await telegram.user_says(bot.token, chat, user, prefix + text)
+    await telegram.wait_for(lambda: len(said_by(telegram, chat, bot)) > before
+                            and not said_by(telegram, chat, bot)[-1].endswith("…"))
+    return said_by(telegram, chat, bot)[-1]
+
+
+async def until_ready(gateway: Gateway) -> None:
+    """Return once the gateway's readiness probe answers 200: every bot knows who it is on its platform.
+
+    Called once the fake saw each bot's identity call, so this is a round trip or two, not a poll.
+    """
+    async with httpx.AsyncClient() as client, asyncio.timeout(5):
+        while (await client.get(f"{gateway.url}/readyz")).status_code != 200:
+            pass
 
 
 def free_port() -> int:
@@ -77,5 +104,7 @@ async def running_gateway(telegram: FakeTelegram, bots: list[TelegramBot], *, da
     resolver = ModelResolver(config.models, secrets, fixed={"function:scripted": model, **(models or {})})
     async with Gateway(config, settings, secrets=secrets, models=resolver, registry=registry, tuning=tuning,
                        migrate=True) as gateway:
-        await telegram.wait_for(lambda: all(a.identity is not None for a in gateway.adapters.values()))
+        await telegram.wait_for(lambda: {c.token for c in telegram.calls if c.method == "getMe"} >= {
+            bot.token for bot in bots})
+        await until_ready(gateway)
         yield gateway

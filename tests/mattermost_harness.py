@@ -9,17 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai.models import Model
-from sqlalchemy import select
 
 from capabilities.registry import Registry
 from gateway.agents.models import ModelResolver
 from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
 from gateway.server.app import Gateway, Tuning
-from storage.db import Database
-from storage.models import InboxRow
 from tests.fakes.mattermost import FakeMattermost, OutgoingWebhook
-from tests.harness import FAST, free_port
+from tests.harness import FAST, free_port, until_ready
 
 
 @dataclass(kw_only=True)
@@ -54,16 +51,6 @@ class MattermostBot:
         if self.team is not None:
             spec["team"] = self.team
         return spec
-
-
-async def inbox_rows(database_url: str) -> list[InboxRow]:
-    """What the gateway committed, oldest first."""
-    db = Database(database_url)
-    try:
-        async with db.session() as session:
-            return list((await session.execute(select(InboxRow).order_by(InboxRow.id))).scalars())
-    finally:
-        await db.close()
 
 
 def webhook_url(gateway: Gateway, bot: MattermostBot) -> str:
@@ -102,7 +89,9 @@ async def running_gateway(mattermost: FakeMattermost, bots: list[MattermostBot],
     async with Gateway(config, settings, secrets=secrets, models=models, registry=registry, tuning=tuning,
                        migrate=True) as gateway:
         if connected:
-            await mattermost.wait_for(lambda: all(a.identity is not None for a in gateway.adapters.values()))
+            await mattermost.wait_for(lambda: {c.user_id for c in mattermost.route_calls("users_me")} >= {
+                b.user["id"] for b in bots})
             await mattermost.wait_for(lambda: all(mattermost.connected(b.user) for b in bots
                                                   if b.transport == "websocket"))
+            await until_ready(gateway)
         yield gateway

@@ -16,7 +16,7 @@ from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
 from gateway.server.app import Gateway, Tuning
 from tests.fakes.slack import FakeSlack, SlackApp
-from tests.harness import FAST, free_port
+from tests.harness import FAST, free_port, until_ready
 
 
 @dataclass(kw_only=True)
@@ -76,7 +76,8 @@ async def running_gateway(slack: FakeSlack, bots: list[SlackBot], *, database_ur
     models = ModelResolver(config.models, secrets, fixed={"function:scripted": model})
     async with Gateway(config, settings, secrets=secrets, models=models, registry=registry, tuning=tuning,
                        migrate=True) as gateway:
-        # An Events API bot's last call is auth.test: only a re-check sees it read the answer.
-        await slack.wait_for(lambda: all(a.identity is not None for a in gateway.adapters.values()), recheck=0.02)
+        await slack.wait_for(lambda: {c.token for c in slack.calls if c.method == "auth.test"} >= {
+            bot.app.token for bot in bots})
         await slack.wait_for(lambda: all(bot.app.sockets for bot in bots if bot.transport == "socket"))
+        await until_ready(gateway)  # an Events API bot's last call is auth.test: the gateway says it read it
         yield gateway

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import yaml
+from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from capabilities import default_registry
@@ -145,12 +146,68 @@ def test_a_tool_id_declared_by_two_capabilities_is_refused_when_the_registry_is_
         Registry([*default_registry(), twin])
 
 
+SEARCHER = CapabilityDef(id="searcher", name="Search", category="research", description="Searches the web.",
+                         tools=(ToolInfo(id="web_search", summary="Search the web.", provider_executed=True),
+                                ToolInfo(id="open_result", summary="Open one result.")),
+                         build=lambda _context: None)
+"""A capability whose search the model provider runs: no approval gate can hold it."""
+
+
+class TranslatorConfig(BaseModel):
+    service: Literal["free", "paid"] = "free"
+
+
+TRANSLATOR = CapabilityDef(id="translator", name="Translate", category="utility", description="Translates.",
+                           tools=(), config=TranslatorConfig, build=lambda _context: None,
+                           key=KeyRequirement(description="a paid-tier API key",
+                                              when=lambda config: config.service == "paid"))
+"""A capability that needs a key only for some config values."""
+
+SEAM_CASES = [
+    Case(id="required-approval-on-a-provider-tool",
+         capabilities=[{"id": "searcher", "tool_approval": {"web_search": "required"}}],
+         problem="agents[0].capabilities[0].tool_approval.web_search: 'web_search' runs at the model provider, where "
+                 "no approval can stop it; remove the requirement, or leave the tool out"),
+    Case(id="whole-entry-approval-reaching-a-provider-tool", capabilities=[{"id": "searcher", "approval": "required"}],
+         problem="agents[0].capabilities[0].approval: 'web_search' runs at the model provider, where no approval can "
+                 "stop it; remove the requirement, or leave the tool out"),
+    Case(id="binding-approval-on-a-provider-tool", capabilities=["searcher"],
+         binding={"approvals": {"tool_approval": {"web_search": "required"}}},
+         problem="bots[0].binding.approvals.tool_approval.web_search: 'web_search' runs at the model provider, where "
+                 "no approval can stop it; remove the requirement, or leave the tool out"),
+    Case(id="key-for-the-config-that-needs-one", capabilities=[{"id": "translator", "config": {"service": "paid"}}],
+         problem="agents[0].capabilities[0].secret_id: 'translator' needs a key (a paid-tier API key); name the "
+                 "secret that holds it"),
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(case, id=case.id) for case in SEAM_CASES])
+def test_what_a_capability_declares_about_gates_and_keys_is_enforced(case: Case) -> None:
+    registry = default_registry().with_extra(SEARCHER, TRANSLATOR)
+    assert apply_problems(config(case.capabilities, binding=case.binding), registry) == [case.problem]
+
+
+def test_a_provider_tool_left_ungated_and_a_key_the_config_does_not_need_are_accepted() -> None:
+    registry = default_registry().with_extra(SEARCHER, TRANSLATOR)
+    spec = [{"id": "searcher", "approval": "required", "tool_approval": {"web_search": "never"}},
+            {"id": "translator", "config": {"service": "free"}}]
+    assert apply_problems(config(spec), registry) == []
+
+
+def test_a_provider_tool_declared_side_effecting_is_refused_when_the_registry_is_built() -> None:
+    gated = CapabilityDef(id="runner", name="Run", category="analysis", description="Runs code.",
+                          build=lambda _c: None,
+                          tools=(ToolInfo(id="run_code", summary="Run.", provider_executed=True, side_effecting=True),))
+    with pytest.raises(ValueError, match="tool 'run_code' of 'runner' runs at the model provider"):
+        Registry([*default_registry(), gated])
+
+
 def test_gateway_check_refuses_a_spec_the_registry_refuses(tmp_path: Path) -> None:
     path = tmp_path / "gateway.yaml"
     path.write_text(yaml.safe_dump(config(["channel_tools"]).model_dump(mode="json")))
     result = CliRunner().invoke(app, ["check", "-c", str(path)])
     assert result.exit_code == 2
-    assert "agents[0].capabilities[0].id: 'channel_tools' is granted per bot binding" in result.output
+    assert "agents['helper'].capabilities[0].id: 'channel_tools' is granted per bot binding" in result.output
 
 
 def test_an_ungranted_scope_in_the_environment_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

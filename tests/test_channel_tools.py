@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 import pytest_asyncio
 from pydantic_ai import DeferredToolRequests, ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from adapters.base import ChannelInfo, DirectoryRefused, HistoryItem, Speaker
+from capabilities.context import MissingStore
 from tests.capability_runs import ALICE, FakeDirectory, assembled, binding_with, recording, run, tool_defs
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, running_gateway
@@ -153,11 +155,11 @@ async def test_only_lookups_both_granted_and_answered_are_offered() -> None:
     assert set(tool_defs(seen)) == {"get_channel_info"}
 
 
-async def test_without_a_directory_nothing_is_attached() -> None:
-    model, seen = recording()
+def test_a_run_wired_without_a_directory_is_refused_at_assembly() -> None:
+    model, _ = recording()
     binding = binding_with(binding={"channel_tools": {"tools": ALL}})
-    await run(assembled(binding, model, directory=None), "hi", binding=binding)
-    assert tool_defs(seen) == {}
+    with pytest.raises(MissingStore, match="'channel_tools' needs the run's directory"):
+        assembled(binding, model, directory=None)
 
 
 async def test_a_binding_can_put_a_lookup_behind_an_approval() -> None:

@@ -31,7 +31,7 @@ def test_check_reports_every_problem_and_exits_2(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(broken))
     result = CliRunner().invoke(app, ["check", "-c", str(path)])
     assert result.exit_code == 2
-    assert "bots[0].binding.access: 'alow' is not one of open, allowlist" in result.output
+    assert "bots['team-telegram'].binding.access: 'alow' is not one of open, allowlist" in result.output
     assert "secret-literal" not in result.output
 
 
@@ -65,3 +65,46 @@ def test_apply_upserts_and_versions_agents(tmp_path: Path, database_url: str,
     assert [tuple(a) for a in agents] == [("helper", 2)]
     assert bots[0].settings["token"] == "${TELEGRAM_BOT_TOKEN}", "only the reference is stored"
     assert bindings[0].spec["allow"] == ["@alice"]
+
+
+SERVED = """\
+models:
+  hosted: openai:gpt-4o-mini
+agents:
+  - name: helper
+    model: hosted
+bots:
+  - name: team-telegram
+    platform: telegram
+    token: ${TELEGRAM_BOT_TOKEN}
+    agent: helper
+"""
+
+
+def test_check_warns_about_unset_keys_and_serve_refuses_before_migrating(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("TELEGRAM_BOT_TOKEN", "OPENAI_API_KEY", "GATEWAY_SECRETS_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'gateway.db'}")
+    path = tmp_path / "gateway.yaml"
+    path.write_text(SERVED)
+    unset = [f"{path}:2:3: models.hosted: 'openai:gpt-4o-mini' needs OPENAI_API_KEY, which is not set in the "
+             "environment",
+             f"{path}:9:5: bots['team-telegram'].token: TELEGRAM_BOT_TOKEN is not set in the environment or the "
+             "secrets file"]
+    checked = CliRunner().invoke(app, ["check", "-c", str(path)])
+    assert checked.exit_code == 0
+    assert checked.stderr.splitlines() == [line.replace(": ", ": warning: ", 1) for line in unset] + [
+        "warning: gateway serve refuses to start on a machine where these are not set"]
+    served = CliRunner().invoke(app, ["serve", "-c", str(path)])
+    assert (served.exit_code, served.stderr.splitlines()) == (2, unset)
+    assert not (tmp_path / "gateway.db").exists(), "nothing was migrated"
+
+
+def test_check_reports_a_model_typo_that_would_fail_every_message(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.yaml"
+    path.write_text(SERVED.replace("openai:gpt-4o-mini", "opneai:gpt-4o-mini"))
+    result = CliRunner().invoke(app, ["check", "-c", str(path)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == (f"{path}:2:3: models.hosted: Unknown model: opneai:gpt-4o-mini. "
+                                             "Did you mean 'openai:gpt-4o-mini'?")

@@ -8,10 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from adapters.base import Speaker
+from capabilities.context import MemoryOwner
 from gateway.cli.main import app
 from gateway.people.conversations import Conversations
 from gateway.people.memory import MemoryNotes
-from gateway.people.scope import MemoryOwner
 from storage.db import Database
 from storage.migrate import upgrade
 from tests.people_harness import identity_rows, stored_notes

@@ -17,7 +17,8 @@ from pydantic_ai_harness.compaction import estimate_token_count
 from sqlalchemy import select
 
 from capabilities import default_registry
-from capabilities.registry import BuildContext, CapabilityDef, Registry, ToolInfo
+from capabilities.context import BuildContext
+from capabilities.registry import CapabilityDef, Registry, ToolInfo
 from storage.db import Database
 from storage.models import RunRow
 from tests.capability_runs import assembled, binding_with, deps_for, run
@@ -31,7 +32,7 @@ SUMMARY = "The user asked for three reports; all three were fetched."
 
 
 def report_registry() -> Registry:
-    def build(_context: BuildContext) -> Capability[Any]:
+    def build(_context: BuildContext[Any]) -> Capability[Any]:
         toolset = FunctionToolset(id="reports")
 
         @toolset.tool_plain
@@ -122,8 +123,8 @@ async def run_noticed(config: dict[str, Any], model: FunctionModel,
     """Runs like `run_with`, returning what the run put into the chat's status line."""
     binding = binding_with([{"id": "reports"}, {"id": "compaction", "config": {**SMALL_WINDOW, **config}}])
     notices: list[str] = []
-    agent = assembled(binding, model, registry=report_registry())
-    await agent.agent.run("go", deps=replace(deps_for(binding), notice=notices.append), message_history=history)
+    agent = assembled(binding, model, registry=report_registry(), notice=notices.append)
+    await agent.agent.run("go", deps=deps_for(binding), message_history=history)
     return notices
 
 
@@ -162,8 +163,8 @@ async def test_a_summary_says_what_it_summarizes_while_it_runs(strategy: str) ->
 
     binding = binding_with([{"id": "compaction", "config": {**SMALL_WINDOW, "strategy": strategy,
                                                             "keep_messages": 2}}])
-    agent = assembled(binding, FunctionModel(reply))
-    await agent.agent.run("go", deps=replace(deps_for(binding), notice=notices.append),
+    agent = assembled(binding, FunctionModel(reply), notice=notices.append)
+    await agent.agent.run("go", deps=deps_for(binding),
                           message_history=long_history(8))
     assert len(shown_during) == 1 and shown_during[0][-1].startswith("Summarizing 15 earlier messages")
     assert notices[-1] == "", "the status line is cleared once the summary is written"

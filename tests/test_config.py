@@ -1,74 +1,221 @@
-"""Configuration errors name the field, the value and the fix; secrets are references only."""
+"""`gateway check` reports every problem of a file in one pass, each at its line and column, bots and agents by
+name, with the value and the fix; what this machine lacks to serve the config is kept apart."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
+from capabilities import default_registry
+from gateway.config.check import Report, check_file
 from gateway.config.schema import ConfigError, Settings, load_config, resolve_secret
 from gateway.config.secrets import SecretSource
 
-VALID: dict[str, Any] = {
-    "models": {"local": {"provider": "openai-chat", "base_url": "http://127.0.0.1:11434/v1", "model": "llama3.1"}},
-    "agents": [{"name": "helper", "model": "local", "instructions": "Be brief.", "capabilities": []}],
-    "bots": [{"name": "tg", "platform": "telegram", "token": "${TG_TOKEN}", "agent": "helper"}],
-}
+BASE = """\
+models:
+  local:
+    provider: openai-chat
+    base_url: http://127.0.0.1:11434/v1
+    model: llama3.1
+agents:
+  - name: helper
+    model: local
+    capabilities: []
+bots:
+  - name: team-telegram
+    platform: telegram
+    token: ${TG_TOKEN}
+    agent: helper
+    binding:
+      access: open
+      rate_limit: {messages: 20, per_seconds: 60}
+      approvals: {expires_after: PT4H}
+"""
+SECRETS = SecretSource(environ={"TG_TOKEN": "123:abc"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Case:
     id: str
-    change: dict[str, Any]
-    message: str
+    edits: tuple[tuple[str, str], ...]
+    """Replacements in BASE, each of text that occurs once."""
+    errors: tuple[str, ...] = ()
+    """Every line `check` prints, `{f}` standing for the file."""
+    warnings: tuple[str, ...] = ()
+    unset: tuple[str, ...] = ()
 
 
-def with_bot(**fields: Any) -> dict[str, Any]:
-    return {"bots": [{**VALID["bots"][0], **fields}]}
+def edit(old: str, new: str) -> tuple[tuple[str, str], ...]:
+    return ((old, new),)
 
 
 CASES = [
-    Case(id="access-typo", change=with_bot(binding={"access": "alow"}),
-         message="bots[0].binding.access: 'alow' is not one of open, allowlist"),
-    Case(id="literal-token", change=with_bot(token="123:abc"),
-         message="bots[0].token: write credentials as a ${ENV_VAR} reference"),
-    Case(id="unknown-agent", change=with_bot(agent="nobody"), message="bots[0].agent: 'nobody' is not one of helper"),
-    Case(id="unknown-setting", change=with_bot(tokn="${X}"), message="bots[0].tokn: unknown setting"),
-    Case(id="unknown-platform", change=with_bot(platform="icq"), message="bots[0].platform: 'icq' is not one of"),
-    Case(id="webhook-needs-public-url", change=with_bot(transport="webhook"),
-         message="bots[0].transport: 'webhook' needs server.public_url"),
-    Case(id="credentials-in-url", change=with_bot(api_base_url="https://user:pw@api.example.org"),
-         message="bots[0].api_base_url: must be an http(s) URL without credentials"),
-    Case(id="unknown-model", change={"agents": [{"name": "helper", "model": "gpt4"}]},
-         message="agents[0].model: 'gpt4' is neither a profile in models (local) nor a model string"),
-    Case(id="allowlist-empty", change=with_bot(binding={"access": "allowlist"}),
-         message="bots[0].binding: access is 'allowlist' but 'allow' lists nobody"),
-    Case(id="capability-shape",
-         change={"agents": [{"name": "helper", "model": "local", "capabilities": [{"config": {}}]}]},
-         message="agents[0].capabilities[0].id: Field required"),
-    Case(id="duplicate-bot", change={"bots": VALID["bots"] * 2}, message="bots: name 'tg' is used twice"),
+    Case(id="agent-for-agents", edits=edit("agents:\n", "agent:\n"), errors=(
+        "{f}:1:1: agents: Field required",
+        "{f}:6:1: agent: unknown setting; did you mean 'agents'? (known: models, agents, bots, server)")),
+    Case(id="token-misspelt", edits=edit("token:", "tokn:"), errors=(
+        "{f}:11:5: bots['team-telegram'].token: Field required",
+        "{f}:13:5: bots['team-telegram'].tokn: unknown setting; did you mean 'token'? (known: name, token, "
+        "api_base_url, agent, binding, platform, transport)")),
+    Case(id="binding-key-misspelt", edits=edit("rate_limit:", "rate_limt:"), errors=(
+        "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? (known: "
+        "instructions, access, allow, rate_limit, history_turns, approvals, allow_personal_memory, allow_bots, "
+        "channel_tools)",)),
+    Case(id="platform-misspelt", edits=edit("platform: telegram", "platform: telegarm"), errors=(
+        "{f}:12:5: bots['team-telegram'].platform: 'telegarm' is not one of telegram, slack, mattermost",)),
+    Case(id="literal-token", edits=edit("${TG_TOKEN}", "123456:ABCDEF"), errors=(
+        "{f}:13:5: bots['team-telegram'].token: write credentials as a ${ENV_VAR} reference, never the secret "
+        "itself",)),
+    Case(id="bot-without-agent", edits=edit("    agent: helper\n", ""), errors=(
+        "{f}:11:5: bots['team-telegram'].agent: Field required; name the agent that answers this bot, one of "
+        "helper",)),
+    Case(id="no-agents", edits=edit("  - name: helper\n    model: local\n    capabilities: []\n", "  []\n"), errors=(
+        "{f}:6:1: agents: lists no agent; define at least one, as examples/gateway.yaml does",)),
+    Case(id="unknown-capability", edits=edit("capabilities: []", "capabilities: [planing]"), errors=(
+        "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: channel_tools, clock, "
+        "compaction, guardrails, memory_files, planning, subagents, system_reminders, thinking, tool_output_limits",)),
+    Case(id="capability-as-a-string", edits=edit("capabilities: []", "capabilities: planning"), errors=(
+        "{f}:9:5: agents['helper'].capabilities: should be a list, not a single value; write [planning] or one "
+        "'- item' line per entry",)),
+    Case(id="unclosed-brace", edits=edit("per_seconds: 60}", "per_seconds: 60"), errors=(
+        "{f}:18:16: not valid YAML: expected ',' or '}', but got ':'; the '{' at line 17, column 19 is not "
+        "closed with '}'",)),
+    Case(id="bad-indentation", edits=edit("    model: local\n", "    model: local\n   instructions: x\n"), errors=(
+        "{f}:9:4: not valid YAML: expected <block end>, but found '<block mapping start>'; this line is indented "
+        "differently from the settings beside it; line it up with them",)),
+    Case(id="tab", edits=edit("    model: local\n", "\tmodel: local\n"), errors=(
+        "{f}:8:1: not valid YAML: found character '\\t' that cannot start any token; indent with spaces, not "
+        "tabs",)),
+    Case(id="bot-name-twice", edits=edit("      approvals: {expires_after: PT4H}\n",
+                                         "      approvals: {expires_after: PT4H}\n  - name: team-telegram\n"
+                                         "    platform: telegram\n    token: ${TG_TOKEN}\n    agent: helper\n"),
+         errors=("{f}:19:5: bots['team-telegram'].name: 'team-telegram' is used twice in bots; give each one a "
+                 "name of its own",)),
+    Case(id="key-twice", edits=edit("    model: local\n", "    model: local\n    model: local\n"), errors=(
+        "{f}:8:5: agents['helper'].model: 'model' is set twice in this mapping (line 8 and line 9); keep one",)),
+    Case(id="profile-misspelt", edits=edit("model: local", "model: locl"), errors=(
+        "{f}:8:5: agents['helper'].model: 'locl' is neither a profile in models (local) nor a model string such as "
+        "'openai-chat:gpt-4o' (Unknown model: locl)",)),
+    Case(id="provider-misspelt", edits=edit("model: local", "model: opneai:gpt-4o-mini"), errors=(
+        "{f}:8:5: agents['helper'].model: Unknown model: opneai:gpt-4o-mini. Did you mean "
+        "'openai:gpt-4o-mini'?",)),
+    Case(id="duration-invalid", edits=edit("PT4H", "P1Dx"), errors=(
+        "{f}:18:19: bots['team-telegram'].binding.approvals.expires_after: 'P1Dx' is not a duration; write PT24H "
+        "(ISO 8601), 1 day, 24:00:00, or a number of seconds such as 86400",)),
+    Case(id="duration-24h", edits=edit("PT4H", "24h"), errors=(
+        "{f}:18:19: bots['team-telegram'].binding.approvals.expires_after: '24h' is not a duration; write PT24H "
+        "(ISO 8601), 1 day, 24:00:00, or a number of seconds such as 86400",)),
+    Case(id="duration-too-long", edits=edit("PT4H", "P90D"), errors=(
+        "{f}:18:19: bots['team-telegram'].binding.approvals.expires_after: Input should be less than or equal to "
+        "30 days (got 90 days, 0:00:00)",)),
+    Case(id="junk-in-allow",
+         edits=edit("access: open", 'access: allowlist\n      allow: [{id: 1}, 12.5, "al ice", "@", ""]'), errors=(
+             "{f}:17:15: bots['team-telegram'].binding.allow[0]: must be a user id (12345678, U0123ABCD) or an "
+             "@handle (@alice), not {'id': 1}",
+             "{f}:17:24: bots['team-telegram'].binding.allow[1]: must be a user id (12345678, U0123ABCD) or an "
+             "@handle (@alice), not 12.5",
+             "{f}:17:30: bots['team-telegram'].binding.allow[2]: 'al ice' is neither a user id (12345678, U0123ABCD) "
+             "nor an @handle (@alice)",
+             "{f}:17:40: bots['team-telegram'].binding.allow[3]: '@' is neither a user id (12345678, U0123ABCD) nor "
+             "an @handle (@alice)",
+             "{f}:17:45: bots['team-telegram'].binding.allow[4]: '' is neither a user id (12345678, U0123ABCD) nor an "
+             "@handle (@alice)")),
+    Case(id="literal-api-key", edits=edit("    model: llama3.1\n", "    model: llama3.1\n    api_key: sk-live-abc\n"),
+         errors=("{f}:6:5: models.local.api_key: write credentials as a ${ENV_VAR} reference, never the secret "
+                 "itself",)),
+    Case(id="schema-and-capability-together",
+         edits=(("rate_limit:", "rate_limt:"), ("capabilities: []", "capabilities: [planing]")), errors=(
+             "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: channel_tools, "
+             "clock, compaction, guardrails, memory_files, planning, subagents, system_reminders, thinking, "
+             "tool_output_limits",
+             "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? "
+             "(known: instructions, access, allow, rate_limit, history_turns, approvals, allow_personal_memory, "
+             "allow_bots, channel_tools)")),
+    Case(id="thinking-on-a-model-that-does-not-reason", edits=edit("capabilities: []", "capabilities: [thinking]"),
+         warnings=("{f}:9:20: agents['helper'].capabilities[0]: 'thinking' does nothing on local (llama3.1): "
+                   "pydantic-ai does not know that model as one that reasons, so no thinking setting is sent; "
+                   "remove it, or use a reasoning model",)),
+    Case(id="allow-with-open-access", edits=edit("access: open", 'access: open\n      allow: ["@alice"]'),
+         warnings=("{f}:17:7: bots['team-telegram'].binding.allow: lists people, but access is 'open', so everyone "
+                   "is answered; set access: allowlist to answer only them",)),
+    Case(id="token-unset", edits=edit("${TG_TOKEN}", "${OTHER_TOKEN}"),
+         unset=("{f}:13:5: bots['team-telegram'].token: OTHER_TOKEN is not set in the environment or the secrets "
+                "file",)),
+    Case(id="api-key-unset", edits=edit("    model: llama3.1\n", "    model: llama3.1\n    api_key: ${LOCAL_KEY}\n"),
+         unset=("{f}:6:5: models.local.api_key: LOCAL_KEY is not set in the environment or the secrets file",)),
+    Case(id="provider-key-unset", edits=edit("model: local", "model: openai:gpt-4o-mini"),
+         unset=("{f}:8:5: agents['helper'].model: 'openai:gpt-4o-mini' needs OPENAI_API_KEY, which is not set in "
+                "the environment",)),
+    Case(id="numeric-ids-in-allow", edits=edit("access: open", 'access: allowlist\n      allow: [12345678, "@alice"]')),
+    Case(id="the-test-model", edits=edit("model: local", "model: test")),
 ]
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
-def test_config_errors_name_the_field(tmp_path: Path, case: Case) -> None:
+def check(tmp_path: Path, text: str) -> Report:
     path = tmp_path / "gateway.yaml"
-    path.write_text(yaml.safe_dump({**VALID, **case.change}))
+    path.write_text(text)
+    return check_file(path, registry=default_registry(), secrets=SECRETS)
+
+
+def edited(edits: tuple[tuple[str, str], ...]) -> str:
+    text = BASE
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
+def test_check_reports_each_problem_at_its_line_by_name(tmp_path: Path, case: Case,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    report = check(tmp_path, edited(case.edits))
+    f = tmp_path / "gateway.yaml"
+    assert (report.lines(report.errors), report.lines(report.unset), report.lines(report.warnings)) == (
+        [line.replace("{f}", str(f)) for line in case.errors], [line.replace("{f}", str(f)) for line in case.unset],
+        [line.replace("{f}", str(f)) for line in case.warnings])
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    pytest.param("", "the file is empty; copy examples/gateway.yaml and edit it", id="empty"),
+    pytest.param("- agents\n- bots\n", "the file should be a mapping with agents: and bots: at the top (as in "
+                                       "examples/gateway.yaml), not a list", id="a-list"),
+])
+def test_a_file_that_is_not_a_config_says_where_to_start(tmp_path: Path, text: str, line: str) -> None:
+    report = check(tmp_path, text)
+    assert report.lines(report.errors) == [f"{tmp_path / 'gateway.yaml'}:1:1: {line}"]
+
+
+def test_a_slack_api_base_url_works_with_or_without_the_api_path(tmp_path: Path) -> None:
+    slack = ("  - name: team-slack\n    platform: slack\n    token: ${TG_TOKEN}\n    app_token: ${TG_TOKEN}\n"
+             "    agent: helper\n    api_base_url: {url}\n")
+    urls = ["https://slack.example.org/api/", "https://slack.example.org/api", "https://slack.example.org/"]
+    for url in urls:
+        report = check(tmp_path, BASE + slack.replace("{url}", url))
+        assert report.config is not None and report.config.bots[1].api_base_url == "https://slack.example.org"
+
+
+def test_load_config_raises_every_problem_one_per_line(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.yaml"
+    path.write_text(edited((("token:", "tokn:"), ("access: open", "access: alow"))))
     with pytest.raises(ConfigError) as raised:
         load_config(path)
-    assert case.message in str(raised.value)
+    assert str(raised.value).splitlines() == [
+        f"{path}:11:5: bots['team-telegram'].token: Field required",
+        f"{path}:13:5: bots['team-telegram'].tokn: unknown setting; did you mean 'token'? (known: name, token, "
+        "api_base_url, agent, binding, platform, transport)",
+        f"{path}:16:7: bots['team-telegram'].binding.access: 'alow' is not one of open, allowlist"]
 
 
 def test_a_valid_config_loads_with_defaults(tmp_path: Path) -> None:
     path = tmp_path / "gateway.yaml"
-    path.write_text(yaml.safe_dump({**VALID, "agents": [{**VALID["agents"][0], "capabilities": ["memory"]}]}))
+    path.write_text(edited(edit("capabilities: []", "capabilities: [memory_files]")))
     config = load_config(path)
     bot = config.bots[0]
     assert (bot.transport, bot.binding.access, bot.binding.history_turns) == ("polling", "open", 50)
-    assert config.agents[0].capabilities[0].id == "memory"
+    assert config.agents[0].capabilities[0].id == "memory_files"
 
 
 def test_secrets_resolve_from_the_environment_then_the_secrets_file(tmp_path: Path) -> None:

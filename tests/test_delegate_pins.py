@@ -91,10 +91,12 @@ async def test_a_delegate_answers_at_the_version_its_caller_pinned_until_the_cal
     assert runs == [("assistant", 1), ("assistant", 1), ("assistant", 2)]
 
 
-def test_a_parked_runs_snapshot_carries_the_pins() -> None:
+def test_a_parked_runs_snapshot_carries_the_pins_and_the_versions_they_reach() -> None:
     spec = AgentSpec.model_validate({"name": "lead", "model": "parent", "subagents": ["writer"],
                                      "capabilities": ["subagents"]})
-    binding = Binding(bot_name="helper", spec=BindingSpec(),
+    writer_v1 = AgentDefinition(name="writer", version=1, spec=AgentSpec.model_validate(writer("Write in English.")))
+    binding = Binding(bot_name="helper", spec=BindingSpec(), delegate_versions={("writer", 1): writer_v1},
                       agent=AgentDefinition(name="lead", version=3, spec=spec, pins={"writer": 1}))
     restored = deps_from_snapshot(deps_snapshot(deps_for(binding)))
     assert restored.binding.agent.version == 3 and dict(restored.binding.agent.pins) == {"writer": 1}
+    assert dict(restored.binding.delegate_versions) == {("writer", 1): writer_v1}

@@ -1,8 +1,13 @@
-"""`gateway demo` runs a DM and a group mention through the real pipeline and prints both sides."""
+"""`gateway demo` runs a DM, an approval and a group mention through the real pipeline on each platform."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from gateway.cli.demo import run_demo
+from tests.cli_process import run_gateway
 
 
 async def test_demo_shows_both_conversations() -> None:
@@ -15,3 +20,23 @@ async def test_demo_shows_both_conversations() -> None:
     assert "Approved by Alice (@alice) at" in output
     assert "Done — the tool said: website restarted" in output, "the approved run continues in the chat"
     assert "Stored in SQLite: 2 conversations, 8 turns, 4 runs." in output
+
+
+@pytest.mark.parametrize("platform", ["slack", "mattermost"])
+async def test_the_same_conversation_runs_on_every_platform(platform: str) -> None:
+    lines: list[str] = []
+    await run_demo(lines.append, [platform])  # type: ignore[list-item]
+    output = "\n".join(lines)
+    assert f"Local {platform.title()} server at http://127.0.0.1:" in output
+    assert "Your first message was: _Hi! What can you do?_" in output, "the second DM turn sees the first"
+    assert "can you summarize our plan?_" in output, "the group mention is answered"
+    assert "Lunch at noon, anyone?" in output and output.count("Lunch at noon") == 1, "and nothing else there"
+    assert "Approved** by" in output or "Approved* by" in output
+    assert "Done — the tool said: _website restarted" in output, "the approved run continues in the chat"
+    assert "Stored in SQLite: 2 conversations, 8 turns, 4 runs." in output
+
+
+async def test_an_unknown_demo_platform_is_named(tmp_path: Path) -> None:
+    finished = await run_gateway("demo", "--platform", "irc", cwd=tmp_path)
+    assert finished.returncode == 2
+    assert finished.stderr_lines == ["--platform: 'irc' is not one of telegram, slack, mattermost, all"]

@@ -15,7 +15,7 @@ from storage.models import LinkCodeRow, MessageRow, RunRow
 from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram
-from tests.harness import TelegramBot
+from tests.harness import TelegramBot, ask
 from tests.mattermost_harness import MattermostBot
 from tests.people_harness import identity_rows, memory_gateway, obeys, order, stored_notes
 from tests.slack_harness import SlackBot
@@ -39,20 +39,6 @@ async def slack() -> AsyncIterator[FakeSlack]:
 async def mattermost() -> AsyncIterator[FakeMattermost]:
     async with FakeMattermost() as fake:
         yield fake
-
-
-def said_by(telegram: FakeTelegram, chat: dict[str, Any], bot: TelegramBot) -> list[str]:
-    return [m["text"] for m in telegram.bot_messages(chat["id"]) if m["from"]["id"] == bot.user["id"]]
-
-
-async def tell_telegram(telegram: FakeTelegram, bot: TelegramBot, chat: dict[str, Any], user: dict[str, Any],
-                        text: str) -> str:
-    before = len(said_by(telegram, chat, bot))
-    prefix = "" if chat["type"] == "private" else f"@{bot.username} "
-    await telegram.user_says(bot.token, chat, user, prefix + text)
-    await telegram.wait_for(lambda: len(said_by(telegram, chat, bot)) > before
-                            and not said_by(telegram, chat, bot)[-1].endswith("…"))
-    return said_by(telegram, chat, bot)[-1]
 
 
 async def tell_slack(slack: FakeSlack, bot: SlackBot, dm: dict[str, Any], user: dict[str, Any], text: str) -> str:
@@ -104,13 +90,13 @@ async def test_after_linking_the_same_person_reaches_the_same_notes_from_telegra
     tg_dm, slack_dm = telegram.private_chat(tg_alice), slack.open_dm(slack_alice, slack_bot.app)
     async with memory_gateway(telegram=telegram, bots=[tg_bot], slack=slack, slack_bots=[slack_bot],
                               database_url=database_url, model=obeys()):
-        await tell_telegram(telegram, tg_bot, tg_dm, tg_alice, order("write_memory", path="tea.md", content="green"))
-        issued = await tell_telegram(telegram, tg_bot, tg_dm, tg_alice, "/link")
+        await ask(telegram, tg_bot, tg_dm, tg_alice, order("write_memory", path="tea.md", content="green"))
+        issued = await ask(telegram, tg_bot, tg_dm, tg_alice, "/link")
         code = code_in(issued)
         linked = await tell_slack(slack, slack_bot, slack_dm, slack_alice, f"link {code}")
         from_slack = await tell_slack(slack, slack_bot, slack_dm, slack_alice, order("read_memory", path="tea.md"))
         await tell_slack(slack, slack_bot, slack_dm, slack_alice, order("write_memory", path="trip.md", content="Oslo"))
-        from_telegram = await tell_telegram(telegram, tg_bot, tg_dm, tg_alice, order("read_memory", path="trip.md"))
+        from_telegram = await ask(telegram, tg_bot, tg_dm, tg_alice, order("read_memory", path="trip.md"))
     assert linked.startswith("Linked with Alice on Telegram")
     assert (from_slack, from_telegram) == ("done: green", "done: Oslo")
     identities = await identity_rows(database_url)
@@ -124,8 +110,8 @@ async def test_link_commands_never_reach_the_model_or_the_transcript(telegram: F
     bot = TelegramBot().register(telegram)
     alice, alt = telegram.add_user(1001, "Alice"), telegram.add_user(1002, "Alice (work)")
     async with memory_gateway(telegram=telegram, bots=[bot], database_url=sqlite_url, model=obeys()):
-        code = code_in(await tell_telegram(telegram, bot, telegram.private_chat(alice), alice, "link"))
-        answer = await tell_telegram(telegram, bot, telegram.private_chat(alt), alt, f"link {code}")
+        code = code_in(await ask(telegram, bot, telegram.private_chat(alice), alice, "link"))
+        answer = await ask(telegram, bot, telegram.private_chat(alt), alt, f"link {code}")
     assert answer.startswith("Linked with Alice on Telegram")
     assert await count(sqlite_url, RunRow.id) == 0 and await count(sqlite_url, MessageRow.id) == 0
 
@@ -135,9 +121,9 @@ async def test_codes_are_neither_issued_nor_accepted_in_a_group(telegram: FakeTe
     alice, bob = telegram.add_user(1001, "Alice"), telegram.add_user(1002, "Bob")
     group = telegram.group(-5001, "Team")
     async with memory_gateway(telegram=telegram, bots=[bot], database_url=database_url, model=obeys()):
-        asked_in_group = await tell_telegram(telegram, bot, group, alice, "link")
-        code = code_in(await tell_telegram(telegram, bot, telegram.private_chat(alice), alice, "link"))
-        redeemed_in_group = await tell_telegram(telegram, bot, group, bob, f"link {code}")
+        asked_in_group = await ask(telegram, bot, group, alice, "link")
+        code = code_in(await ask(telegram, bot, telegram.private_chat(alice), alice, "link"))
+        redeemed_in_group = await ask(telegram, bot, group, bob, f"link {code}")
     assert asked_in_group == "ok", "an ordinary message for the agent"
     assert redeemed_in_group.startswith("Link codes work in a direct message.")
     assert await count(database_url, LinkCodeRow.id) == 1
@@ -150,10 +136,10 @@ async def test_a_link_code_typed_in_a_group_is_answered_there_never_reaches_the_
     alice, mallory = telegram.add_user(1001, "Alice"), telegram.add_user(1002, "Mallory")
     group = telegram.group(-5002, "Team")
     async with memory_gateway(telegram=telegram, bots=[bot], database_url=sqlite_url, model=obeys()):
-        code = code_in(await tell_telegram(telegram, bot, telegram.private_chat(alice), alice, "link"))
-        in_group = await tell_telegram(telegram, bot, group, alice, f"link {code.lower()}")
-        taken = await tell_telegram(telegram, bot, telegram.private_chat(mallory), mallory, f"link {code}")
-        shaped = await tell_telegram(telegram, bot, group, alice, "link ABCD-EFGH")
+        code = code_in(await ask(telegram, bot, telegram.private_chat(alice), alice, "link"))
+        in_group = await ask(telegram, bot, group, alice, f"link {code.lower()}")
+        taken = await ask(telegram, bot, telegram.private_chat(mallory), mallory, f"link {code}")
+        shaped = await ask(telegram, bot, group, alice, "link ABCD-EFGH")
     assert in_group.startswith("Link codes work in a direct message. That code no longer works")
     assert taken.startswith("That code is not valid"), "whoever read it in the group cannot use it"
     assert shaped.startswith("Link codes work in a direct message: send link CODE")
@@ -165,12 +151,12 @@ async def test_unlink_in_a_dm_separates_the_accounts_again(telegram: FakeTelegra
     alice, alt = telegram.add_user(1001, "Alice"), telegram.add_user(1002, "Alice (work)")
     alice_dm, alt_dm = telegram.private_chat(alice), telegram.private_chat(alt)
     async with memory_gateway(telegram=telegram, bots=[bot], database_url=sqlite_url, model=obeys()):
-        code = code_in(await tell_telegram(telegram, bot, alice_dm, alice, "link"))
-        await tell_telegram(telegram, bot, alt_dm, alt, f"link {code}")
-        await tell_telegram(telegram, bot, alice_dm, alice, order("write_memory", path="tea.md", content="green"))
-        unlinked = await tell_telegram(telegram, bot, alt_dm, alt, "unlink")
-        after = await tell_telegram(telegram, bot, alt_dm, alt, order("read_memory", path="tea.md"))
-        still = await tell_telegram(telegram, bot, alice_dm, alice, order("read_memory", path="tea.md"))
+        code = code_in(await ask(telegram, bot, alice_dm, alice, "link"))
+        await ask(telegram, bot, alt_dm, alt, f"link {code}")
+        await ask(telegram, bot, alice_dm, alice, order("write_memory", path="tea.md", content="green"))
+        unlinked = await ask(telegram, bot, alt_dm, alt, "unlink")
+        after = await ask(telegram, bot, alt_dm, alt, order("read_memory", path="tea.md"))
+        still = await ask(telegram, bot, alice_dm, alice, order("read_memory", path="tea.md"))
     assert unlinked.startswith("Unlinked")
     assert "No note has the path" in after and still == "done: green"
     assert (await identity_rows(sqlite_url))["1002"].person_id is None
@@ -184,12 +170,12 @@ async def test_forget_asks_first_then_deletes_what_every_agent_remembers(
     dm, group = telegram.private_chat(alice), telegram.group(-5001, "Team")
     async with memory_gateway(telegram=telegram, bots=[first, second], database_url=database_url, model=obeys(),
                               agent_of={first.name: "alpha", second.name: "beta"}):
-        await tell_telegram(telegram, first, dm, alice, order("write_memory", path="a.md", content="for alpha"))
-        await tell_telegram(telegram, second, dm, alice, order("write_memory", path="b.md", content="for beta"))
-        await tell_telegram(telegram, first, group, alice, order("write_memory", path="team.md", content="room"))
-        asked = await tell_telegram(telegram, second, dm, alice, "forget")
+        await ask(telegram, first, dm, alice, order("write_memory", path="a.md", content="for alpha"))
+        await ask(telegram, second, dm, alice, order("write_memory", path="b.md", content="for beta"))
+        await ask(telegram, first, group, alice, order("write_memory", path="team.md", content="room"))
+        asked = await ask(telegram, second, dm, alice, "forget")
         notes_after_asking = len(await stored_notes(database_url))
-        done = await tell_telegram(telegram, second, dm, alice, "/forget yes")
+        done = await ask(telegram, second, dm, alice, "/forget yes")
     assert "(2 note(s))" in asked and "forget yes" in asked and notes_after_asking == 3
     assert done.startswith("Done: 2 note(s) deleted")
     assert [(agent, kind, path) for agent, kind, _, path, _ in await stored_notes(database_url)] == [
@@ -209,8 +195,8 @@ async def test_one_agent_in_telegram_dms_mattermost_and_a_slack_channel_keeps_pr
                               mattermost=mattermost, mattermost_bots=[mm_bot], database_url=database_url,
                               model=obeys()):
         tg_dm, mm_dm = telegram.private_chat(tg_alice), mattermost.direct_channel(mm_alice, mm_bot.user)
-        await tell_telegram(telegram, tg_bot, tg_dm, tg_alice, order("write_memory", path="me.md", content="private"))
-        code = code_in(await tell_telegram(telegram, tg_bot, tg_dm, tg_alice, "link"))
+        await ask(telegram, tg_bot, tg_dm, tg_alice, order("write_memory", path="me.md", content="private"))
+        code = code_in(await ask(telegram, tg_bot, tg_dm, tg_alice, "link"))
         linked = await tell_mattermost(mattermost, mm_bot, mm_dm, mm_alice, f"link {code}")
         in_mattermost_dm = await tell_mattermost(mattermost, mm_bot, mm_dm, mm_alice,
                                                  order("read_memory", path="me.md"))

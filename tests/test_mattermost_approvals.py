@@ -13,11 +13,11 @@ from typing import Any
 import pytest_asyncio
 
 from gateway.server.app import Gateway, Tuning
-from tests.approval_rows import approval_statuses, make_overdue
 from tests.fakes.mattermost import FakeMattermost
 from tests.gated_tools import deploy_registry
 from tests.harness import FAST
 from tests.mattermost_harness import MattermostBot, running_gateway
+from tests.records import approval_statuses, make_overdue
 from tests.scripted import calls_then_answers
 
 DEPLOY = [{"id": "deploy"}]

@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 
 from tests.fakes.mattermost import FakeMattermost
-from tests.mattermost_harness import MattermostBot, inbox_rows, running_gateway
+from tests.mattermost_harness import MattermostBot, running_gateway
 from tests.scripted import answers, echoes, scripted, user_prompts
 
 
@@ -49,29 +49,6 @@ def bot_texts(mattermost: FakeMattermost, world: World, channel: dict[str, Any] 
 
 def bot_posts(mattermost: FakeMattermost, world: World, channel: dict[str, Any] | None = None) -> list[dict]:
     return mattermost.posts(channel or world.channel, user=world.bot.user)
-
-
-async def test_direct_message_is_answered_in_the_same_channel(mattermost: FakeMattermost, world: World,
-                                                              database_url: str, redis_url: str | None) -> None:
-    dm = mattermost.direct_channel(world.alice, world.bot.user)
-    async with running_gateway(mattermost, [world.bot], database_url=database_url, redis_url=redis_url,
-                               model=echoes()):
-        await mattermost.user_posts(dm, world.alice, "hello there")
-        await mattermost.wait_for(lambda: bot_texts(mattermost, world, dm) == ["echo: hello there"])
-    [answer] = bot_posts(mattermost, world, dm)
-    assert answer["root_id"] == "", "a direct message is answered in the conversation, not in a thread"
-
-
-async def test_channel_post_without_mention_is_ignored_and_a_mention_is_answered_in_a_thread(
-        mattermost: FakeMattermost, world: World, sqlite_url: str) -> None:
-    async with running_gateway(mattermost, [world.bot], database_url=sqlite_url, model=echoes()):
-        await mattermost.user_posts(world.channel, world.alice, "colleagues talking among themselves")
-        asked = await mattermost.user_posts(world.channel, world.bob, "@helper what is 2+2?")
-        await mattermost.wait_for(lambda: bot_texts(mattermost, world) == ["echo: [bob] what is 2+2?"])
-    [answer] = bot_posts(mattermost, world)
-    assert answer["root_id"] == asked["id"], "a top-level mention starts a thread under that post"
-    assert [row.logical_id for row in await inbox_rows(sqlite_url)] == [
-        f"mattermost:{world.bot.name}:{world.channel['id']}:{asked['id']}"], "the colleagues' post left no row"
 
 
 async def test_room_handles_never_address_the_bot(mattermost: FakeMattermost, world: World,
@@ -131,15 +108,13 @@ async def test_group_message_needs_a_mention(mattermost: FakeMattermost, world: 
         await mattermost.wait_for(lambda: bot_texts(mattermost, world, group) == ["echo: [bob] yes, hello"])
 
 
-async def test_the_answer_streams_into_one_post_with_a_typing_indicator(mattermost: FakeMattermost, world: World,
-                                                                       sqlite_url: str) -> None:
+async def test_a_typing_indicator_is_shown_in_the_channel_answered(mattermost: FakeMattermost, world: World,
+                                                                   sqlite_url: str) -> None:
     dm = mattermost.direct_channel(world.alice, world.bot.user)
     text = "# Plan\n\n| step | owner |\n|---|---|\n| build | ci |\n\n" + "More detail follows. " * 20
     async with running_gateway(mattermost, [world.bot], database_url=sqlite_url, model=answers(text)):
         await mattermost.user_posts(dm, world.alice, "plan?")
         await mattermost.wait_for(lambda: bot_texts(mattermost, world, dm) == [text.rstrip()])
-    assert len(mattermost.route_calls("create_post")) == 1, "one post, edited in place"
-    assert mattermost.route_calls("patch_post"), "the placeholder was edited"
     [typing] = mattermost.route_calls("typing")
     assert typing.body["channel_id"] == dm["id"]
 

@@ -12,7 +12,7 @@ import pytest_asyncio
 import yaml
 from typer.testing import CliRunner
 
-from gateway.cli.main import app, run_doctor
+from gateway.cli.main import app, run_mattermost_doctor
 from gateway.config.schema import ConfigError, GatewayConfig, load_config
 from gateway.config.secrets import SecretSource
 from tests.fakes.mattermost import FakeMattermost
@@ -66,7 +66,7 @@ def test_the_server_url_is_checked_and_normalized(tmp_path: Path, case: Case) ->
         return
     with pytest.raises(ConfigError) as raised:
         load_config(path)
-    assert "bots[0].api_base_url: " in str(raised.value) and case.error in str(raised.value)
+    assert "bots['mm'].api_base_url: " in str(raised.value) and case.error in str(raised.value)
     assert "hunter2" not in str(raised.value)
 
 
@@ -74,7 +74,7 @@ def test_gateway_check_refuses_a_metadata_address_as_the_server_url(tmp_path: Pa
     path = write(tmp_path, config_with(api_base_url="http://169.254.169.254"))
     result = CliRunner().invoke(app, ["check", "-c", str(path)])
     assert result.exit_code == 2
-    assert "bots[0].api_base_url: '169.254.169.254' is a link-local or cloud metadata address" in result.output
+    assert "bots['mm'].api_base_url: '169.254.169.254' is a link-local or cloud metadata address" in result.output
 
 
 def test_gateway_check_accepts_a_server_behind_a_vpn(tmp_path: Path) -> None:
@@ -87,12 +87,12 @@ def test_gateway_check_accepts_a_server_behind_a_vpn(tmp_path: Path) -> None:
 def test_the_server_url_is_required(tmp_path: Path) -> None:
     config = config_with()
     del config["bots"][0]["api_base_url"]
-    with pytest.raises(ConfigError, match=r"bots\[0\].api_base_url: Field required"):
+    with pytest.raises(ConfigError, match=r"bots\['mm'\].api_base_url: Field required"):
         load_config(write(tmp_path, config))
 
 
 def test_the_webhook_transport_needs_the_webhook_token(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"bots\[0\]: transport is 'webhook' but webhook_token is not set"):
+    with pytest.raises(ConfigError, match=r"bots\['mm'\]: transport is 'webhook' but webhook_token is not set"):
         load_config(write(tmp_path, config_with(transport="webhook")))
 
 
@@ -114,7 +114,8 @@ async def test_the_doctor_confirms_a_working_bot(mattermost: FakeMattermost) -> 
     team = mattermost.add_team("acme", members=[bot.user])
     mattermost.add_channel(team, "town-square", members=[bot.user])
     lines: list[str] = []
-    healthy = await run_doctor(doctor_config(mattermost, bot), bot.name, SecretSource(environ=bot.env()), lines.append)
+    healthy = await run_mattermost_doctor(doctor_config(mattermost, bot), bot.name, SecretSource(environ=bot.env()),
+                                          lines.append)
     assert healthy, lines
     assert any("signed in as @helper" in line for line in lines)
     assert any("member of 1 channel(s)" in line for line in lines)
@@ -126,7 +127,7 @@ async def test_the_doctor_names_a_wrong_token(mattermost: FakeMattermost) -> Non
     config = doctor_config(mattermost, bot)
     bot.token = "revoked"
     lines: list[str] = []
-    assert not await run_doctor(config, bot.name, SecretSource(environ=bot.env()), lines.append)
+    assert not await run_mattermost_doctor(config, bot.name, SecretSource(environ=bot.env()), lines.append)
     assert "FAIL" in lines[1] and "refused the token" in lines[1]
 
 
@@ -134,7 +135,7 @@ async def test_the_doctor_names_the_missing_team(mattermost: FakeMattermost) -> 
     bot = MattermostBot(team="ops").register(mattermost)
     mattermost.add_team("acme", members=[bot.user])
     lines: list[str] = []
-    assert not await run_doctor(doctor_config(mattermost, bot), bot.name, SecretSource(environ=bot.env()),
+    assert not await run_mattermost_doctor(doctor_config(mattermost, bot), bot.name, SecretSource(environ=bot.env()),
                                 lines.append)
     assert any(line.lstrip().startswith("FAIL") and "not a member of team 'ops'" in line for line in lines)
 

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest_asyncio
 from pydantic_ai.tools import ToolDefinition
 
+from capabilities.context import MemoryOwner
 from capabilities.memory_files import INDEX_LIMIT, NO_STORE, ROOM_SCOPE
 from gateway.people.memory import MemoryNotes
-from gateway.people.scope import MemoryOwner
 from storage.db import Database
 from tests.fakes.telegram import FakeTelegram
-from tests.harness import TelegramBot
+from tests.harness import TelegramBot, ask, said_by
 from tests.people_harness import identity_rows, memory_gateway, obeys, order, stored_notes
 from tests.scripted import scripted
 
@@ -24,21 +23,6 @@ SECRET = "Alice is allergic to peanuts"
 async def telegram() -> AsyncIterator[FakeTelegram]:
     async with FakeTelegram() as fake:
         yield fake
-
-
-def said_by(telegram: FakeTelegram, chat: dict[str, Any], bot: TelegramBot) -> list[str]:
-    return [m["text"] for m in telegram.bot_messages(chat["id"]) if m["from"]["id"] == bot.user["id"]]
-
-
-async def ask(telegram: FakeTelegram, bot: TelegramBot, chat: dict[str, Any], user: dict[str, Any],
-              text: str) -> str:
-    """Say `text` (mentioning the bot in a group) and return the bot's answer."""
-    before = len(said_by(telegram, chat, bot))
-    prefix = "" if chat["type"] == "private" else f"@{bot.username} "
-    await telegram.user_says(bot.token, chat, user, prefix + text)
-    await telegram.wait_for(lambda: len(said_by(telegram, chat, bot)) > before
-                            and not said_by(telegram, chat, bot)[-1].endswith("…"))
-    return said_by(telegram, chat, bot)[-1]
 
 
 async def test_a_note_written_in_a_dm_is_not_reachable_in_a_group_with_the_same_person(

@@ -6,7 +6,7 @@ import pytest
 
 from capabilities import default_registry
 from capabilities.registry import config_for
-from capabilities.subagents import NEVER_OFFERED
+from capabilities.subagents.config import NEVER_OFFERED
 from tests.capability_runs import CASES, Case, offered_tool_defs
 
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import pytest
 
 from adapters.base import ChatAddress
-from gateway.people.scope import MemoryOwner, memory_owner
+from capabilities.context import MemoryOwner
+from gateway.people.scope import memory_owner
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

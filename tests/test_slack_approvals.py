@@ -14,10 +14,10 @@ import pytest
 import pytest_asyncio
 
 from gateway.server.app import Tuning
-from tests.approval_rows import approval_statuses, make_overdue
 from tests.fakes.slack import FakeSlack
 from tests.gated_tools import deploy_registry
 from tests.harness import FAST
+from tests.records import approval_statuses, make_overdue
 from tests.scripted import calls_then_answers
 from tests.slack_harness import SlackBot, running_gateway
 

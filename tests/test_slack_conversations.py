@@ -33,27 +33,6 @@ def posts(slack: FakeSlack, method: str) -> list[dict]:
     return [call.params for call in slack.calls if call.method == method]
 
 
-async def test_direct_message_is_answered_in_the_dm(slack: FakeSlack, database_url: str) -> None:
-    bot = SlackBot(app=slack.add_app("helper"))
-    alice = slack.add_user("alice", real_name="Alice")
-    dm = slack.open_dm(alice, bot.app)
-    async with running_gateway(slack, [bot], database_url=database_url, redis_url=None, model=echoes()):
-        await slack.user_says(dm, alice, "hello there")
-        await slack.wait_for(lambda: slack.texts(dm, by=bot.app) == ["echo: hello there"])
-    assert all("thread_ts" not in params for params in posts(slack, "chat.postMessage"))
-
-
-async def test_channel_mention_is_answered_in_a_thread_under_it(slack: FakeSlack, sqlite_url: str) -> None:
-    bot = SlackBot(app=slack.add_app("helper"))
-    alice = slack.add_user("alice", real_name="Alice")
-    general = slack.add_channel("general", members=[alice, bot.app])
-    async with running_gateway(slack, [bot], database_url=sqlite_url, redis_url=None, model=echoes()):
-        said = await slack.user_says(general, alice, f"{bot.mention} what is 2+2?")
-        await slack.wait_for(lambda: slack.texts(general, by=bot.app, thread_ts=said["ts"]) == [
-            "echo: [Alice] what is 2+2?"])
-    assert slack.texts(general, by=bot.app) == [], "nothing is posted top-level"
-
-
 async def test_follow_up_in_the_thread_continues_the_conversation_without_a_mention(
         slack: FakeSlack, database_url: str) -> None:
     bot = SlackBot(app=slack.add_app("helper"))

@@ -45,23 +45,6 @@ def a_dm_event(slack: FakeSlack, app: SlackApp, user: dict, channel: dict, text:
 
 
 @pytest.mark.parametrize("transport", ["socket", "http"])
-async def test_message_and_app_mention_twins_are_answered_once(slack: FakeSlack, database_url: str,
-                                                               transport: str) -> None:
-    bot = SlackBot(app=slack.add_app("helper"), transport=transport)
-    alice = slack.add_user("alice", real_name="Alice")
-    general = slack.add_channel("general", members=[alice, bot.app])
-    async with running_gateway(slack, [bot], database_url=database_url, redis_url=None, model=echoes()):
-        said = await slack.user_says(general, alice, f"{bot.mention} once please")
-        await slack.wait_for(lambda: slack.texts(general, by=bot.app, thread_ts=said["ts"]) == [
-            "echo: [Alice] once please"])
-        await slack.user_says(general, alice, "and again", thread_ts=said["ts"])
-        await slack.wait_for(lambda: len(slack.texts(general, by=bot.app, thread_ts=said["ts"])) == 2)
-    assert slack.texts(general, by=bot.app, thread_ts=said["ts"])[-1] == "echo: [Alice] and again"
-    assert len(slack.events_for(bot.app, event_type="app_mention")) == 1
-    assert await inbox_count(database_url) == 2
-
-
-@pytest.mark.parametrize("transport", ["socket", "http"])
 async def test_redelivery_is_acknowledged_and_answered_once(slack: FakeSlack, database_url: str,
                                                             redis_url: str | None, transport: str) -> None:
     bot = SlackBot(app=slack.add_app("helper"), transport=transport)
@@ -81,25 +64,6 @@ async def test_redelivery_is_acknowledged_and_answered_once(slack: FakeSlack, da
 
 
 STALE = 6 * 60
-
-
-@pytest.mark.parametrize("forgery", ["wrong-secret", "unsigned", "stale", "tampered-body"])
-async def test_forged_unsigned_and_stale_requests_are_refused_and_nothing_stored(
-        slack: FakeSlack, database_url: str, forgery: str) -> None:
-    bot = SlackBot(app=slack.add_app("helper"), transport="http")
-    alice = slack.add_user("alice", real_name="Alice")
-    dm = slack.open_dm(alice, bot.app)
-    body = a_dm_event(slack, bot.app, alice, dm, "run rm -rf /")
-    headers = {"wrong-secret": slack.signed_headers(bot.app, body, secret="guessed-secret"),
-               "unsigned": {},
-               "stale": slack.signed_headers(bot.app, body, timestamp=int(time.time()) - STALE),
-               "tampered-body": slack.signed_headers(bot.app, body.replace(b"rm -rf", b"ls -la"))}[forgery]
-    async with running_gateway(slack, [bot], database_url=database_url, redis_url=None, model=echoes()):
-        status, text = await slack.post_to_app(bot.app, body, {"Content-Type": "application/json", **headers})
-    assert status == 403
-    assert "X-Slack" in json.loads(text)["error"]
-    assert await inbox_count(database_url) == 0
-    assert slack.texts(dm, by=bot.app) == []
 
 
 async def test_url_verification_is_answered_only_after_verification(slack: FakeSlack, sqlite_url: str) -> None:
@@ -157,7 +121,7 @@ async def test_allowed_bots_are_answered_when_they_mention_the_bot_but_never_fol
     assert slack.texts(general, by=bot.app, thread_ts=said["ts"])[-1] == "echo: [Other Bot] one more"
 
 
-async def test_a_long_answer_continues_in_new_messages_in_the_thread(slack: FakeSlack, sqlite_url: str) -> None:
+async def test_a_long_answer_full_of_entities_is_split_without_cutting_one(slack: FakeSlack, sqlite_url: str) -> None:
     bot = SlackBot(app=slack.add_app("helper"))
     alice = slack.add_user("alice", real_name="Alice")
     general = slack.add_channel("general", members=[alice, bot.app])

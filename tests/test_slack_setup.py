@@ -60,8 +60,10 @@ def test_manifest_of_an_unknown_bot_names_the_slack_bots(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(("bot", "message"), [
-    pytest.param({}, "bots[0].app_token: transport 'socket' needs the app-level token", id="socket-needs-app-token"),
-    pytest.param({"transport": "http"}, "bots[0].signing_secret: transport 'http' needs the app's Signing Secret",
+    pytest.param({}, "bots['team-slack'].app_token: transport 'socket' needs the app-level token",
+                 id="socket-needs-app-token"),
+    pytest.param({"transport": "http"},
+                 "bots['team-slack'].signing_secret: transport 'http' needs the app's Signing Secret",
                  id="http-needs-signing-secret"),
 ])
 def test_check_names_the_setting_the_transport_needs(tmp_path: Path, bot: dict[str, Any], message: str) -> None:

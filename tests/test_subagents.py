@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from gateway.agents.models import ModelResolver
 from gateway.config.schema import AgentSpec, BindingSpec
 from gateway.config.secrets import SecretSource
 from gateway.pipeline.runtime import shown_call
-from tests.capability_runs import deps_for
+from tests.capability_runs import deps_for, run_facts
 from tests.fakes.telegram import FakeTelegram
 from tests.gated_tools import deploy_registry
 from tests.harness import TelegramBot, running_gateway
@@ -54,9 +55,17 @@ def lead(config: Mapping[str, Any] | None = None, *, pinned: tuple[str, ...] = (
 
 def built(binding: Binding, models: Mapping[str, Model], *, agents: Mapping[str, Any] | None = None,
           registry: Registry | None = None) -> AssembledAgent:
+    """`agents` are the other agents of the gateway, each at version 1; every agent pins those it names."""
     resolver = ModelResolver({}, SecretSource(environ={}), fixed=dict(models))
     specs = {name: AgentSpec.model_validate({"name": name, **spec}) for name, spec in (agents or {}).items()}
-    return assemble(binding, registry=registry or default_registry(), models=resolver, is_direct=False, agents=specs)
+
+    def pins(spec: AgentSpec) -> dict[str, int]:
+        return {name: 1 for name in spec.subagents if name in specs}
+    versions = {(name, 1): AgentDefinition(name=name, version=1, spec=spec, pins=pins(spec))
+                for name, spec in specs.items()}
+    binding = replace(binding, agent=replace(binding.agent, pins=pins(binding.agent.spec)),
+                      delegate_versions=versions)
+    return assemble(binding, registry=registry or default_registry(), models=resolver, run=run_facts(binding))
 
 
 async def ask(agent: AssembledAgent, binding: Binding, **run: Any) -> AgentRunResult[Any]:
@@ -467,15 +476,6 @@ async def test_in_a_chat_a_delegates_gated_call_is_shown_approved_and_run_and_it
 
 
 def questioning_setup(config: Mapping[str, Any], ask_user: Any) -> tuple[Binding, Any, list[AgentInfo]]:
-    from dataclasses import replace
-
-    from pydantic_ai import Agent
-    from pydantic_ai.usage import RunUsage
-
-    from capabilities.registry import BuildContext, NoConfig
-    from gateway.agents.assembly import build_capabilities
-    from gateway.agents.delegates import GatewayDelegates
-
     seen: list[AgentInfo] = []
 
     def child(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -487,12 +487,8 @@ def questioning_setup(config: Mapping[str, Any], ask_user: Any) -> tuple[Binding
     binding = lead(config)
     parent = calls_then_answers(("task", {"description": "deploy", "subagent_type": "researcher", "mode": "sync"}))
     resolver = ModelResolver({}, SecretSource(environ={}), fixed={"parent": parent, "child": FunctionModel(child)})
-    turn = BuildContext(config=NoConfig(), is_direct=False)
-    delegates = GatewayDelegates(parent=binding.agent.spec, agents={}, registry=default_registry(), models=resolver,
-                                 binding_modes={}, turn=turn, usage=RunUsage(), ask_user=ask_user)
-    capabilities, policy = build_capabilities(binding.agent.spec.capabilities, registry=default_registry(),
-                                              turn=replace(turn, delegates=delegates), binding_modes={})
-    return binding, Agent(resolver.resolve("parent"), capabilities=[*capabilities, policy]), seen
+    agent = assemble(binding, registry=default_registry(), models=resolver, run=run_facts(binding), ask_user=ask_user)
+    return binding, agent.agent, seen
 
 
 async def test_a_sync_delegate_may_ask_the_person_when_the_author_allows_it() -> None:
@@ -522,9 +518,10 @@ def hanging_registry(started: list[str]) -> Registry:
     from pydantic_ai import FunctionToolset
     from pydantic_ai.capabilities import Capability
 
-    from capabilities.registry import BuildContext, CapabilityDef, ToolInfo
+    from capabilities.context import BuildContext
+    from capabilities.registry import CapabilityDef, ToolInfo
 
-    def build(_context: BuildContext) -> Capability:
+    def build(_context: BuildContext[Any]) -> Capability:
         toolset = FunctionToolset(id="slow")
 
         @toolset.tool_plain
@@ -587,7 +584,7 @@ POET = {"name": "poet", "description": "Writes verse.", "instructions": "Write v
 
 
 async def test_carried_specialists_are_registered_again_under_create_agents_rules() -> None:
-    from capabilities.subagents import MAX_DYNAMIC_SPECIALISTS
+    from capabilities.subagents.config import MAX_DYNAMIC_SPECIALISTS
 
     carried = [POET, {**POET, "name": "stranger", "model": "openai:gpt-5"},
                *({**POET, "name": f"extra-{n}"} for n in range(MAX_DYNAMIC_SPECIALISTS))]
@@ -596,7 +593,8 @@ async def test_carried_specialists_are_registered_again_under_create_agents_rule
                                 ("task", {"description": "a sonnet", "subagent_type": "stranger"}),
                                 answer=lambda results: " | ".join(results))
     resolver = ModelResolver({}, SecretSource(environ={}), fixed={"parent": parent, "child": replies("verse")})
-    agent = assemble(binding, registry=default_registry(), models=resolver, is_direct=False, specialists=carried)
+    agent = assemble(binding, registry=default_registry(), models=resolver, run=run_facts(binding),
+                     specialists=carried)
     haiku, stranger = (await ask(agent, binding)).output.split(" | ")
     assert haiku.startswith("verse: a haiku")
     assert "There is no delegate 'stranger'" in stranger

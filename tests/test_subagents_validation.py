@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 
 from capabilities import default_registry
+from capabilities.config_errors import Problem
+from gateway.agents.models import ModelResolver
+from gateway.config.check import model_problems
 from gateway.config.schema import GatewayConfig
+from gateway.config.secrets import SecretSource
 from gateway.config.validation import apply_problems
 
 RESEARCHER = {"name": "researcher", "description": "Researches.", "instructions": "Research.", "model": "fast"}
@@ -72,9 +76,6 @@ CASES = [
     Case(id="specialist-without-a-model",
          subagents=entry(inline=[{k: v for k, v in RESEARCHER.items() if k != "model"}]),
          problem="agents[0].capabilities[0].config.inline[0].model: Field required"),
-    Case(id="specialist-on-an-unknown-model", subagents=entry(inline=[{**RESEARCHER, "model": "gpt"}]),
-         problem="agents[0].capabilities[0].config.inline[0].model: 'gpt' is neither a profile in models (fast) "
-                 "nor a model string like 'openai-chat:gpt-4o'"),
     Case(id="specialist-named-like-a-pin", subagents=entry(inline=[{**RESEARCHER, "name": "writer"}]),
          pinned=["writer"],
          problem="agents[0].capabilities[0].config.inline[0].name: 'writer' is also pinned in subagents; give each "
@@ -85,9 +86,6 @@ CASES = [
                                                         models={"quick": "fast"}),
          problem="agents[0].capabilities[0].config.inline[0].models[0]: 'deep' is not a key of "
                  "agents[0].capabilities[0].config.models (keys: quick)"),
-    Case(id="menu-on-an-unknown-model", subagents=entry(inline=[RESEARCHER], models={"deep": {"model": "opus"}}),
-         problem="agents[0].capabilities[0].config.models.deep.model: 'opus' is neither a profile in models (fast) "
-                 "nor a model string like 'openai-chat:gpt-4o'"),
     Case(id="controls-for-no-delegate", subagents=entry(inline=[RESEARCHER], delegates={"editor": {"max_calls": 2}}),
          problem="agents[0].capabilities[0].config.delegates.editor: 'editor' is neither pinned in subagents nor "
                  "defined in agent_folders (an inline specialist carries its controls itself)"),
@@ -105,6 +103,24 @@ CASES = [
 def test_a_delegation_mistake_is_refused_with_its_field_and_fix(case: Case) -> None:
     applied = config(case.subagents, pinned=case.pinned, capabilities=case.capabilities)
     assert apply_problems(applied, default_registry()) == [case.problem]
+
+
+@pytest.mark.parametrize(("subagents", "problem"), [
+    pytest.param(entry(inline=[{**RESEARCHER, "model": "gpt"}]),
+                 Problem(loc=("agents", 0, "capabilities", 0, "config", "inline", 0, "model"),
+                         message="'gpt' is neither a profile in models (fast) nor a model string such as "
+                                 "'openai-chat:gpt-4o' (Unknown model: gpt. Did you mean 'openai-chat:gpt-5'?)"),
+                 id="specialist-on-an-unknown-model"),
+    pytest.param(entry(inline=[RESEARCHER], models={"deep": {"model": "opneai:gpt-4o"}}),
+                 Problem(loc=("agents", 0, "capabilities", 0, "config", "models", "deep", "model"),
+                         message="Unknown model: opneai:gpt-4o. Did you mean 'openai:gpt-4o'?"),
+                 id="menu-on-an-unknown-provider"),
+])
+def test_a_delegate_on_a_model_nobody_configured_is_refused(subagents: dict[str, Any], problem: Problem,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # pydantic-ai reads provider keys from the environment
+    applied = config(subagents)
+    assert model_problems(applied, ModelResolver(applied.models, SecretSource(environ={}))) == ([problem], [])
 
 
 def test_an_ungranted_delegation_scope_refuses_every_spec_that_delegates() -> None:

@@ -19,10 +19,10 @@ from gateway.cli.main import app
 from gateway.server.app import Gateway, Tuning
 from storage.db import Database
 from storage.models import ParkedRunRow
-from tests.approval_rows import approval_statuses, make_overdue
 from tests.fakes.telegram import FakeTelegram
 from tests.gated_tools import deploy_registry
 from tests.harness import FAST, TelegramBot, running_gateway
+from tests.records import approval_statuses, make_overdue
 from tests.scripted import calls_then_answers
 
 DEPLOY = [{"id": "deploy"}]

@@ -25,28 +25,6 @@ def bot_texts(telegram: FakeTelegram, chat_id: int, thread_id: int | None = None
     return [m["text"] for m in telegram.bot_messages(chat_id, thread_id=thread_id)]
 
 
-async def test_direct_message_is_answered_in_the_same_chat(telegram: FakeTelegram, database_url: str,
-                                                           redis_url: str | None) -> None:
-    bot = TelegramBot().register(telegram)
-    alice = telegram.add_user(1001, "Alice", username="alice")
-    chat = telegram.private_chat(alice)
-    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=redis_url, model=echoes()):
-        await telegram.user_says(bot.token, chat, alice, "hello there")
-        await telegram.wait_for(lambda: bot_texts(telegram, chat["id"]) == ["echo: hello there"])
-
-
-async def test_group_message_without_mention_is_ignored_and_with_mention_answered(
-        telegram: FakeTelegram, database_url: str) -> None:
-    bot = TelegramBot().register(telegram)
-    alice = telegram.add_user(1001, "Alice")
-    group = telegram.group(-2001, "Team", supergroup=True)
-    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=echoes()):
-        await telegram.user_says(bot.token, group, alice, "colleagues talking among themselves")
-        await telegram.user_says(bot.token, group, alice, "@helper_bot what is 2+2?")
-        await telegram.wait_for(lambda: bot_texts(telegram, group["id"]) == ["echo: [Alice] what is 2+2?"])
-    assert not any("colleagues" in text for text in bot_texts(telegram, group["id"]))
-
-
 async def test_reply_to_the_bot_and_addressed_command_are_answered(telegram: FakeTelegram, sqlite_url: str) -> None:
     bot = TelegramBot().register(telegram)
     alice = telegram.add_user(1001, "Alice")
@@ -79,19 +57,6 @@ async def test_forum_topics_are_separate_conversations(telegram: FakeTelegram, d
         await telegram.user_says(bot.token, forum, alice, "@helper_bot topic two", message_thread_id=22)
         await telegram.wait_for(lambda: len(bot_texts(telegram, forum["id"], thread_id=22)) == 1)
     assert seen[1] == ["[Alice] topic two"], "topic two must not see topic one's history"
-
-
-async def test_other_bots_are_ignored(telegram: FakeTelegram, sqlite_url: str) -> None:
-    bot = TelegramBot().register(telegram)
-    other = telegram.add_user(5005, "OtherBot", username="other_bot", is_bot=True)
-    alice = telegram.add_user(1001, "Alice")
-    group = telegram.group(-2003, "Team")
-    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
-                               model=echoes()):
-        await telegram.user_says(bot.token, group, other, "@helper_bot please loop forever")
-        await telegram.user_says(bot.token, group, alice, "@helper_bot hi")
-        await telegram.wait_for(lambda: len(bot_texts(telegram, group["id"])) == 1)
-    assert bot_texts(telegram, group["id"]) == ["echo: [Alice] hi"]
 
 
 async def test_history_window_keeps_the_newest_turns(telegram: FakeTelegram, database_url: str) -> None:

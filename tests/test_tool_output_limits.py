@@ -11,7 +11,8 @@ from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from capabilities import default_registry
-from capabilities.registry import BuildContext, CapabilityDef, Registry, ToolInfo
+from capabilities.context import BuildContext
+from capabilities.registry import CapabilityDef, Registry, ToolInfo
 from tests.capability_runs import assembled, binding_with, run, tool_defs
 
 LOG = "\n".join(f"line {n}: {'ok ' * 20}" for n in range(400))
@@ -19,7 +20,7 @@ LOG = "\n".join(f"line {n}: {'ok ' * 20}" for n in range(400))
 
 
 def log_registry() -> Registry:
-    def build(_context: BuildContext) -> Capability[Any]:
+    def build(_context: BuildContext[Any]) -> Capability[Any]:
         toolset = FunctionToolset(id="logs")
 
         @toolset.tool_plain

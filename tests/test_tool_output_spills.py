@@ -14,7 +14,8 @@ from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models.function import FunctionModel
 from sqlalchemy import select
 
-from capabilities.registry import BuildContext, CapabilityDef, Registry, ToolInfo
+from capabilities.context import BuildContext
+from capabilities.registry import CapabilityDef, Registry, ToolInfo
 from gateway.agents.run_state import RunSpills
 from storage.db import Database
 from storage.models import ConversationStateRow
@@ -36,7 +37,7 @@ async def telegram() -> AsyncIterator[FakeTelegram]:
 
 
 def registry(executed: list[str]) -> Registry:
-    def build(_context: BuildContext) -> Capability[Any]:
+    def build(_context: BuildContext[Any]) -> Capability[Any]:
         toolset = FunctionToolset(id="logs")
 
         @toolset.tool_plain

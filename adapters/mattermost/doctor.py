@@ -12,6 +12,7 @@ from typing import Any
 from adapters.base import PlatformConfigError
 from adapters.mattermost.rest import MattermostApi, signed_in, websocket_url
 from adapters.mattermost.socket import event_stream
+from adapters.unreachable import describe_unreachable
 
 ROOMS = ("O", "P")
 """Channel types of public and private channels; the others are direct and group messages."""
@@ -50,7 +51,7 @@ async def checkup(*, bot_id: str, server_url: str, token: str, team: str | None,
     except PlatformConfigError as exc:
         return [Check(ok=False, text=str(exc))]
     except Exception as exc:  # the doctor reports any failure to connect instead of raising it
-        return [Check(ok=False, text=f"cannot reach {server_url}: {type(exc).__name__}: {exc}")]
+        return [Check(ok=False, text=describe_unreachable(server_url, exc))]
     user_id = me.get("id")
     signed = (f"signed in as @{me.get('username')}, user id {user_id}" if user_id else
               "signed in, but the server did not say the bot's user id: only direct messages would be answered")

@@ -55,6 +55,10 @@ _GROUPS = (ChatType.GROUP, ChatType.SUPERGROUP)
 _VERBS: dict[str, Literal["approve", "deny"]] = {"ap:": "approve", "dn:": "deny"}
 
 
+_UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError)
+"""What reading a payload of the wrong shape raises."""
+
+
 class TelegramAdapter:
     """A Telegram bot: it long-polls (`transport`) unless given a `webhook_url`, which Telegram then calls.
 
@@ -96,10 +100,15 @@ class TelegramAdapter:
     # -- from the wire -------------------------------------------------------------------------------
 
     def parse(self, payload: Mapping[str, Any]) -> Inbound | ApprovalClick | None:
+        # python-telegram-bot builds an update without checking field types, so a wrong-typed field fails
+        # wherever it is first read: everything that reads the update counts as parsing it.
         try:
-            update = Update.de_json(dict(payload), None)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            return self._read(payload)
+        except _UNREADABLE as exc:
             raise MalformedPayload(f"not a Telegram update: {type(exc).__name__}: {exc}") from None
+
+    def _read(self, payload: Mapping[str, Any]) -> Inbound | ApprovalClick | None:
+        update = Update.de_json(dict(payload), None)
         if update.callback_query is not None:
             return self._parse_click(update.callback_query, payload)
         message = update.message

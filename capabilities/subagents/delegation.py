@@ -49,9 +49,11 @@ from subagents_pydantic_ai import (
     current_subagent_state,
 )
 
+from capabilities.context import BuildContext, BuiltDelegate, Delegates, RunDeps
 from capabilities.failures import retry_or_text
-from capabilities.registry import BuildContext, BuiltDelegate, Delegates
-from capabilities.subagents import (
+from capabilities.subagents import texts as delegation_text
+from capabilities.subagents.agent_files import read_agent_files
+from capabilities.subagents.config import (
     LIFECYCLE_TOOLS,
     MAX_DYNAMIC_SPECIALISTS,
     DelegateControls,
@@ -59,8 +61,6 @@ from capabilities.subagents import (
     SubagentsConfig,
     background_reachable,
 )
-from capabilities.subagents import texts as delegation_text
-from capabilities.subagents.agent_files import read_agent_files
 from capabilities.subagents.questions import ASK_PARENT, answers_for, questions_of
 from capabilities.tool_text import described, function_toolset
 
@@ -367,11 +367,11 @@ class Delegation(AbstractCapability[Any]):
         self.calls[name] += 1
         return None
 
-    async def _run(self, ctx: RunContext[Any], delegate: Delegate | None, name: str, description: str,
+    async def _run(self, ctx: RunContext[RunDeps], delegate: Delegate | None, name: str, description: str,
                    mode: Literal["sync", "async"], option: ModelOption | None,
                    start: Callable[[RunContext[Any]], Any]) -> str:
         """Start one delegation; a background one runs on deps that make its gates refuse rather than park."""
-        run_ctx = ctx if mode == "sync" else replace(ctx, deps=replace(ctx.deps, background=True))
+        run_ctx = ctx if mode == "sync" else replace(ctx, deps=ctx.deps.for_background())
         try:
             with self._on_model(delegate, option):
                 return str(await start(run_ctx))
@@ -418,7 +418,7 @@ class Delegation(AbstractCapability[Any]):
     def _menu_key(self, option: ModelOption | None) -> str | None:
         return next((key for key, entry in self.menu.items() if entry is option), None)
 
-    async def _continue(self, ctx: RunContext[Any], state: dict[str, Any]) -> str:
+    async def _continue(self, ctx: RunContext[RunDeps], state: dict[str, Any]) -> str:
         """The approved call's delegate, resumed where it stopped: the person approved that call, not a rerun."""
         delegate = self.delegates.get(state["delegate"])
         if delegate is None:
@@ -432,7 +432,7 @@ class Delegation(AbstractCapability[Any]):
                     message_history=ModelMessagesTypeAdapter.validate_json(state["history"]),
                     deferred_tool_results=DeferredToolResults(approvals=approvals, calls=answers_for(state),
                                                               metadata=metadata),
-                    deps=ctx.deps.clone_for_subagent(self.depth - 1), usage_limits=usage_limits(delegate.controls))
+                    deps=ctx.deps.clone_for_subagent(), usage_limits=usage_limits(delegate.controls))
         except UsageLimitExceeded as exc:
             return self._budget_spent(delegate.name, delegate, exc)
         if isinstance(result.output, DeferredToolRequests):
@@ -465,11 +465,10 @@ def usage_limits(controls: DelegateControls) -> UsageLimits:
                        total_tokens_limit=budget.total_tokens_limit)
 
 
-def build_delegation(context: BuildContext) -> Delegation | None:
+def build_delegation(context: BuildContext[SubagentsConfig]) -> Delegation | None:
     """The capability for one run, or None when there is nothing to delegate to or no level left to do it."""
     config = context.config
-    assert isinstance(config, SubagentsConfig)
-    gateway = context.delegates
+    gateway = context.run.delegates
     if gateway is None:
         return None
     depth = config.max_depth if gateway.depth_left is None else min(config.max_depth, gateway.depth_left)

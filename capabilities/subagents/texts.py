@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic_ai_harness.subagents import ModelOption
 
-from capabilities.subagents import SubagentsConfig
+from capabilities.subagents.config import SubagentsConfig
 from capabilities.tool_text import ToolText
 
 MODE_SENTENCES = {

@@ -1,79 +1,68 @@
-"""Assembles the pydantic-ai agent for one run from the agent spec, the binding and the registry."""
+"""Assembles the pydantic-ai agent for one run from the agent spec, the binding and the registry.
+
+A run's delegates are built through the same assembly (`GatewayDelegates`). A delegate runs on its own
+spec — its model, its capabilities, its approval gates (the bot binding's per-tool modes still apply: it
+answers in that bot's chats) — plus whatever the delegating agent's `share_with_delegates` lends it, one
+capability id at a time. `subagents` is never lent: whether a delegate may delegate is its own spec's
+decision, bounded by the levels the tree above has left. Delegates keep no conversation state (a
+delegate's plan lasts its own run) and every model response they get is added to the run's usage.
+
+A delegate named in `subagents` is built from the version its caller pinned when the caller was applied
+(`BindingStore.apply`), not from its latest spec, and its own delegates from the versions *that* version
+pinned: each author's decisions hold when somebody else calls them. The binding carries every version the
+pins reach (`Binding.delegate_versions`), and a parked run's snapshot carries them on to its resume.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 
-from pydantic_ai import Agent, DeferredToolRequests, RunContext
+from pydantic import SecretStr
+from pydantic_ai import Agent, DeferredToolRequests
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.tools import ToolDefinition
-from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
-from pydantic_ai.usage import RunUsage
+from pydantic_ai.usage import RequestUsage, RunUsage
 
-from adapters.base import ChatAddress, Directory
-from capabilities.registry import BuildContext, CapabilityDef, ConversationState, NoConfig, Registry, config_for
+from capabilities.context import BuildContext, BuiltDelegate, RunFacts
+from capabilities.registry import CapabilityDef, Registry, config_for
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.channel_context import binding_instructions
 from gateway.agents.models import ModelResolver
+from gateway.agents.tool_policy import ToolPolicy
 from gateway.config.schema import AgentSpec, CapabilityEntry
 
 Output = str | DeferredToolRequests
 
 
-@dataclass
-class ToolPolicy(AbstractCapability[Any]):
-    """Approval gates and model-facing names, keyed by each tool's stable id (wrapping, not flags).
+class SecretLookup(Protocol):
+    """Where a capability entry's `secret_id` is looked up (`gateway/config/secrets.SecretSource`)."""
 
-    The wrapped toolset still carries the stable ids as names; the gate is decided on them, and
-    only the outermost layer renames, so a renamed tool keeps its gate.
-    """
-
-    gated: frozenset[str] = frozenset()
-    names: Mapping[str, str] = field(default_factory=dict)
-    """Stable id → the name the model sees."""
-    descriptions: Mapping[str, str] = field(default_factory=dict)
-
-    def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any] | None:
-        wrapped = toolset
-        if self.descriptions:
-            wrapped = wrapped.prepared(self._describe)
-        if self.gated:
-            wrapped = wrapped.approval_required(
-                lambda ctx, tool_def, _args: tool_def.name in self.gated and not in_background(ctx))
-            wrapped = RefusedInBackground(wrapped, gated=self.gated)
-        if self.names:
-            wrapped = wrapped.renamed({visible: stable for stable, visible in self.names.items()})
-        return wrapped
-
-    async def _describe(self, _ctx: RunContext[Any], tool_defs: list[ToolDefinition]) -> list[ToolDefinition]:
-        return [_redescribed(t, self.descriptions.get(t.name)) for t in tool_defs]
-
-    def stable_id(self, visible_name: str) -> str:
-        return next((stable for stable, visible in self.names.items() if visible == visible_name), visible_name)
+    def get(self, name: str) -> str | None: ...
 
 
-BACKGROUND_REFUSAL = ("Not run: this tool needs a person's approval, and a background delegation cannot stop to "
-                      "ask one. Say so in your answer; the agent that delegated to you can hand this work over "
-                      "with mode='sync'.")
+class MissingSecret(LookupError):
+    """A capability entry names a secret this deployment does not hold."""
 
-
-def in_background(ctx: RunContext[Any]) -> bool:
-    """True inside a background delegation, where nobody is left to ask for an approval."""
-    return bool(getattr(ctx.deps, "background", False))
+    def __init__(self, capability: str, secret_id: str) -> None:
+        super().__init__(f"capability {capability!r} names the secret {secret_id!r}, which is neither in the "
+                         "environment nor in the secrets file; set it, or change the entry's secret_id")
 
 
 @dataclass
-class RefusedInBackground(WrapperToolset[Any]):
-    """A gated tool called inside a background delegation is refused with a sentence, not parked."""
+class RunEnd:
+    """The `on_run_end` hooks of the capabilities built into one run, its delegates' included: one per
+    capability id, since every level of the tree shares the run's stores."""
 
-    gated: frozenset[str] = frozenset()
+    hooks: dict[str, Callable[[], Awaitable[None]]] = field(default_factory=dict)
 
-    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: Any) -> Any:
-        if name in self.gated and in_background(ctx) and not ctx.tool_call_approved:
-            return BACKGROUND_REFUSAL
-        return await super().call_tool(name, tool_args, ctx, tool)
+    def add(self, capability: str, hook: Callable[[], Awaitable[None]]) -> None:
+        self.hooks.setdefault(capability, hook)
+
+    async def __call__(self) -> None:
+        for hook in self.hooks.values():
+            await hook()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,63 +73,160 @@ class AssembledAgent:
     """What this run's delegates spent: added to the run's own usage in its row."""
     specialists: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The specialists the model wrote in this run (`create_agent`), by name: what a park carries."""
+    end_run: RunEnd = field(default_factory=RunEnd)
+    """Await when the run ends (answered, failed, refused), never when it parks: each capability's cleanup."""
 
 
-def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, is_direct: bool,
-             stores: Mapping[str, Any] | None = None, address: ChatAddress | None = None,
-             directory: Directory | None = None, state: ConversationState | None = None,
-             resuming: bool = False, agents: Mapping[str, AgentSpec] | None = None,
-             history: Mapping[tuple[str, int], AgentDefinition] | None = None,
-             ask_user: Callable[[str], Awaitable[str]] | None = None,
-             specialists: Sequence[Mapping[str, Any]] = ()) -> AssembledAgent:
-    """`agents` are the delegates the agent pinned, at their pinned versions, and `history` every version
-    reachable through pins (`BindingStore.versions`). `ask_user` is how a synchronous delegate's question
-    reaches the run's person (`allow_questions`); None: no delegate is offered `ask_parent`. `specialists`
-    are the model-written ones a parked run carried, registered again when it continues."""
-    from gateway.agents.delegates import GatewayDelegates
-
+def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, run: RunFacts,
+             ask_user: Callable[[str], Awaitable[str]] | None = None, specialists: Sequence[Mapping[str, Any]] = (),
+             secrets: SecretLookup | None = None) -> AssembledAgent:
+    """The agent for one run. `ask_user` is how a synchronous delegate's question reaches the run's person
+    (`allow_questions`); None: no delegate is offered `ask_parent`. `specialists` are the model-written ones a
+    parked run carried, registered again when it continues. `secrets` resolves entries' `secret_id`s."""
     spec = binding.agent.spec
-    room = address.channel_id if address is not None else None
-    binding_text = binding_instructions(binding.spec.instructions, directory, room)
+    binding_text = binding_instructions(binding.spec.instructions, run.directory, run.address.channel_id)
     instructions = [text for text in (spec.instructions, binding_text) if not isinstance(text, str) or text.strip()]
-    turn = BuildContext(config=NoConfig(), is_direct=is_direct, stores=stores or {}, address=address,
-                        directory=directory, state=state, resuming=resuming)
     modes = binding.spec.approvals.tool_approval
-    delegated = RunUsage()
+    delegated, end_run = RunUsage(), RunEnd()
     kept = {str(specialist["name"]): dict(specialist) for specialist in specialists if "name" in specialist}
-    delegates = GatewayDelegates(parent=spec, agents=agents or {}, pins=binding.agent.pins, history=history,
-                                 registry=registry, models=models, binding_modes=modes, turn=turn, usage=delegated,
-                                 ask_user=ask_user, specialists=kept)
-    built, policy = build_capabilities([*spec.capabilities, *_binding_grants(binding, registry)], registry=registry,
-                                       turn=replace(turn, delegates=delegates), binding_modes=modes)
+    builder = CapabilityBuilder(registry=registry, binding_modes=modes, secrets=secrets, end_run=end_run)
+    delegates = GatewayDelegates(parent=spec, pins=binding.agent.pins, versions=binding.delegate_versions,
+                                 builder=builder, models=models, run=run, usage=delegated, ask_user=ask_user,
+                                 specialists=kept)
+    built, policy = builder.build([*spec.capabilities, *_binding_grants(binding, registry)],
+                                  replace(run, delegates=delegates))
     agent: Agent[Any, Output] = Agent(models.resolve(spec.model), output_type=[str, DeferredToolRequests],
                                       instructions=instructions or None, name=spec.name,
                                       capabilities=[*built, policy])
-    return AssembledAgent(agent=agent, policy=policy, delegated=delegated, specialists=kept)
+    return AssembledAgent(agent=agent, policy=policy, delegated=delegated, specialists=kept, end_run=end_run)
 
 
-def build_capabilities(entries: list[CapabilityEntry], *, registry: Registry, turn: BuildContext,
-                       binding_modes: Mapping[str, str]) -> tuple[list[AbstractCapability[Any]], ToolPolicy]:
-    """Each enabled entry's capability for this run, and the policy gating and renaming their tools."""
-    built: list[AbstractCapability[Any]] = []
-    gated: set[str] = set()
-    names: dict[str, str] = {}
-    descriptions: dict[str, str] = {}
-    for entry in entries:
-        definition = registry.get(entry.id)
-        if not entry.enabled or definition is None:
-            continue
-        capability = definition.build(replace(turn, config=config_for(definition, entry.config)))
-        if capability is None:
-            continue
-        built.append(capability)
-        gated |= _gated_tools(definition, entry, binding_modes)
-        for tool_id, override in entry.tool_overrides.items():
-            if "name" in override:
-                names[tool_id] = override["name"]
-            if "description" in override:
-                descriptions[tool_id] = override["description"]
-    return built, ToolPolicy(gated=frozenset(gated), names=names, descriptions=descriptions)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CapabilityBuilder:
+    """Builds capability entries into one run, for the agent a chat admitted and for each of its delegates."""
+
+    registry: Registry
+    binding_modes: Mapping[str, str]
+    """The bot binding's per-tool approval modes, which hold for every agent answering in its chats."""
+    secrets: SecretLookup | None = field(repr=False)
+    """Never in a repr: a `SecretSource` prints the values it holds."""
+    end_run: RunEnd
+
+    def build(self, entries: Sequence[CapabilityEntry],
+              run: RunFacts) -> tuple[list[AbstractCapability[Any]], ToolPolicy]:
+        """Each enabled entry's capability for this run, and the policy gating and renaming their tools."""
+        built: list[AbstractCapability[Any]] = []
+        gated: set[str] = set()
+        names: dict[str, str] = {}
+        descriptions: dict[str, str] = {}
+        for entry in entries:
+            definition = self.registry.get(entry.id)
+            if not entry.enabled or definition is None:
+                continue
+            context = BuildContext(capability=entry.id, config=config_for(definition, entry.config), run=run,
+                                   secret=self._secret(entry))
+            capability = definition.build(context)
+            if capability is None:
+                continue
+            built.append(capability)
+            if definition.on_run_end is not None:
+                self.end_run.add(definition.id, partial(definition.on_run_end, context))
+            gated |= _gated_tools(definition, entry, self.binding_modes)
+            for tool_id, override in entry.tool_overrides.items():
+                if "name" in override:
+                    names[tool_id] = override["name"]
+                if "description" in override:
+                    descriptions[tool_id] = override["description"]
+        return built, ToolPolicy(gated=frozenset(gated), names=names, descriptions=descriptions)
+
+    def _secret(self, entry: CapabilityEntry) -> SecretStr | None:
+        if entry.secret_id is None:
+            return None
+        value = self.secrets.get(entry.secret_id) if self.secrets is not None else None
+        if value is None:
+            raise MissingSecret(entry.id, entry.secret_id)
+        return SecretStr(value)
+
+
+@dataclass(kw_only=True)
+class GatewayDelegates:
+    """`capabilities.context.Delegates` for one delegating agent of one run."""
+
+    parent: AgentSpec
+    pins: Mapping[str, int] = field(default_factory=dict)
+    """The delegating agent's pins (name → version)."""
+    versions: Mapping[tuple[str, int], AgentDefinition] = field(default_factory=dict)
+    """Every version reachable through the pins of the agent the chat admitted, by (name, version)."""
+    builder: CapabilityBuilder
+    models: ModelResolver
+    run: RunFacts
+    usage: RunUsage
+    """The run's delegated usage, shared by every delegate of the tree."""
+    depth_left: int | None = None
+    ask_user: Callable[[str], Awaitable[str]] | None = None
+    specialists: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The run's model-written specialists, for the agent a chat admitted: restored from a parked run, and
+    added to by `create_agent`, so that a park carries them. A delegate's own delegation keeps none across."""
+    pinned: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pinned = tuple(name for name in self.parent.subagents if self._pinned(name) is not None)
+
+    @property
+    def parent_model(self) -> str:
+        return self.parent.model
+
+    @property
+    def model_names(self) -> frozenset[str]:
+        return self.models.names
+
+    def resolve_model(self, name: str) -> Any:
+        return self.models.resolve(name)
+
+    def agent_description(self, name: str) -> str | None:
+        version = self._pinned(name)
+        return None if version is None else version.spec.description
+
+    def charge(self, usage: RequestUsage) -> None:
+        self.usage.requests += 1
+        self.usage.incr(usage)
+
+    def build_agent(self, name: str, *, depth_left: int, share: Sequence[str],
+                    extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
+        version = self._pinned(name)
+        if version is None:
+            raise LookupError(f"{name!r} is not a delegate this agent pinned")
+        spec = version.spec
+        bound = {entry.id for entry in spec.capabilities}
+        entries = [*spec.capabilities, *(entry for entry in self._lent(share) if entry.id not in bound)]
+        child = replace(self, parent=spec, pins=version.pins, depth_left=depth_left, specialists={})
+        return self._built(spec.name, spec.model, spec.instructions, entries, extra, delegates=child)
+
+    def build_specialist(self, *, name: str, instructions: str, model: str, model_settings: Any = None,
+                         share: Sequence[str], extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
+        return self._built(name, model, instructions, list(self._lent(share)), extra, delegates=None,
+                           model_settings=model_settings)
+
+    def _pinned(self, name: str) -> AgentDefinition | None:
+        """The version of `name` the delegating agent's own version pinned."""
+        version = self.pins.get(name)
+        return None if version is None else self.versions.get((name, version))
+
+    def _lent(self, share: Sequence[str]) -> list[CapabilityEntry]:
+        """The delegating agent's own entries for the shared ids; `subagents` is dropped even from a spec
+        stored before publishing refused it, so sharing can never widen a delegate."""
+        return [entry for entry in self.parent.capabilities
+                if entry.id in share and entry.id != "subagents" and entry.enabled]
+
+    def _built(self, name: str, model: str, instructions: str, entries: list[CapabilityEntry],
+               extra: Sequence[AbstractCapability[Any]], *, delegates: GatewayDelegates | None,
+               model_settings: Any = None) -> BuiltDelegate:
+        run = replace(self.run, state=None, resuming=False, delegates=delegates)
+        built, policy = self.builder.build(entries, run)
+        agent: Agent[Any, Output] = Agent(
+            self.models.resolve(model), output_type=[str, DeferredToolRequests], name=name,
+            instructions=instructions or None, model_settings=model_settings, capabilities=[*built, policy, *extra])
+        return BuiltDelegate(agent=agent, stable_id=policy.stable_id)
 
 
 def _binding_grants(binding: Binding, registry: Registry) -> list[CapabilityEntry]:
@@ -149,15 +235,19 @@ def _binding_grants(binding: Binding, registry: Registry) -> list[CapabilityEntr
             if definition.binding_only and (grant := getattr(binding.spec, definition.id, None)) is not None]
 
 
-def _gated_tools(definition: CapabilityDef, entry: CapabilityEntry, binding_modes: Mapping[str, str]) -> set[str]:
-    """Binding per-tool mode, else spec per-tool mode, else the entry's mode; `default` follows the tool."""
+def _gated_tools(definition: CapabilityDef[Any], entry: CapabilityEntry,
+                 binding_modes: Mapping[str, str]) -> set[str]:
+    """Binding per-tool mode, else spec per-tool mode, else the entry's mode; `default` follows the tool. A tool
+    the model provider runs is never gated: no gate can hold it, and applying a config that asks for one is
+    refused (`Registry.validate_entry`)."""
     gated = set()
     for tool in definition.tools:
         mode = binding_modes.get(tool.id) or entry.tool_approval.get(tool.id) or entry.approval
+        if tool.provider_executed:
+            if mode == "required":
+                raise ValueError(f"{definition.id}.{tool.id} runs at the model provider and cannot be gated; "
+                                 "`gateway check` refuses this config")
+            continue
         if mode == "required" or (mode == "default" and tool.side_effecting):
             gated.add(tool.id)
     return gated
-
-
-def _redescribed(tool_def: ToolDefinition, description: str | None) -> ToolDefinition:
-    return tool_def if description is None else replace(tool_def, description=description)

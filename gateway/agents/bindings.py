@@ -43,6 +43,9 @@ class Binding:
     bot_name: str
     agent: AgentDefinition
     spec: BindingSpec
+    delegate_versions: Mapping[tuple[str, int], AgentDefinition] = field(default_factory=dict)
+    """Every agent version the agent's pins reach, and theirs in turn, by (name, version): what its delegates
+    are built from. Versions are never rewritten, so a parked run that carries these resumes on the same specs."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,28 +91,8 @@ class BindingStore:
                 AgentVersionRow.agent_name == agent.name, AgentVersionRow.version == agent.version))).scalar()
             definition = AgentDefinition(name=agent.name, version=agent.version,
                                          spec=AgentSpec.model_validate(agent.spec), pins=pins or {})
-            return Binding(bot_name=bot_name, agent=definition, spec=BindingSpec.model_validate(binding.spec))
-        return await self._db.transaction(work)
-
-    async def versions(self, pins: Mapping[str, int]) -> dict[tuple[str, int], AgentDefinition]:
-        """The pinned delegate versions, and theirs in turn, by (name, version): what a run's delegates are built
-        from. Versions are never rewritten, so a resumed run that carries the same pins reads the same specs."""
-        async def work(session: AsyncSession) -> dict[tuple[str, int], AgentDefinition]:
-            found: dict[tuple[str, int], AgentDefinition] = {}
-            asked: set[tuple[str, int]] = set()
-            wanted = set(pins.items())
-            while wanted:
-                asked |= wanted
-                rows = (await session.execute(select(AgentVersionRow).where(
-                    AgentVersionRow.agent_name.in_({name for name, _ in wanted}),
-                    AgentVersionRow.version.in_({version for _, version in wanted})))).scalars()
-                for row in rows:
-                    if (row.agent_name, row.version) in wanted:
-                        found[(row.agent_name, row.version)] = AgentDefinition(
-                            name=row.agent_name, version=row.version, spec=AgentSpec.model_validate(row.spec),
-                            pins=row.pins)
-                wanted = {pin for definition in found.values() for pin in definition.pins.items()} - asked
-            return found
+            return Binding(bot_name=bot_name, agent=definition, spec=BindingSpec.model_validate(binding.spec),
+                           delegate_versions=await _reachable(session, definition.pins))
         return await self._db.transaction(work)
 
     async def webhook_secret(self, bot_name: str) -> str:
@@ -123,6 +106,24 @@ class BindingStore:
                 bot.webhook_secret = secrets.token_urlsafe(48)
             return bot.webhook_secret
         return await self._db.transaction(work)
+
+
+async def _reachable(session: AsyncSession, pins: Mapping[str, int]) -> dict[tuple[str, int], AgentDefinition]:
+    """The pinned versions, and the versions they pin in turn, by (name, version)."""
+    found: dict[tuple[str, int], AgentDefinition] = {}
+    asked: set[tuple[str, int]] = set()
+    wanted = set(pins.items())
+    while wanted:
+        asked |= wanted
+        rows = (await session.execute(select(AgentVersionRow).where(
+            AgentVersionRow.agent_name.in_({name for name, _ in wanted}),
+            AgentVersionRow.version.in_({version for _, version in wanted})))).scalars()
+        for row in rows:
+            if (row.agent_name, row.version) in wanted:
+                found[(row.agent_name, row.version)] = AgentDefinition(
+                    name=row.agent_name, version=row.version, spec=AgentSpec.model_validate(row.spec), pins=row.pins)
+        wanted = {pin for definition in found.values() for pin in definition.pins.items()} - asked
+    return found
 
 
 async def _upsert_agent(session: AsyncSession, agent: AgentSpec) -> int:

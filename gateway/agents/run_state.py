@@ -44,7 +44,7 @@ class RunSpills:
     run's own key, so a handle in a parked run's history still reads after the resume on any replica, and
     nothing is copied into the parked-run snapshot (a spill is large; the snapshot is read on every resume).
 
-    `discard` deletes them all when the run ends; a park keeps them."""
+    `discard` deletes them all when the run ends (`tool_output_limits`' `on_run_end`); a park keeps them."""
 
     def __init__(self, db: Database, run_id: int) -> None:
         self._db = db

@@ -1,9 +1,9 @@
-"""`gateway demo`: the real pipeline, offline — a local Telegram server, SQLite, and a scripted model."""
+"""`gateway demo`: the real pipeline, offline — a platform's local server, SQLite, and a scripted model."""
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +22,16 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls
 from sqlalchemy import func, select
 
 from capabilities import default_registry
-from capabilities.registry import BuildContext, CapabilityDef, ToolInfo
+from capabilities.context import BuildContext
+from capabilities.registry import CapabilityDef, ToolInfo
 from gateway.agents.models import ModelResolver
+from gateway.cli.stages import PLACEHOLDER, DemoPlatform, Room, Stage, build_stage
 from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
-from gateway.sandbox.telegram import TelegramSandbox
 from gateway.server.app import Gateway, Tuning
 from storage.db import Database
 from storage.models import ConversationRow, MessageRow, RunRow
 
-TOKEN = "700000001:demo-token-for-the-local-telegram-server"
 DEMO_TUNING = Tuning(poll_timeout=1, idle_poll=0.2, shutdown_grace=2.0, transport_first_delay=0.5)
 
 
@@ -94,72 +94,57 @@ def demo_capability() -> CapabilityDef:
                          tools=(ToolInfo(id="restart_service", summary="Restart a service.", side_effecting=True),))
 
 
-def demo_config(telegram_url: str) -> GatewayConfig:
+def demo_config(stage: Stage) -> GatewayConfig:
     return GatewayConfig.model_validate({
         "agents": [{"name": "helper", "model": "demo:scripted", "capabilities": ["clock", "demo_ops"],
                     "instructions": "You are Helper, a concise assistant for a small team."}],
-        "bots": [{"name": "demo", "platform": "telegram", "token": "${DEMO_TELEGRAM_TOKEN}",
-                  "api_base_url": telegram_url, "transport": "polling", "agent": "helper"}],
-        "server": {"host": "127.0.0.1", "port": 0},
+        "bots": [{"name": "demo", "agent": "helper", **stage.bot_spec()}],
+        "server": stage.server_spec(),
     })
 
 
-async def run_demo(say: Callable[[str], None]) -> None:
-    with tempfile.TemporaryDirectory(prefix="gateway-demo-") as workdir:
-        database_url = f"sqlite+aiosqlite:///{Path(workdir) / 'gateway.db'}"
-        async with TelegramSandbox() as telegram:
-            await _converse(telegram, database_url, say)
-        await _report(database_url, say)
+async def run_demo(say: Callable[[str], None], platforms: Sequence[DemoPlatform] = ("telegram",)) -> None:
+    """The same scripted conversation on each platform's local server, one after the other."""
+    for platform in platforms:
+        with tempfile.TemporaryDirectory(prefix="gateway-demo-") as workdir:
+            database_url = f"sqlite+aiosqlite:///{Path(workdir) / 'gateway.db'}"
+            async with build_stage(platform) as stage:
+                await _converse(stage, database_url, say)
+            await _report(database_url, say)
 
 
-async def _converse(telegram: TelegramSandbox, database_url: str, say: Callable[[str], None]) -> None:
-    me = telegram.add_bot(TOKEN, username="demo_helper_bot", first_name="Helper")
-    alice = telegram.add_user(1001, "Alice", username="alice")
-    bob = telegram.add_user(1002, "Bob", username="bob")
-    dm, team = telegram.private_chat(alice), telegram.group(-1002001, "Team", supergroup=True)
-    secrets = SecretSource(environ={"DEMO_TELEGRAM_TOKEN": TOKEN})
-    config = demo_config(telegram.url)
+async def _converse(stage: Stage, database_url: str, say: Callable[[str], None]) -> None:
+    secrets = SecretSource(environ=stage.secrets)
+    config = demo_config(stage)
     models = ModelResolver(config.models, secrets, fixed={"demo:scripted": demo_model()})
     settings = Settings(database_url=database_url, redis_url=None)
-    say(f"Local Telegram server at {telegram.url}; gateway on SQLite, in-process cache, scripted model.\n")
+    say(f"Local {stage.platform.title()} server at {stage.url}; gateway on SQLite, in-process cache, scripted model.\n")
     registry = default_registry().with_extra(demo_capability())
     async with Gateway(config, settings, secrets=secrets, models=models, registry=registry, tuning=DEMO_TUNING):
-        answered = _answers(telegram, me["id"])
-        await telegram.user_says(TOKEN, dm, alice, "Hi! What can you do?")
-        await telegram.wait_for(answered(dm, 1), timeout=15)
-        await telegram.user_says(TOKEN, dm, alice, "What did I ask first?")
-        await telegram.wait_for(answered(dm, 2), timeout=15)
-        await telegram.user_says(TOKEN, dm, alice, "Please restart the website.")
-        await telegram.wait_for(lambda: _card(telegram, dm) is not None, timeout=15)
-        card = _card(telegram, dm)
-        say(f"The agent wants to run a gated tool; the card offers {' / '.join(_buttons(card))}. "
+        await stage.wait_for(stage.ready, timeout=15)
+        await stage.says("dm", "alice", "Hi! What can you do?")
+        await stage.wait_for(_answered(stage, "dm", 1), timeout=15)
+        await stage.says("dm", "alice", "What did I ask first?")
+        await stage.wait_for(_answered(stage, "dm", 2), timeout=15)
+        await stage.says("dm", "alice", "Please restart the website.")
+        await stage.wait_for(lambda: stage.card_buttons("dm") is not None, timeout=15)
+        say(f"The agent wants to run a gated tool; the card offers {' / '.join(stage.card_buttons('dm') or [])}. "
             "Alice taps Approve.\n")
-        await telegram.user_clicks(TOKEN, card, alice, _buttons(card)["✅ Approve"])
-        await telegram.wait_for(answered(dm, 4), timeout=15)  # two answers, the card, the approved answer
-        await telegram.user_says(TOKEN, team, bob, "Lunch at noon, anyone?")
-        await telegram.user_says(TOKEN, team, alice, "@demo_helper_bot can you summarize our plan?")
-        await telegram.wait_for(answered(team, 1), timeout=15)
-    _print_chat(say, "Direct message: Alice and the bot", telegram.transcript(dm["id"]))
-    _print_chat(say, "Group 'Team' (the bot answers only when mentioned)", telegram.transcript(team["id"]))
+        await stage.approve("dm", "alice")
+        await stage.wait_for(lambda: any("Done —" in text for text in stage.answers("dm")), timeout=15)
+        await stage.says("team", "bob", "Lunch at noon, anyone?")
+        await stage.says("team", "alice", f"{stage.mention()} can you summarize our plan?")
+        await stage.wait_for(_answered(stage, "team", 1), timeout=15)
+    _print_chat(say, "Direct message: Alice and the bot", stage.transcript("dm"))
+    _print_chat(say, "Group 'Team' (the bot answers only when mentioned)", stage.transcript("team"))
 
 
-def _card(telegram: TelegramSandbox, chat: dict) -> dict | None:
-    return next((m for m in telegram.messages(chat["id"]) if m.get("reply_markup")), None)
-
-
-def _buttons(card: dict | None) -> dict[str, str]:
-    rows = (card or {}).get("reply_markup", {}).get("inline_keyboard", [])
-    return {b["text"]: b["callback_data"] for row in rows for b in row}
-
-
-def _answers(telegram: TelegramSandbox, bot_user_id: int) -> Callable[[dict, int], Callable[[], bool]]:
-    """A predicate factory: the bot has given `count` finished answers in `chat`."""
-    def factory(chat: dict, count: int) -> Callable[[], bool]:
-        def done() -> bool:
-            texts = [m.get("text", "") for m in telegram.messages(chat["id"]) if m["from"]["id"] == bot_user_id]
-            return len(texts) >= count and all(t and t != "…" for t in texts)
-        return done
-    return factory
+def _answered(stage: Stage, room: Room, count: int) -> Callable[[], bool]:
+    """The bot has given `count` finished answers in `room`."""
+    def done() -> bool:
+        texts = stage.answers(room)
+        return len(texts) >= count and all(text and text != PLACEHOLDER for text in texts)
+    return done
 
 
 def _print_chat(say: Callable[[str], None], title: str, lines: list[tuple[str, str]]) -> None:

@@ -6,11 +6,14 @@ import asyncio
 import json
 import signal
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gateway.cli.database import database_errors, existing_database
+from gateway.cli.failures import CONFIG_EXIT, GatewayGroup, OperatorError
 from gateway.cli.people import identities_app, memory_app
 from gateway.config.schema import ConfigError, GatewayConfig, Settings, load_config
 from gateway.config.secrets import SecretSource
@@ -18,9 +21,11 @@ from gateway.server.logs import configure_logging
 
 if TYPE_CHECKING:
     from capabilities.registry import Registry
+    from gateway.config.check import Report
 
 app = typer.Typer(help="chat-gateway: pydantic-ai agents in Slack, Mattermost and Telegram.", no_args_is_help=True,
-                  pretty_exceptions_enable=False)
+                  pretty_exceptions_enable=False, cls=GatewayGroup,
+                  context_settings={"help_option_names": ["-h", "--help"]})
 
 slack_app = typer.Typer(help="Setting up Slack apps.", no_args_is_help=True)
 app.add_typer(slack_app, name="slack")
@@ -30,12 +35,34 @@ app.add_typer(identities_app, name="identities")
 app.add_typer(memory_app, name="memory")
 
 ConfigOption = Annotated[Path, typer.Option("--config", "-c", "--file", "-f", help="Path to gateway.yaml.")]
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"chat-gateway {metadata.version('chat-gateway')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of a failure, not just its line.")]
+         = False,
+         show_version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                    help="Print the version and exit.")] = False) -> None:
+    """Global options; `GatewayGroup` reads --debug when a command fails."""
 
 
 @app.command()
 def check(config: ConfigOption = Path("gateway.yaml")) -> None:
-    """Validate a config file without connecting anywhere."""
-    loaded = _load(config)
+    """Validate a config file without connecting anywhere: every problem, and what this machine lacks to serve it."""
+    report = _report(config)
+    _echo_lines(report.lines(report.errors))
+    _echo_lines(report.lines(report.unset + report.warnings, label="warning: "))
+    if report.errors or report.config is None:
+        raise typer.Exit(2)
+    if report.unset:
+        typer.echo("warning: gateway serve refuses to start on a machine where these are not set", err=True)
+    loaded = report.config
     typer.echo(f"{config}: ok — {len(loaded.agents)} agent(s), {len(loaded.bots)} bot(s)")
     for bot in loaded.bots:
         typer.echo(f"  bot {bot.name}: {bot.platform} via {bot.transport}, answered by agent {bot.agent}")
@@ -56,18 +83,84 @@ def apply(config: ConfigOption = Path("gateway.yaml")) -> None:
 def serve(config: ConfigOption = Path("gateway.yaml"),
           log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO") -> None:
     """Apply the config, then run the HTTP server, the transports and the workers until Ctrl-C."""
-    configure_logging(log_level)
-    loaded = _load(config)
-    asyncio.run(_serve(loaded, Settings()))
+    configure_logging(_log_level(log_level))
+    report = _report(config)
+    _echo_lines(report.lines(report.errors + report.unset))
+    _echo_lines(report.lines(report.warnings, label="warning: "))
+    if report.errors or report.unset or report.config is None:
+        raise typer.Exit(2)
+    asyncio.run(_serve(report.config, Settings()))
+
+
+DEMO_PLATFORMS = ("telegram", "slack", "mattermost")
 
 
 @app.command()
-def demo() -> None:
-    """Run a short conversation offline: a local Telegram server, SQLite, and a scripted model."""
+def demo(platform: Annotated[str, typer.Option(help="telegram, slack, mattermost, or all of them in turn.")]
+         = "telegram") -> None:
+    """Run a short conversation offline: a platform's local server, SQLite, and a scripted model."""
     from gateway.cli.demo import run_demo
 
+    if platform not in (*DEMO_PLATFORMS, "all"):
+        raise OperatorError(f"--platform: {platform!r} is not one of {', '.join(DEMO_PLATFORMS)}, all",
+                            exit_code=CONFIG_EXIT)
     configure_logging("WARNING")
-    asyncio.run(run_demo(typer.echo))
+    asyncio.run(run_demo(typer.echo, DEMO_PLATFORMS if platform == "all" else (platform,)))  # type: ignore[arg-type]
+
+
+@app.command()
+def init(config: ConfigOption = Path("gateway.yaml"),
+         platform: Annotated[str, typer.Option(help="Comma-separated: telegram, slack, mattermost.")] = "telegram"
+         ) -> None:
+    """Write a commented starter gateway.yaml with one bot per platform asked for (never overwrites a file)."""
+    from gateway.cli.init import parse_platforms, render_starter_config
+
+    try:
+        platforms = parse_platforms(platform)
+    except ValueError as exc:
+        raise OperatorError(str(exc), exit_code=CONFIG_EXIT) from None
+    if config.exists():
+        raise OperatorError(f"{config} already exists; move it away or name another file with -c", exit_code=1)
+    config.write_text(render_starter_config(platforms), encoding="utf-8")
+    typer.echo(f"wrote {config} with a bot for {', '.join(platforms)}; next: set the tokens it names, then "
+               f"`gateway check -c {config}`")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of gateway.yaml, for editors (`# yaml-language-server: $schema=FILE`)."""
+    typer.echo(render_config_schema())
+
+
+@app.command()
+def chat(agent: Annotated[str, typer.Option(help="The agent's name, as in gateway.yaml.")],
+         config: ConfigOption = Path("gateway.yaml")) -> None:
+    """Talk to AGENT in the terminal through the real pipeline; approvals are y/n questions.
+
+    The model `demo:scripted` and the capability `demo_ops` (a pretend service restart behind an approval)
+    are available here too, so the flow can be tried before any model is connected.
+    """
+    from gateway.cli.chat import run_chat
+    from gateway.cli.demo import demo_capability
+    from gateway.config.validation import check_appliable
+
+    registry = _registry(Settings()).with_extra(demo_capability())
+    loaded = load_config(config)
+    check_appliable(loaded, registry)
+    if agent not in {a.name for a in loaded.agents}:
+        raise OperatorError(f"{config}: agent {agent!r} is not one of {', '.join(a.name for a in loaded.agents)}",
+                            exit_code=CONFIG_EXIT)
+    configure_logging("WARNING")
+    asyncio.run(run_chat(loaded, agent, secrets=SecretSource.load(Settings().secrets_file), registry=registry,
+                         ask=_ask, say=typer.echo))
+
+
+async def _ask(prompt: str) -> str | None:
+    try:
+        return await asyncio.to_thread(input, prompt)
+    except EOFError:
+        typer.echo()  # end the prompt's line
+        return None
 
 
 @app.command()
@@ -95,14 +188,10 @@ def capabilities(as_json: Annotated[bool, typer.Option("--json", help="Print JSO
 def approvals(limit: Annotated[int, typer.Option(help="How many rows to show.")] = 50) -> None:
     """List pending approvals, then recent decisions: what was asked, by whom, who decided, when."""
     from gateway.approvals.store import Approvals
-    from storage.db import Database
 
     async def recent() -> list:
-        db = Database(Settings().database_url)
-        try:
+        async with existing_database(Settings().database_url) as db:
             return await Approvals(db).recent(limit=limit)
-        finally:
-            await db.close()
 
     rows = asyncio.run(recent())
     if not rows:
@@ -138,17 +227,23 @@ def mattermost_doctor(bot: Annotated[str, typer.Argument(help="The bot's name in
                       config: ConfigOption = Path("gateway.yaml")) -> None:
     """Connect BOT to its server and say what to fix: token, team, channels, event stream, webhook token."""
     loaded = _load(config)
-    settings = Settings()
-    try:
-        healthy = asyncio.run(run_doctor(loaded, bot, SecretSource.load(settings.secrets_file), typer.echo))
-    except ConfigError as exc:
-        typer.echo(f"{config}: {exc}", err=True)
-        raise typer.Exit(2) from None
+    healthy = asyncio.run(run_mattermost_doctor(loaded, bot, SecretSource.load(Settings().secrets_file), typer.echo))
     if not healthy:
         raise typer.Exit(1)
 
 
-async def run_doctor(config: GatewayConfig, bot_name: str, secrets: SecretSource, echo: Callable[[str], None]) -> bool:
+@app.command()
+def doctor(config: ConfigOption = Path("gateway.yaml")) -> None:
+    """Sign every bot in and reach every model's server, one line per check; exit 1 when any fails."""
+    from gateway.cli.doctor import run_doctor
+
+    loaded = _load(config)
+    if not asyncio.run(run_doctor(loaded, SecretSource.load(Settings().secrets_file), typer.echo)):
+        raise typer.Exit(1)
+
+
+async def run_mattermost_doctor(config: GatewayConfig, bot_name: str, secrets: SecretSource,
+                                echo: Callable[[str], None]) -> bool:
     """Print one line per check of `adapters/mattermost/doctor.py`; True when every check passed.
 
     Raises `ConfigError` for a bot that is not a Mattermost bot of `config`, or a secret that is not set.
@@ -176,15 +271,34 @@ async def run_doctor(config: GatewayConfig, bot_name: str, secrets: SecretSource
 
 def _load(path: Path) -> GatewayConfig:
     """The config, refused (exit 2, every problem listed) unless it can be applied as it stands."""
-    from gateway.config.validation import check_appliable
+    report = _report(path)
+    _echo_lines(report.lines(report.errors))
+    if report.errors or report.config is None:
+        raise typer.Exit(2)
+    return report.config
 
-    try:
-        loaded = load_config(path)
-        check_appliable(loaded, _registry(Settings()))
-    except ConfigError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
-    return loaded
+
+def _report(path: Path) -> Report:
+    """Every problem of the file at `path`, as `check`, `apply` and `serve` report them."""
+    from gateway.config.check import check_file
+
+    settings = Settings()
+    return check_file(path, registry=_registry(settings), secrets=SecretSource.load(settings.secrets_file))
+
+
+def _echo_lines(lines: list[str]) -> None:
+    for line in lines:
+        typer.echo(line, err=True)
+
+
+def render_config_schema() -> str:
+    return json.dumps(GatewayConfig.model_json_schema(), indent=2, ensure_ascii=False)
+
+
+def _log_level(name: str) -> str:
+    if name.upper() not in LOG_LEVELS:
+        raise OperatorError(f"--log-level: {name!r} is not one of {', '.join(LOG_LEVELS)}", exit_code=CONFIG_EXIT)
+    return name.upper()
 
 
 def _registry(settings: Settings) -> Registry:
@@ -204,8 +318,9 @@ async def _apply(config: GatewayConfig, settings: Settings) -> object:
 
     db = Database(settings.database_url)
     try:
-        await upgrade(db)
-        return await BindingStore(db).apply(config)
+        with database_errors(settings.database_url):
+            await upgrade(db)
+            return await BindingStore(db).apply(config)
     finally:
         await db.close()
 
@@ -218,12 +333,9 @@ async def _serve(config: GatewayConfig, settings: Settings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     gateway = Gateway(config, settings, secrets=SecretSource.load(settings.secrets_file))
-    try:
+    with database_errors(settings.database_url):
         async with gateway:
             stopped = asyncio.create_task(stop.wait())
             crashed = asyncio.create_task(gateway.wait())
             await asyncio.wait({stopped, crashed}, return_when=asyncio.FIRST_COMPLETED)
             typer.echo("shutting down: finishing running turns; queued messages stay in the inbox", err=True)
-    except ConfigError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None

@@ -12,6 +12,7 @@ from typing import Annotated, NoReturn, TypeVar
 
 import typer
 
+from gateway.cli.database import existing_database
 from gateway.config.schema import Settings
 from gateway.people.identities import Identities, Identity, UnknownIdentity
 from gateway.people.memory import MemoryNotes
@@ -103,11 +104,8 @@ def _line(identity: Identity) -> str:
 
 def _run(work: Callable[[Database], Awaitable[T]]) -> T:
     async def main() -> T:
-        db = Database(Settings().database_url)
-        try:
+        async with existing_database(Settings().database_url) as db:
             return await work(db)
-        finally:
-            await db.close()
     try:
         return asyncio.run(main())
     except UnknownIdentity as exc:

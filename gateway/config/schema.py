@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -19,14 +21,28 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from capabilities.config_errors import Problem, describe_errors
 from gateway.config.secrets import SecretSource
+from gateway.config.source import ConfigSource, SourceError
 from gateway.config.urls import check_server_url
 
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+_USER = re.compile(r"^@?[A-Za-z0-9_][A-Za-z0-9._-]*$")
+EXAMPLE = "examples/gateway.yaml"
 
 
 class ConfigError(Exception):
     """The configuration cannot be used; the message lists each problem with its field path."""
+
+
+def _reference_only(value: str) -> str:
+    if not _REFERENCE.match(value):
+        raise ValueError("write credentials as a ${ENV_VAR} reference, never the secret itself")
+    return value
+
+
+SecretReference = Annotated[str, AfterValidator(_reference_only)]
+"""A credential in gateway.yaml: always a `${ENV_VAR}` reference, resolved from the environment or secrets file."""
 
 
 class _Strict(BaseModel):
@@ -39,8 +55,9 @@ class OpenAIChatProfile(_Strict):
     provider: Literal["openai-chat"]
     base_url: str
     model: str
-    api_key: str | None = None
-    """A `${ENV_VAR}` reference; local servers often need none."""
+    api_key: SecretReference | None = None
+    """A `${ENV_VAR}` reference, as every credential is; local servers often need none, so leave it out."""
+
 
 
 ModelProfile = Annotated[str | OpenAIChatProfile, Field(union_mode="left_to_right")]
@@ -75,6 +92,25 @@ class AgentSpec(_Strict):
         return value
 
 
+def _numeric_id(value: Any) -> Any:
+    """`12345678` unquoted in YAML is a number; as a user id it is the same as `"12345678"`."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return str(value)
+    if not isinstance(value, str):
+        raise ValueError(f"must be a user id (12345678, U0123ABCD) or an @handle (@alice), not {value!r}")
+    return value
+
+
+def _user_reference(value: str) -> str:
+    if not _USER.match(value):
+        raise ValueError(f"{value!r} is neither a user id (12345678, U0123ABCD) nor an @handle (@alice)")
+    return value
+
+
+UserReference = Annotated[str, BeforeValidator(_numeric_id), AfterValidator(_user_reference)]
+"""A platform user id or an `@handle`, as allowlists and approver lists name people."""
+
+
 class RateLimit(_Strict):
     messages: int = Field(gt=0)
     per_seconds: int = Field(gt=0)
@@ -84,7 +120,7 @@ class ApprovalPolicy(_Strict):
     """Who may decide a gated tool call posted in this bot's chats, and for how long."""
 
     who: Literal["requester", "approvers", "room"] = "requester"
-    approvers: list[str] = Field(default_factory=list)
+    approvers: list[UserReference] = Field(default_factory=list)
     """Platform user ids or `@handles`, when `who` is `approvers`."""
     required_approvals: int = Field(default=1, ge=1, le=5)
     """Distinct approvers needed before a call runs (2 = a two-person rule); one deny decides."""
@@ -105,7 +141,7 @@ class ApprovalPolicy(_Strict):
 class BindingSpec(_Strict):
     instructions: str = ""
     access: Literal["open", "allowlist"] = "open"
-    allow: list[str] = Field(default_factory=list)
+    allow: list[UserReference] = Field(default_factory=list)
     """Platform user ids or `@handles` admitted when `access` is `allowlist`."""
     rate_limit: RateLimit | None = RateLimit(messages=20, per_seconds=60)
     """Per speaker; `null` turns it off."""
@@ -128,18 +164,13 @@ class BindingSpec(_Strict):
 
 class _BotSpecBase(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
-    token: str
+    token: SecretReference
     """A `${ENV_VAR}` reference to the bot's token."""
     api_base_url: str | None = None
     """The platform's API address, for self-hosted or compatible servers (and the tests' fakes)."""
     agent: str
     binding: BindingSpec = BindingSpec()
 
-    @field_validator("token")
-    @classmethod
-    def _token_by_reference(cls, value: str) -> str:
-        _require_reference(value)
-        return value
 
     @field_validator("api_base_url")
     @classmethod
@@ -170,16 +201,17 @@ class TelegramBotSpec(_BotSpecBase):
 class SlackBotSpec(_BotSpecBase):
     platform: Literal["slack"]
     transport: Literal["socket", "http"] = "socket"
-    app_token: str | None = None
+    app_token: SecretReference | None = None
     """`${ENV_VAR}` reference to the app-level `xapp-` token (Socket Mode)."""
-    signing_secret: str | None = None
+    signing_secret: SecretReference | None = None
     """`${ENV_VAR}` reference to the signing secret (Events API over HTTP)."""
 
-    @field_validator("app_token", "signing_secret")
+
+    @field_validator("api_base_url")
     @classmethod
-    def _secrets_by_reference(cls, value: str | None) -> str | None:
-        _require_reference(value)
-        return value
+    def _without_api_path(cls, value: str | None) -> str | None:
+        """slack-sdk spells its base URL with `/api/`; the adapter adds that itself, so both forms work."""
+        return re.sub(r"/api/?$", "", value.rstrip("/")) if value else value
 
     @property
     def needs_public_url(self) -> bool:
@@ -199,16 +231,11 @@ class MattermostBotSpec(_BotSpecBase):
     api_base_url: str
     """The Mattermost server's URL; required, since no default server exists."""
     transport: Literal["websocket", "webhook"] = "websocket"
-    webhook_token: str | None = None
+    webhook_token: SecretReference | None = None
     """`${ENV_VAR}` reference to the outgoing webhook's token, pasted from Mattermost."""
     team: str | None = None
     """The team the bot serves (name or id); checked when the bot connects."""
 
-    @field_validator("webhook_token")
-    @classmethod
-    def _secrets_by_reference(cls, value: str | None) -> str | None:
-        _require_reference(value)
-        return value
 
     @field_validator("api_base_url")
     @classmethod
@@ -227,7 +254,6 @@ class MattermostBotSpec(_BotSpecBase):
 
 
 BotSpec = Annotated[TelegramBotSpec | SlackBotSpec | MattermostBotSpec, Field(discriminator="platform")]
-PLATFORM_TAGS = ("telegram", "slack", "mattermost")
 
 
 class ServerSpec(_Strict):
@@ -243,25 +269,12 @@ class GatewayConfig(_Strict):
     bots: list[BotSpec]
     server: ServerSpec = ServerSpec()
 
-    @model_validator(mode="after")
-    def _cross_references(self) -> GatewayConfig:
-        problems = _unique("agents", [a.name for a in self.agents]) + _unique("bots", [b.name for b in self.bots])
-        agents = {a.name for a in self.agents}
-        for i, bot in enumerate(self.bots):
-            if bot.agent not in agents:
-                problems.append(f"bots[{i}].agent: {bot.agent!r} is not one of {_names(agents)}")
-            if bot.needs_public_url and not self.server.public_url:
-                problems.append(f"bots[{i}].transport: {bot.transport!r} needs server.public_url")
-            problems += [f"bots[{i}].{field}: {missing}" for field, missing in bot.missing_settings()]
-        for i, agent in enumerate(self.agents):
-            if agent.model not in self.models and ":" not in agent.model and agent.model != "test":
-                problems.append(
-                    f"agents[{i}].model: {agent.model!r} is neither a profile in models "
-                    f"({_names(self.models)}) nor a model string like 'openai-chat:gpt-4o'"
-                )
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
+    @field_validator("agents")
+    @classmethod
+    def _some_agent(cls, value: list[AgentSpec]) -> list[AgentSpec]:
+        if not value:
+            raise ValueError(f"lists no agent; define at least one, as {EXAMPLE} does")
+        return value
 
     def agent(self, name: str) -> AgentSpec:
         return next(a for a in self.agents if a.name == name)
@@ -289,28 +302,63 @@ class Settings(BaseSettings):
 
 
 def load_config(path: Path) -> GatewayConfig:
-    """Read and validate a config file; raises `ConfigError` listing every problem."""
+    """Read and validate a config file; raises `ConfigError` listing every problem, one per line."""
+    source = read_source(path)
+    config, problems = validate_source(source)
+    if problems or config is None:
+        raise ConfigError("\n".join(source.lines(problems)))
+    return config
+
+
+def read_source(path: Path) -> ConfigSource:
+    """The file's data with the place of each setting; `ConfigError` when it cannot be read or parsed."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+        return ConfigSource.read(path)
+    except SourceError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def validate_source(source: ConfigSource) -> tuple[GatewayConfig | None, list[Problem]]:
+    """The config and every problem of its schema and its cross-references (None when the schema fails)."""
+    if source.data is None:
+        return None, [Problem(loc=(), message=f"the file is empty; copy {EXAMPLE} and edit it")]
+    if not isinstance(source.data, dict):
+        return None, [Problem(loc=(), message=f"the file should be a mapping with agents: and bots: at the top "
+                                              f"(as in {EXAMPLE}), not a {type(source.data).__name__}")]
     try:
-        return GatewayConfig.model_validate(data or {})
+        config = GatewayConfig.model_validate(source.data)
     except ValidationError as exc:
-        raise ConfigError(f"{path}:\n" + format_errors(exc)) from None
+        return None, [*source.repeated, *map(_listing_agents(source.data), describe_errors(exc, GatewayConfig))]
+    return config, [*source.repeated, *reference_problems(config)]
 
 
-def format_errors(exc: ValidationError) -> str:
-    return "\n".join(f"  {_path(_located(e))}: {_message(e)}" for e in exc.errors())
+def _listing_agents(data: dict[str, Any]) -> Callable[[Problem], Problem]:
+    """A bot without `agent` is told which agents there are."""
+    agents = data.get("agents") if isinstance(data.get("agents"), list) else []
+    names = _names(a["name"] for a in agents if isinstance(a, dict) and isinstance(a.get("name"), str))
+
+    def listed(problem: Problem) -> Problem:
+        if len(problem.loc) == 3 and problem.loc[0] == "bots" and problem.loc[2] == "agent":
+            return Problem(loc=problem.loc, message=f"{problem.message}; name the agent that answers this bot, "
+                                                    f"one of {names}")
+        return problem
+    return listed
 
 
-def _located(error: Any) -> tuple[int | str, ...]:
-    """A wrong or missing `platform` is reported at the field itself."""
-    if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
-        return (*error["loc"], "platform")
-    return tuple(error["loc"])
+def reference_problems(config: GatewayConfig) -> list[Problem]:
+    """What each setting refers to exists: agent and bot names, the public URL and tokens a transport needs."""
+    problems = _unique("agents", [a.name for a in config.agents]) + _unique("bots", [b.name for b in config.bots])
+    agents = {a.name for a in config.agents}
+    for i, bot in enumerate(config.bots):
+        if bot.agent not in agents:
+            problems.append(Problem(loc=("bots", i, "agent"),
+                                    message=f"{bot.agent!r} is not one of {_names(agents)}"))
+        if bot.needs_public_url and not config.server.public_url:
+            problems.append(Problem(loc=("bots", i, "transport"),
+                                    message=f"{bot.transport!r} needs server.public_url, the address the platform "
+                                            "reaches this server at"))
+        problems += [Problem(loc=("bots", i, field), message=missing) for field, missing in bot.missing_settings()]
+    return problems
 
 
 def resolve_secret(reference: str, secrets: SecretSource, *, field: str) -> SecretStr:
@@ -324,39 +372,19 @@ def resolve_secret(reference: str, secrets: SecretSource, *, field: str) -> Secr
     return SecretStr(value)
 
 
-def _require_reference(value: str | None) -> None:
-    if value is not None and not _REFERENCE.match(value):
-        raise ValueError("write credentials as a ${ENV_VAR} reference, never the secret itself")
+def reference_name(reference: str) -> str | None:
+    """The variable a `${ENV_VAR}` reference names."""
+    matched = _REFERENCE.match(reference)
+    return matched.group(1) if matched else None
 
 
-def _unique(section: str, names: list[str]) -> list[str]:
+def _unique(section: str, names: list[str]) -> list[Problem]:
     seen: set[str] = set()
     repeated = [n for n in names if n in seen or seen.add(n)]
-    return [f"{section}: name {n!r} is used twice" for n in dict.fromkeys(repeated)]
+    return [Problem(loc=(section, names.index(n, names.index(n) + 1), "name"),
+                    message=f"{n!r} is used twice in {section}; give each one a name of its own")
+            for n in dict.fromkeys(repeated)]
 
 
 def _names(names: Any) -> str:
     return ", ".join(sorted(names)) or "none defined"
-
-
-def _path(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in ("str", "OpenAIChatProfile", "CapabilityEntry", *PLATFORM_TAGS) or part.startswith("function-"):
-            continue
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "(top level)"
-
-
-def _message(error: Any) -> str:
-    if error["type"] == "union_tag_invalid":
-        return f"{error['ctx']['tag']!r} is not one of {', '.join(PLATFORM_TAGS)}"
-    if error["type"] == "literal_error":
-        allowed = error["ctx"]["expected"].replace("'", "").replace(" or ", ", ")
-        return f"{error['input']!r} is not one of {allowed}"
-    if error["type"] == "extra_forbidden":
-        return "unknown setting"
-    return str(error["msg"]).removeprefix("Value error, ")

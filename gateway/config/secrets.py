@@ -7,23 +7,34 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dotenv import dotenv_values
+
+
+class SecretsFileMissing(Exception):
+    """`GATEWAY_SECRETS_FILE` names a file that cannot be read; the message says which and what to do."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SecretSource:
-    """Reads `NAME=value` lines of a secrets file (as Docker and Kubernetes mount them) behind the env."""
+    """Reads a dotenv secrets file (as Docker and Kubernetes mount them) behind the environment.
+
+    The file is parsed by python-dotenv: `NAME=value`, `export NAME=value`, quoted values with escapes,
+    comments, and multi-line values in double quotes.
+    """
 
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     file_values: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, secrets_file: Path | None) -> SecretSource:
-        values: dict[str, str] = {}
-        if secrets_file is not None:
-            for line in secrets_file.read_text(encoding="utf-8").splitlines():
-                name, sep, value = line.strip().partition("=")
-                if sep and not name.startswith("#"):
-                    values[name.strip()] = value.strip().strip("'\"")
-        return cls(file_values=values)
+        """Raises `SecretsFileMissing` when `secrets_file` is given but is not a readable file."""
+        if secrets_file is None:
+            return cls()
+        if not secrets_file.is_file() or not os.access(secrets_file, os.R_OK):
+            raise SecretsFileMissing(f"GATEWAY_SECRETS_FILE: cannot read {str(secrets_file)!r} (no such readable "
+                                     "file); create it with NAME=value lines, or unset GATEWAY_SECRETS_FILE")
+        values = dotenv_values(secrets_file, interpolate=False)
+        return cls(file_values={name: value for name, value in values.items() if value is not None})
 
     def get(self, name: str) -> str | None:
         return self.environ.get(name) or self.file_values.get(name)

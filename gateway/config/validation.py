@@ -3,18 +3,21 @@ each platform can answer for a binding's `channel_tools` and instruction placeho
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
 from adapters.base import CHANNEL_LOOKUPS, ChannelLookup
 from capabilities import default_registry
+from capabilities.config_errors import Loc
 from capabilities.registry import ALL_SCOPES, Registry
 from capabilities.subagents import SubagentsConfig
 from capabilities.subagents.agent_files import read_agent_files
 from gateway.agents.channel_context import PLACEHOLDERS, unknown_placeholders
-from gateway.config.schema import AgentSpec, ConfigError, GatewayConfig, Settings
+from gateway.config.schema import AgentSpec, ConfigError, GatewayConfig, Settings, reference_problems
+from gateway.config.source import ConfigSource, parse_problem
 
 
 def apply_problems(config: GatewayConfig, registry: Registry) -> list[str]:
@@ -55,10 +58,12 @@ def deployment_registry(settings: Settings) -> Registry:
 
 
 def check_appliable(config: GatewayConfig, registry: Registry) -> None:
-    """Raise `ConfigError` listing every problem, as `gateway check`, `apply` and `serve` report it."""
-    problems = apply_problems(config, registry)
+    """Raise `ConfigError` listing every problem of a config built in code (a file is checked by
+    `gateway/config/check.py`, with its lines), one per line, bots and agents by name."""
+    problems = reference_problems(config) + [parse_problem(p) for p in apply_problems(config, registry)]
     if problems:
-        raise ConfigError("the agent specs cannot be applied:\n" + "\n".join(f"  {p}" for p in problems))
+        source = ConfigSource(data=config.model_dump(mode="json"))
+        raise ConfigError("the config cannot be applied:\n" + "\n".join(f"  {line}" for line in source.lines(problems)))
 
 
 def delegation_problems(config: GatewayConfig, agent: AgentSpec, path: str) -> list[str]:
@@ -101,18 +106,33 @@ def delegation_problems(config: GatewayConfig, agent: AgentSpec, path: str) -> l
     return problems + _delegate_problems(config, agent, settings, f"{where}.config")
 
 
+def model_references(config: GatewayConfig) -> list[tuple[Loc, str]]:
+    """Every place the config names a model (a profile or a model string): each agent's own, and what its
+    `subagents` binding names for specialists, menus and agent files."""
+    references: list[tuple[Loc, str]] = []
+    for i, agent in enumerate(config.agents):
+        references.append((("agents", i, "model"), agent.model))
+        for j, entry in enumerate(agent.capabilities):
+            if entry.id == "subagents":
+                references += _delegate_models(entry.config, ("agents", i, "capabilities", j, "config"))
+    return references
+
+
+def _delegate_models(raw: Mapping[str, Any], where: Loc) -> list[tuple[Loc, str]]:
+    try:
+        settings = SubagentsConfig.model_validate(raw)
+    except ValidationError:
+        return []  # the registry reports the config itself
+    models: list[tuple[Loc, str]] = [((*where, "inline", k, "model"), s.model) for k, s in enumerate(settings.inline)]
+    models += [((*where, "models", key) + (() if isinstance(option, str) else ("model",)),
+                option if isinstance(option, str) else option.model) for key, option in settings.models.items()]
+    models += [((*where, "agent_overrides", name, "model"), o.model) for name, o in settings.agent_overrides.items()
+               if o.model is not None]
+    return models
+
+
 def _delegate_problems(config: GatewayConfig, agent: AgentSpec, settings: SubagentsConfig, where: str) -> list[str]:
     problems = []
-    models = [(f"{where}.inline[{k}].model", s.model) for k, s in enumerate(settings.inline)]
-    models += [(f"{where}.models.{key}" + ("" if isinstance(option, str) else ".model"),
-                option if isinstance(option, str) else option.model) for key, option in settings.models.items()]
-    models += [(f"{where}.agent_overrides.{name}.model", o.model) for name, o in settings.agent_overrides.items()
-               if o.model is not None]
-    for field, model in models:
-        if model not in config.models and ":" not in model and model != "test":
-            problems.append(f"{field}: {model!r} is neither a profile in models "
-                            f"({', '.join(sorted(config.models)) or 'none defined'}) nor a model string like "
-                            "'openai-chat:gpt-4o'")
     for k, specialist in enumerate(settings.inline):
         if specialist.name in [s.name for s in settings.inline[:k]]:
             problems.append(f"{where}.inline[{k}].name: {specialist.name!r} is used twice")

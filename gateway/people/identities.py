@@ -11,8 +11,8 @@ from typing import Literal
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capabilities.context import MemoryOwner
 from gateway.people.memory import move_notes
-from gateway.people.scope import MemoryOwner
 from storage.db import Database
 from storage.models import IdentityRow, LinkCodeRow, PersonRow, utcnow
 

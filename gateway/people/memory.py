@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from datetime import datetime
 
 from sqlalchemy import ColumnElement, delete, false, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from gateway.people.scope import MemoryOwner
+from capabilities.context import MemoryOwner, NoteInfo
 from storage.db import Database
 from storage.models import MemoryNoteRow, utcnow
 
@@ -17,15 +15,9 @@ MERGE_SEPARATOR = "\n\n"
 """Between two notes of the same path when two stores become one (the index lists both halves)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NoteInfo:
-    path: str
-    size: int
-    """Characters of content."""
-    updated_at: datetime
-
-
 class MemoryNotes:
+    """`capabilities.context.NoteStore` on the `memory_notes` table, and what forgetting and linking need."""
+
     def __init__(self, db: Database) -> None:
         self._db = db
 

@@ -2,26 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 from adapters.base import ChatAddress
-
-OwnerKind = Literal["person", "identity", "room"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MemoryOwner:
-    """The one store a run reads and writes: a person's, an unlinked identity's, or a room's."""
-
-    kind: OwnerKind
-    key: str
-    """The person or identity id, or the room's `ChatAddress.room_key`."""
-
-    @property
-    def personal(self) -> bool:
-        """Only the person it belongs to hears answers drawn from it."""
-        return self.kind != "room"
+from capabilities.context import MemoryOwner
 
 
 def memory_owner(address: ChatAddress, *, identity_id: int, person_id: int | None,

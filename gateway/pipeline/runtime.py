@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from pydantic_ai import (
@@ -20,22 +20,20 @@ from pydantic_ai import (
     TextPartDelta,
     UsageLimits,
 )
-from pydantic_ai.exceptions import AgentRunError, ModelAPIError
+from pydantic_ai.exceptions import AgentRunError, ModelAPIError, UsageLimitExceeded, UserError
 from pydantic_ai.usage import RunUsage
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Directory, Speaker
-from capabilities.guardrails import GuardrailBlocked
-from capabilities.registry import Registry
+from capabilities.context import MemoryOwner, NoteStore, RunFacts
+from capabilities.registry import Registry, RunRefused
 from capabilities.subagents.questions import ask_in_chat, asked
-from capabilities.tool_output_limits import SPILL_STORE
-from gateway.agents.assembly import AssembledAgent, assemble
-from gateway.agents.bindings import AgentDefinition, Binding, BindingStore
+from gateway.agents.assembly import AssembledAgent, SecretLookup, assemble
+from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.models import ModelResolver
 from gateway.agents.run_state import RunSpills, StoredConversationState
-from gateway.config.schema import AgentSpec, BindingSpec
-from gateway.people.scope import MemoryOwner
+from gateway.config.schema import AgentSpec, BindingSpec, ConfigError
 from gateway.pipeline.live_reply import LiveReply
 from storage.db import Database
 from storage.models import RunRow, utcnow
@@ -43,8 +41,9 @@ from storage.models import RunRow, utcnow
 log = logging.getLogger(__name__)
 
 REQUEST_LIMIT = 25
-ENDED = frozenset({"answered", "failed", "guardrail_blocked"})
-"""A run's final statuses; `parked` is not one: a parked run resumes, on any replica, and goes on."""
+OPERATOR_HAS_DETAILS = "The operator can find the details in the gateway's log."
+EXPLAINED_FAILURES = (AgentRunError, UserError, ConfigError, TimeoutError)
+"""Failures whose one log line says it all (the model, its set-up, a limit); anything else gets a traceback."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,12 +57,13 @@ class TurnDeps:
     """Whose memory this run reaches (`gateway/people/scope.py`); None: no store in this conversation."""
     background: bool = False
     """True inside a background delegation: a gated tool there is refused, since nobody can be asked."""
-    notice: Callable[[str], None] | None = field(default=None, compare=False)
-    """Puts a short status line into the live reply (a summary being written, say); never part of the answer,
-    and "" clears it. The runtime wires it to the run's `LiveReply`; None outside a chat."""
+
+    def for_background(self) -> TurnDeps:
+        return replace(self, background=True)
 
     def clone_for_subagent(self, max_depth: int = 0) -> TurnDeps:
-        """A delegate's deps: the same server-side facts (the delegation's depth is decided at assembly)."""
+        """A delegate's deps: the same server-side facts. subagents-pydantic-ai calls this with its remaining
+        depth; the gateway bounds depth where it builds delegates (`Delegates.depth_left`), so it goes unread."""
         return replace(self)
 
 
@@ -132,14 +132,15 @@ RunOutcome = Answered | Parked | Failed
 
 
 class Runtime:
-    def __init__(self, *, models: ModelResolver, db: Database, registry: Registry,
-                 stores: Mapping[str, Any] | None = None, directories: Mapping[str, Directory] | None = None) -> None:
+    def __init__(self, *, models: ModelResolver, db: Database, registry: Registry, notes: NoteStore | None = None,
+                 directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None) -> None:
         self._models = models
         self._db = db
         self._registry = registry
-        self._stores = dict(stores or {})
+        self._notes = notes
         self._directories = dict(directories or {})
         """Each bot's channel lookups, by bot name."""
+        self._secrets = secrets
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
@@ -159,32 +160,27 @@ class Runtime:
                      delegated: RunUsage | None = None, specialists: Sequence[Mapping[str, Any]] = (),
                      **run_input: Any) -> RunOutcome:
         await reply.start()
-        deps = replace(deps, notice=reply.notice)
-        agents, history = await self._delegates(deps.binding.agent)
-        assembled = assemble(deps.binding, registry=self._registry, models=self._models,
-                             is_direct=deps.address.is_direct, address=deps.address,
-                             stores={**self._stores, SPILL_STORE: RunSpills(self._db, run_id)},
-                             directory=self._directories.get(deps.binding.bot_name),
-                             state=StoredConversationState(self._db, deps.address.conversation_key),
-                             resuming=resuming, agents=agents, history=history, ask_user=ask_in_chat,
-                             specialists=specialists)
-        if delegated is not None:
-            assembled.delegated.incr(delegated)
-        try:
+        run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner, notes=self._notes,
+                       spills=RunSpills(self._db, run_id), directory=self._directories.get(deps.binding.bot_name),
+                       state=StoredConversationState(self._db, deps.address.conversation_key), notice=reply.notice,
+                       resuming=resuming)
+        assembled: AssembledAgent | None = None
+        try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
+            assembled = assemble(deps.binding, registry=self._registry, models=self._models, run=run,
+                                 ask_user=ask_in_chat, specialists=specialists, secrets=self._secrets)
+            if delegated is not None:
+                assembled.delegated.incr(delegated)
             result = await self._stream(assembled, deps, reply, **run_input)
-        except GuardrailBlocked as exc:  # a refusal is the platform doing its job: an outcome of its own
-            log.info("run %d for bot %r stopped by a guardrail at the %s edge", run_id, deps.binding.bot_name,
-                     exc.edge)
+        except RunRefused as exc:  # a refusal is the platform doing its job: an outcome of its own
+            log.info("run %d for bot %r refused at the %s edge (%s)", run_id, deps.binding.bot_name, exc.edge,
+                     exc.status)
             refs = await reply.finish(exc.notice)
-            await self._set_run(run_id, status="guardrail_blocked", error=str(exc))
+            await self._set_run(run_id, status=exc.status, error=str(exc))
+            if assembled is not None:
+                await assembled.end_run()
             return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
-        except Exception as exc:  # whatever failed, the chat gets a short notice instead of silence
-            log.warning("run %d for bot %r failed: %s: %s", run_id, deps.binding.bot_name, type(exc).__name__, exc,
-                        exc_info=not isinstance(exc, AgentRunError | ModelAPIError))
-            refs = await reply.finish(failure_notice(exc))
-            await self._set_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}",
-                                usage=assembled.delegated if assembled.delegated.requests else None)
-            return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
+        except Exception as exc:
+            return await self._failed(run_id, deps, reply, exc, assembled)
         if isinstance(result.output, DeferredToolRequests):
             calls, questions = _waiting_on(result.output, assembled)
             waiting = ("I need a decision before I can continue:" if calls
@@ -197,7 +193,21 @@ class Runtime:
                           placeholder_id=None if reply.shown_text.strip() else reply.message_id)
         refs = await reply.finish(result.output)
         await self._set_run(run_id, status="answered", usage=result.usage + assembled.delegated)
+        await assembled.end_run()
         return Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id)
+
+    async def _failed(self, run_id: int, deps: TurnDeps, reply: LiveReply, exc: Exception,
+                      assembled: AssembledAgent | None) -> Failed:
+        """The chat gets a short notice, the run row the error, the log one line (a traceback only for what
+        looks like a bug of ours); the turn is done, so the inbox does not retry it."""
+        log.warning("run %d for bot %r failed: %s: %s", run_id, deps.binding.bot_name, type(exc).__name__, exc,
+                    exc_info=not isinstance(exc, EXPLAINED_FAILURES))
+        refs = await reply.finish(failure_notice(exc))
+        usage = assembled.delegated if assembled is not None and assembled.delegated.requests else None
+        await self._set_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", usage=usage)
+        if assembled is not None:
+            await assembled.end_run()
+        return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
 
     async def _stream(self, assembled: AssembledAgent, deps: TurnDeps, reply: LiveReply,
                       prompt: str | None = None, history: list[ModelMessage] | None = None,
@@ -230,17 +240,6 @@ class Runtime:
                             output_tokens=max(0, (row.output_tokens or 0) - own.output_tokens))
         return await self._db.transaction(work)
 
-    async def _delegates(self, agent: AgentDefinition) -> tuple[dict[str, AgentSpec],
-                                                                 dict[tuple[str, int], AgentDefinition]]:
-        """The agents this one may delegate to, built from the versions its own version pinned (carried by the
-        binding, and by a parked run's snapshot): re-applying a delegate does not change what this calls."""
-        if not any(entry.id == "subagents" and entry.enabled for entry in agent.spec.capabilities):
-            return {}, {}
-        history = await BindingStore(self._db).versions(agent.pins)
-        agents = {name: history[(name, version)].spec for name, version in agent.pins.items()
-                  if (name, version) in history}
-        return agents, history
-
     async def _open_run(self, turn: Turn) -> int:
         binding = turn.deps.binding
         row = RunRow(conversation_id=turn.conversation_id, inbox_id=turn.inbox_id, bot_name=binding.bot_name,
@@ -265,8 +264,6 @@ class Runtime:
         async def work(session: AsyncSession) -> None:
             await session.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
         await self._db.transaction(work)
-        if status in ENDED:  # a spill is an artefact of the run: kept across a park, gone with the run
-            await RunSpills(self._db, run_id).discard()
 
 
 def _waiting_on(requests: DeferredToolRequests, assembled: AssembledAgent) -> tuple[tuple[GatedCall, ...],
@@ -301,31 +298,52 @@ def shown_call(tool_name: str, args: dict[str, Any], metadata: Any) -> tuple[str
 
 
 def deps_snapshot(deps: TurnDeps) -> dict[str, Any]:
-    """The admitting turn's server-side facts, stored with a parked run so a resume uses the same ones."""
+    """The admitting turn's server-side facts, stored with a parked run so a resume uses the same ones: the agent
+    version, and every delegate version its pins reach."""
     binding = deps.binding
     return {"address": asdict(deps.address), "speaker": asdict(deps.speaker),
             "owner": asdict(deps.owner) if deps.owner else None,
             "binding": {"bot_name": binding.bot_name, "spec": binding.spec.model_dump(mode="json"),
-                        "agent": {"name": binding.agent.name, "version": binding.agent.version,
-                                  "spec": binding.agent.spec.model_dump(mode="json"),
-                                  "pins": dict(binding.agent.pins)}}}
+                        "agent": _definition_snapshot(binding.agent),
+                        "delegate_versions": [_definition_snapshot(d) for d in binding.delegate_versions.values()]}}
 
 
 def deps_from_snapshot(snapshot: Mapping[str, Any]) -> TurnDeps:
     stored = snapshot["binding"]
-    agent = AgentDefinition(name=stored["agent"]["name"], version=stored["agent"]["version"],
-                            spec=AgentSpec.model_validate(stored["agent"]["spec"]),
-                            pins=stored["agent"].get("pins", {}))
-    binding = Binding(bot_name=stored["bot_name"], agent=agent, spec=BindingSpec.model_validate(stored["spec"]))
+    versions = (_definition(d) for d in stored.get("delegate_versions", ()))
+    binding = Binding(bot_name=stored["bot_name"], agent=_definition(stored["agent"]),
+                      spec=BindingSpec.model_validate(stored["spec"]),
+                      delegate_versions={(d.name, d.version): d for d in versions})
     owner = snapshot.get("owner")
     return TurnDeps(address=ChatAddress(**snapshot["address"]), speaker=Speaker(**snapshot["speaker"]),
                     binding=binding, owner=MemoryOwner(**owner) if owner else None)
 
 
+def _definition_snapshot(definition: AgentDefinition) -> dict[str, Any]:
+    return {"name": definition.name, "version": definition.version, "spec": definition.spec.model_dump(mode="json"),
+            "pins": dict(definition.pins)}
+
+
+def _definition(stored: Mapping[str, Any]) -> AgentDefinition:
+    return AgentDefinition(name=stored["name"], version=stored["version"],
+                           spec=AgentSpec.model_validate(stored["spec"]), pins=stored.get("pins", {}))
+
+
 def failure_notice(exc: BaseException) -> str:
-    """A short reply for the chat: what went wrong, without internals or secrets."""
+    """A short reply for the chat: what kind of failure it was, without internals or secrets; the operator
+    finds the rest in the log."""
+    if isinstance(exc, UserError | ConfigError):
+        return ("Sorry, I cannot answer: this bot's model is not set up correctly (a configuration problem). "
+                f"{OPERATOR_HAS_DETAILS}")
     if isinstance(exc, ModelAPIError):
-        return f"Sorry, the model could not answer right now ({type(exc).__name__}). Please try again in a moment."
+        return (f"Sorry, the model could not answer right now ({type(exc).__name__}). Please try again in a "
+                f"moment. {OPERATOR_HAS_DETAILS}")
     if isinstance(exc, TimeoutError):
-        return "Sorry, the model took too long to answer. Please try again."
-    return "Sorry, something went wrong while answering. Please try again in a moment."
+        return f"Sorry, the model took too long to answer. Please try again. {OPERATOR_HAS_DETAILS}"
+    if isinstance(exc, UsageLimitExceeded):
+        return ("Sorry, this needed more model requests than one answer may use (a usage limit). Try asking for "
+                f"less at once. {OPERATOR_HAS_DETAILS}")
+    if isinstance(exc, AgentRunError):
+        return (f"Sorry, the model's answer could not be used ({type(exc).__name__}). Please try again. "
+                f"{OPERATOR_HAS_DETAILS}")
+    return f"Sorry, something went wrong on our side while answering (an internal error). {OPERATOR_HAS_DETAILS}"

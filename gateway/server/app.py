@@ -38,6 +38,7 @@ from gateway.pipeline.intake import Intake
 from gateway.pipeline.router import Router
 from gateway.pipeline.runtime import Runtime
 from gateway.pipeline.worker import Worker
+from gateway.server.errors import StartupError
 from gateway.server.http import build_http_app
 from gateway.server.logs import SecretRedactor
 from gateway.server.platforms import AdapterContext, build_adapter
@@ -124,8 +125,8 @@ class Gateway:
         inbox = Inbox(db)
         memory = MemoryNotes(db)
         directories = {name: adapter.directory for name, adapter in self.adapters.items()}
-        runtime = Runtime(models=self._models, db=db, registry=self.registry, stores={"memory": memory},
-                          directories=directories)
+        runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
+                          directories=directories, secrets=self._secrets)
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         flow = ApprovalFlow(approvals=Approvals(db), runtime=runtime, conversations=conversations,
@@ -177,7 +178,12 @@ class Gateway:
 
     async def _serve_http(self, app: FastAPI) -> None:
         server_spec = self.config.server
-        sock = socket.create_server((server_spec.host, server_spec.port), reuse_port=False)
+        try:
+            sock = socket.create_server((server_spec.host, server_spec.port), reuse_port=False)
+        except OSError as exc:
+            raise StartupError(f"server: cannot listen on {server_spec.host}:{server_spec.port}: "
+                               f"{(exc.strerror or str(exc)).lower()} — stop the process using it, or set "
+                               "server.port (or server.host) in gateway.yaml") from exc
         self.port = sock.getsockname()[1]
         server = _EmbeddedServer(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off"))
         self._essential.append(self._spawn(server.serve(sockets=[sock])))

@@ -1,4 +1,4 @@
-"""The approvals table as a test reads and changes it, beside what crosses the wire."""
+"""What a gateway under test committed to its database, read back the way an operator's query would."""
 
 from __future__ import annotations
 
@@ -7,10 +7,21 @@ from datetime import timedelta
 from sqlalchemy import select, update
 
 from storage.db import Database
-from storage.models import ApprovalRow, utcnow
+from storage.models import ApprovalRow, InboxRow, utcnow
+
+
+async def inbox_rows(database_url: str) -> list[InboxRow]:
+    """Every accepted (or rejected) platform event, oldest first."""
+    db = Database(database_url)
+    try:
+        async with db.session() as session:
+            return list((await session.execute(select(InboxRow).order_by(InboxRow.id))).scalars())
+    finally:
+        await db.close()
 
 
 async def approval_statuses(database_url: str) -> list[str]:
+    """The status of every approval asked for, oldest first."""
     db = Database(database_url)
     try:
         async with db.session() as session:

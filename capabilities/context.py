@@ -1,0 +1,249 @@
+"""What a capability's builder receives for one run: its own config, and the run's facts and stores, typed.
+
+The gateway decides every fact here server-side and wires every store (`gateway/pipeline/runtime.py`);
+a builder never opens a database session, never looks a store up by name, and never reads the run's
+deps for something the gateway knew at assembly. A store a capability needs and the run lacks is a
+wiring bug: `BuildContext` raises `MissingStore` naming both, and the run does not start with the
+capability silently missing. What is legitimately absent is typed `... | None` and says when.
+
+Slots kept for what comes next, typed and wired but not yet filled by any capability: the entry's
+resolved `secret`, the `resources` an agent spec binds by name, and the run's `outbox` for files
+posted into the chat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, SecretStr
+from pydantic_ai.capabilities import AbstractCapability
+
+from adapters.base import ChatAddress, Directory
+
+C = TypeVar("C", bound=BaseModel)
+
+OwnerKind = Literal["person", "identity", "room"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryOwner:
+    """The one store a run reads and writes: a person's, an unlinked identity's, or a room's."""
+
+    kind: OwnerKind
+    key: str
+    """The person or identity id, or the room's `ChatAddress.room_key`."""
+
+    @property
+    def personal(self) -> bool:
+        """Only the person it belongs to hears answers drawn from it."""
+        return self.kind != "room"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoteInfo:
+    path: str
+    size: int
+    """Characters of content."""
+    updated_at: datetime
+
+
+class NoteStore(Protocol):
+    """One agent's memory notes in one owner's store (`gateway/people/memory.py`)."""
+
+    async def list(self, agent_name: str, owner: MemoryOwner) -> list[NoteInfo]: ...
+
+    async def read(self, agent_name: str, owner: MemoryOwner, path: str) -> str | None: ...
+
+    async def write(self, agent_name: str, owner: MemoryOwner, path: str, content: str) -> bool:
+        """Create or replace a note; True when it was created."""
+        ...
+
+    async def change(self, agent_name: str, owner: MemoryOwner, path: str,
+                     edit: Callable[[str], str]) -> str | None:
+        """Apply `edit` under a lock; None when there is no such note. `edit` may raise to change nothing."""
+        ...
+
+    async def delete(self, agent_name: str, owner: MemoryOwner, path: str) -> bool: ...
+
+
+class SpillStore(Protocol):
+    """Oversized tool returns of one run, kept whole (the harness's `OverflowStore`, plus `discard`)."""
+
+    async def write(self, key: str, data: bytes) -> str:
+        """Keeps `data` and returns the handle the model reads it back by."""
+        ...
+
+    async def read(self, handle: str) -> bytes:
+        """The data behind `handle`; raises `FileNotFoundError` for a handle that is not stored."""
+        ...
+
+    async def discard(self) -> None:
+        """Deletes everything this run spilled."""
+        ...
+
+
+class ConversationState(Protocol):
+    """One JSON object per capability, kept with the conversation between its turns."""
+
+    async def load(self, capability: str) -> dict[str, Any] | None: ...
+
+    async def save(self, capability: str, data: dict[str, Any]) -> None: ...
+
+
+class Outbox(Protocol):
+    """Files a run posts into the chat, delivered once across parks, resumes and crashes (DESIGN §11)."""
+
+    async def post_file(self, *, name: str, data: bytes, mime_type: str | None) -> None: ...
+
+
+class Resource(Protocol):
+    """Something an agent spec binds by name for its capabilities to use (a knowledge base, a workspace)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class RunDeps(Protocol):
+    """What capabilities read of a run's deps (`ctx.deps`, the gateway's `TurnDeps`) while the run goes on.
+
+    Only what changes during a run lives here; what the gateway knew at assembly reaches a builder
+    through `RunFacts`.
+    """
+
+    @property
+    def background(self) -> bool:
+        """True inside a background delegation: a gated tool there is refused, since nobody can be asked."""
+        ...
+
+    def for_background(self) -> RunDeps:
+        """These deps for a background delegation started from this run."""
+        ...
+
+    def clone_for_subagent(self, max_depth: int = 0) -> RunDeps:
+        """A delegate's deps: the same server-side facts (subagents-pydantic-ai calls this)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuiltDelegate:
+    """A delegate agent built for one run: its own capabilities and approval gates, on this run's budget."""
+
+    agent: Any
+    """A pydantic-ai `Agent` whose output is `str | DeferredToolRequests`."""
+    stable_id: Callable[[str], str]
+    """The stable tool id behind a name the delegate's model sees (approval cards name the real call)."""
+
+
+class Delegates(Protocol):
+    """What `subagents` needs from the gateway: delegates built through the same assembly as the agent
+    a chat admitted, on the deployment's models, with their approval gates, counted into the run's usage."""
+
+    depth_left: int | None
+    """Levels of delegation the tree above leaves this agent; `None` for the agent a chat admitted."""
+    parent_model: str
+    """The delegating agent's own model (profile name or model string): what an agent file inherits."""
+    model_names: frozenset[str]
+    """The model profiles this deployment configures: all a model-written specialist may name."""
+    ask_user: Callable[[str], Awaitable[str]] | None
+    """Puts a synchronous delegate's question to the person holding the run; `None`: nobody to ask."""
+
+    pinned: tuple[str, ...]
+    """The other agents of this gateway the delegating agent names in its spec's top-level `subagents`."""
+    specialists: dict[str, dict[str, Any]]
+    """The specialists the model wrote with `create_agent` in this run, by name (name, description,
+    instructions, model, mode): carried across an approval park and registered again on resume."""
+
+    def resolve_model(self, name: str) -> Any:
+        """A pydantic-ai model for a profile name or model string, as the agent's own model resolves."""
+        ...
+
+    def agent_description(self, name: str) -> str | None:
+        """The description of another agent of this gateway, or None when there is no such agent."""
+        ...
+
+    def build_agent(self, name: str, *, depth_left: int, share: Sequence[str],
+                    extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
+        """Another agent of this gateway, from its own spec (its capabilities, its gates) plus `share`."""
+        ...
+
+    def build_specialist(self, *, name: str, instructions: str, model: str, model_settings: Any = None,
+                         share: Sequence[str], extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
+        """A specialist with `instructions` on the model profile or string `model`, plus `share`."""
+        ...
+
+    def charge(self, usage: Any) -> None:
+        """Adds one delegate model response's usage to the run's accounting."""
+        ...
+
+
+class MissingStore(LookupError):
+    """A capability needs a store this run was not wired with: a bug in the gateway's wiring, not in the spec."""
+
+    def __init__(self, capability: str, store: str) -> None:
+        super().__init__(f"capability {capability!r} needs the run's {store}, and this run was assembled "
+                         f"without one; wire it into RunFacts.{store} where the run is assembled")
+        self.capability = capability
+        self.store = store
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFacts:
+    """What the server decided and wired for one run: the same for every capability entry of it."""
+
+    address: ChatAddress
+    """The room of the message that admitted the run (`address.is_direct`: a one-to-one chat)."""
+    agent_name: str
+    """The agent the chat admitted: memory notes are kept per agent, delegates reach the same ones."""
+    owner: MemoryOwner | None = None
+    """Whose memory this run reaches (`gateway/people/scope.py`); None: nobody's, as in a one-to-one chat of a
+    bot with personal memory switched off."""
+    notes: NoteStore | None = None
+    spills: SpillStore | None = None
+    directory: Directory | None = None
+    """The bot's own channel lookups on its platform."""
+    state: ConversationState | None = None
+    """This conversation's capability state between turns; None for a delegate, whose state lasts its run."""
+    notice: Callable[[str], None] | None = field(default=None, compare=False)
+    """Puts a short status line into the live reply (a summary being written); "" clears it. None: no chat."""
+    resuming: bool = False
+    """True when the run continues one that was parked for an approval."""
+    delegates: Delegates | None = None
+    """How `subagents` builds this agent's delegates; None where nothing can be delegated to (a specialist)."""
+    resources: Mapping[str, Resource] = field(default_factory=dict)
+    """What the agent spec binds by name; no capability reads one yet."""
+    outbox: Outbox | None = None
+    """Where a run's files go to be posted into the chat; None until the gateway has a durable outbox."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildContext(Generic[C]):
+    """What a builder receives for one capability entry of one run: its own validated config, the entry's
+    secret, and the run's facts. Stores a capability cannot work without are read through the properties,
+    which raise `MissingStore` rather than let the capability go missing quietly."""
+
+    capability: str
+    """The capability id of the entry being built (what `MissingStore` names)."""
+    config: C
+    run: RunFacts
+    secret: SecretStr | None = None
+    """The value of the secret the entry's `secret_id` names, resolved for this run; None when it names none."""
+
+    @property
+    def notes(self) -> NoteStore:
+        return self._required("notes", self.run.notes)
+
+    @property
+    def spills(self) -> SpillStore:
+        return self._required("spills", self.run.spills)
+
+    @property
+    def directory(self) -> Directory:
+        return self._required("directory", self.run.directory)
+
+    def _required(self, store: str, value: Any) -> Any:
+        if value is None:
+            raise MissingStore(self.capability, store)
+        return value

@@ -1,0 +1,117 @@
+"""`gateway chat`: talk to a configured agent in the terminal, through the real pipeline.
+
+Behind the prompt runs the whole gateway: a local Telegram server stands in for the chat platform, the
+agent is the one gateway.yaml configures (its model, capabilities, instructions), the database is a
+temporary SQLite file, and an approval card becomes a y/n question. Nothing leaves the machine except
+what the agent's own model and tools send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+from capabilities.registry import Registry
+from gateway.agents.models import ModelResolver
+from gateway.cli.demo import DEMO_TUNING, demo_model
+from gateway.config.schema import GatewayConfig, Settings
+from gateway.config.secrets import SecretSource
+from gateway.sandbox.telegram import TelegramSandbox
+from gateway.server.app import Gateway
+from storage.db import Database
+from storage.models import InboxRow
+
+TOKEN = "700000002:chat-token-for-the-local-telegram-server"
+SETTLE_POLL = 0.05
+"""Seconds between looks at the inbox while a turn runs (the worker records its end only there)."""
+TURN_TIMEOUT = 600.0
+
+Ask = Callable[[str], Awaitable[str | None]]
+"""Reads one line after a prompt; None at the end of input."""
+
+
+def chat_config(config: GatewayConfig, agent: str, telegram_url: str) -> GatewayConfig:
+    """The operator's agents and models, with one bot on the local server bound to `agent`."""
+    return GatewayConfig.model_validate({
+        **config.model_dump(exclude={"bots", "server"}),
+        "bots": [{"name": "terminal", "platform": "telegram", "token": "${GATEWAY_CHAT_TOKEN}",
+                  "api_base_url": telegram_url, "transport": "polling", "agent": agent}],
+        "server": {"host": "127.0.0.1", "port": 0},
+    })
+
+
+async def run_chat(config: GatewayConfig, agent: str, *, secrets: SecretSource, registry: Registry,
+                   ask: Ask, say: Callable[[str], None]) -> None:
+    with tempfile.TemporaryDirectory(prefix="gateway-chat-") as workdir:
+        database_url = f"sqlite+aiosqlite:///{Path(workdir) / 'chat.db'}"
+        async with TelegramSandbox() as telegram:
+            local = chat_config(config, agent, telegram.url)
+            chat_secrets = SecretSource(environ={**secrets.environ, "GATEWAY_CHAT_TOKEN": TOKEN},
+                                        file_values=secrets.file_values)
+            models = ModelResolver(local.models, chat_secrets, fixed={"demo:scripted": demo_model()})
+            settings = Settings(database_url=database_url, redis_url=None)
+            async with Gateway(local, settings, secrets=chat_secrets, models=models, registry=registry,
+                               tuning=DEMO_TUNING):
+                say(f"chatting with agent {agent!r} ({local.agent(agent).model}); an empty line or Ctrl-D ends")
+                db = Database(database_url)
+                try:
+                    await _Conversation(telegram, agent, db, say).run(ask)
+                finally:
+                    await db.close()
+
+
+class _Conversation:
+    """You, the bot, and one private chat on the local server."""
+
+    def __init__(self, telegram: TelegramSandbox, agent: str, db: Database, say: Callable[[str], None]) -> None:
+        self._telegram = telegram
+        self._agent = agent
+        self._say = say
+        self._db = db
+        self._bot = telegram.add_bot(TOKEN, username="terminal_bot", first_name=agent)
+        self._you = telegram.add_user(1001, os.environ.get("USER") or "You", username="you")
+        self._chat = telegram.private_chat(self._you)
+        self._actions = 0
+        self._shown: set[int] = set()
+
+    async def run(self, ask: Ask) -> None:
+        while (line := await ask("you> ")) not in (None, ""):
+            await self._telegram.user_says(TOKEN, self._chat, self._you, line or "")
+            await self._settle()
+            while (card := self._open_card()) is not None:
+                await self._decide(card, await ask("approve? [y/n] "))
+
+    async def _decide(self, card: dict[str, Any], answer: str | None) -> None:
+        approve = (answer or "").strip().lower() in ("y", "yes")
+        buttons = {b["text"]: b["callback_data"] for row in card["reply_markup"]["inline_keyboard"] for b in row}
+        [data] = [value for text, value in buttons.items() if ("Approve" if approve else "Deny") in text]
+        await self._telegram.user_clicks(TOKEN, card, self._you, data)
+        await self._settle()
+
+    def _open_card(self) -> dict[str, Any] | None:
+        return next((m for m in self._telegram.messages(self._chat["id"]) if m.get("reply_markup")), None)
+
+    async def _settle(self) -> None:
+        """Wait for the worker to finish what was just sent, then print what the bot wrote since."""
+        self._actions += 1
+        async with asyncio.timeout(TURN_TIMEOUT):
+            while await self._finished() < self._actions:  # noqa: ASYNC110 (no event: the end is a row)
+                await asyncio.sleep(SETTLE_POLL)
+        for message in self._telegram.bot_messages(self._chat["id"]):
+            if message["message_id"] in self._shown:
+                continue
+            self._say(f"{self._agent}> {message.get('text', '')}")
+            if not message.get("reply_markup"):  # an open card is shown again once it is decided
+                self._shown.add(message["message_id"])
+
+    async def _finished(self) -> int:
+        async with self._db.session() as session:
+            done = select(func.count()).select_from(InboxRow).where(
+                InboxRow.status.in_(("done", "failed", "rejected")))
+            return (await session.execute(done)).scalar_one()

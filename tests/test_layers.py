@@ -1,0 +1,57 @@
+"""The architecture's import rules hold: layers, the sandbox apart, SDKs and the web framework in their place."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("gateway", "adapters", "capabilities", "storage")
+
+LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
+    "gateway/cli/main.py": "the command line imports a command's implementation when that command runs: the "
+                           "server stack (pydantic-ai, FastAPI, uvicorn, the SDKs) takes seconds to import, and "
+                           "`gateway --help` or `--version` should not wait for it",
+}
+"""Modules that may import inside a function, with the reason it cannot sit at the top of the module.
+
+Dodging an import cycle is not a reason: the cycle is the thing to fix.
+"""
+
+
+def test_the_import_contracts_in_pyproject_hold() -> None:
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    run = subprocess.run([str(lint_imports), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(ROOT), "PATH": str(lint_imports.parent)})
+    assert run.returncode == 0, f"lint-imports failed:\n{run.stdout}\n{run.stderr}"
+
+
+def local_imports(path: Path) -> list[str]:
+    """`path:function` for every import statement inside a function body of the module at `path`."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, function: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(child, child.name if function is None else f"{function}.{child.name}")
+            elif isinstance(child, ast.Import | ast.ImportFrom) and function is not None:
+                found.append(f"{path.relative_to(ROOT).as_posix()}:{function}")
+            else:
+                visit(child, function)
+
+    visit(ast.parse(path.read_text(), filename=str(path)), None)
+    return found
+
+
+def test_no_module_imports_inside_a_function() -> None:
+    found = sorted({where for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+                    for where in local_imports(path)})
+    unexplained = [where for where in found if where.split(":")[0] not in LOCAL_IMPORTS_ALLOWED]
+    assert unexplained == [], f"move these imports to the top, or fix the cycle they dodge: {unexplained}"
+
+
+def test_every_allowed_local_import_still_exists() -> None:
+    found = {where for package in PACKAGES for path in (ROOT / package).rglob("*.py") for where in local_imports(path)}
+    assert sorted(set(LOCAL_IMPORTS_ALLOWED) - {where.split(":")[0] for where in found}) == []
