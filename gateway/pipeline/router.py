@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
+from typing import Protocol
 
 from adapters.base import ApprovalClick, Inbound
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Chat, ChatOutput, FollowsThreads
 from gateway.agents.bindings import Binding, BindingStore, is_listed
-from gateway.approvals.parking import ApprovalFlow
-from gateway.approvals.questions import QuestionFlow
 from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations, speaker_line, thread_context
 from gateway.people.scope import memory_owner
@@ -29,10 +29,37 @@ THREAD_CONTEXT_LIMIT = 50
 SLOW_DOWN = "You're sending messages faster than I can answer. Please wait a moment and try again."
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TakenAnswer:
+    """A message that answered an open question: the parked run it belongs to resumes."""
+
+    parked_run_id: int
+    retried: bool
+    """The message was taken before a crash: the resume it started may be left half done."""
+
+
+class ParkedRuns(Protocol):
+    """Where a run waiting on people goes, and how it comes back (`gateway/approvals/parking.py`)."""
+
+    async def park(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: Parked) -> None: ...
+
+    async def on_click(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> None: ...
+
+    async def resume(self, adapter: Chat, parked_run_id: int, *, reclaim: bool = False) -> None: ...
+
+
+class OpenQuestions(Protocol):
+    """Delegates' questions put to people (`gateway/approvals/questions.py`)."""
+
+    async def take_answer(self, inbound: Inbound, *, retried: bool) -> TakenAnswer | None:
+        """The parked run a message answers the open question of, or None: the message is a turn of its own."""
+        ...
+
+
 class Router:
     def __init__(self, *, adapters: Mapping[str, PlatformAdapter], bindings: BindingStore, conversations: Conversations,
-                 runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ApprovalFlow,
-                 questions: QuestionFlow, commands: DirectCommands) -> None:
+                 runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ParkedRuns,
+                 questions: OpenQuestions, commands: DirectCommands) -> None:
         self._adapters = adapters
         self._bindings = bindings
         self._conversations = conversations
