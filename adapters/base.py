@@ -6,7 +6,7 @@ values it answers with.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, get_args
@@ -192,14 +192,24 @@ class ApprovalCard:
     expires_at: datetime
     needed: int = 1
     """Distinct approvals required."""
+    approved_by: tuple[str, ...] = ()
+    """Who approved so far, in order, while more approvals are needed."""
 
     @property
     def summary(self) -> str:
         """Markdown shared by every platform's card."""
         rule = f" ({self.needed} approvals needed)" if self.needed > 1 else ""
+        votes = f"{self.votes}\n" if self.approved_by else ""
         return (f"**Approval needed**{rule}: {self.requester} asked, and the agent wants to run "
                 f"`{self.tool_name}` with:\n```\n{self.arguments}\n```\n"
-                f"Expires {self.expires_at:%Y-%m-%d %H:%M} UTC.")
+                f"{votes}Expires {self.expires_at:%Y-%m-%d %H:%M} UTC.")
+
+    @property
+    def votes(self) -> str:
+        """"Approved by Alice (1 of 2).", or "" before the first approval."""
+        if not self.approved_by:
+            return ""
+        return f"Approved by {joined_names(self.approved_by)} ({len(self.approved_by)} of {self.needed})."
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,6 +217,7 @@ class ApprovalOutcome:
     card: ApprovalCard
     verdict: Literal["approved", "denied", "expired"]
     decided_by: str | None
+    """Whoever decided; every approver, joined, when the card needed several."""
     decided_at: datetime
 
     @property
@@ -214,9 +225,20 @@ class ApprovalOutcome:
         when = f"{self.decided_at:%Y-%m-%d %H:%M} UTC"
         head = f"`{self.card.tool_name}` with:\n```\n{self.card.arguments}\n```\n"
         if self.verdict == "expired":
-            return f"**Expired** — nobody decided in time; {head}was not run ({when})."
-        verb = "Approved" if self.verdict == "approved" else "Denied"
-        return f"**{verb}** by {self.decided_by} at {when}: {head}".rstrip()
+            closed = f"**Expired** — nobody decided in time; {head}was not run ({when})."
+        else:
+            verb = "Approved" if self.verdict == "approved" else "Denied"
+            closed = f"**{verb}** by {self.decided_by} at {when}: {head}".rstrip()
+        if self.verdict == "approved" or not self.card.approved_by:
+            return closed
+        return f"{closed}\n{self.card.votes}"
+
+
+def joined_names(names: Sequence[str]) -> str:
+    """"Alice", "Alice and Bob", "Alice, Bob and Carol"."""
+    if len(names) <= 1:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 Deliver = Callable[[Mapping[str, Any]], Awaitable[None]]

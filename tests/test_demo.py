@@ -17,7 +17,7 @@ async def test_demo_shows_both_conversations() -> None:
     assert "Alice: Hi! What can you do?" in output
     assert "Your first message was: Hi! What can you do?" in output, "the second DM turn sees the first"
     assert "You said: [Alice] can you summarize our plan?" in output
-    assert "Approved by Alice at" in output
+    assert "Approved by Alice (@alice) at" in output
     assert "Done — the tool said: website restarted" in output, "the approved run continues in the chat"
     assert "Stored in SQLite: 2 conversations, 8 turns, 4 runs." in output
 

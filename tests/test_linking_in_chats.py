@@ -124,9 +124,26 @@ async def test_codes_are_neither_issued_nor_accepted_in_a_group(telegram: FakeTe
         asked_in_group = await ask(telegram, bot, group, alice, "link")
         code = code_in(await ask(telegram, bot, telegram.private_chat(alice), alice, "link"))
         redeemed_in_group = await ask(telegram, bot, group, bob, f"link {code}")
-    assert (asked_in_group, redeemed_in_group) == ("ok", "ok"), "ordinary messages for the agent"
+    assert asked_in_group == "ok", "an ordinary message for the agent"
+    assert redeemed_in_group.startswith("Link codes work in a direct message.")
     assert await count(database_url, LinkCodeRow.id) == 1
     assert {row.person_id for row in (await identity_rows(database_url)).values()} == {None}
+
+
+async def test_a_link_code_typed_in_a_group_is_answered_there_never_reaches_the_model_and_stops_working(
+        telegram: FakeTelegram, sqlite_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    alice, mallory = telegram.add_user(1001, "Alice"), telegram.add_user(1002, "Mallory")
+    group = telegram.group(-5002, "Team")
+    async with memory_gateway(telegram=telegram, bots=[bot], database_url=sqlite_url, model=obeys()):
+        code = code_in(await ask(telegram, bot, telegram.private_chat(alice), alice, "link"))
+        in_group = await ask(telegram, bot, group, alice, f"link {code.lower()}")
+        taken = await ask(telegram, bot, telegram.private_chat(mallory), mallory, f"link {code}")
+        shaped = await ask(telegram, bot, group, alice, "link ABCD-EFGH")
+    assert in_group.startswith("Link codes work in a direct message. That code no longer works")
+    assert taken.startswith("That code is not valid"), "whoever read it in the group cannot use it"
+    assert shaped.startswith("Link codes work in a direct message: send link CODE")
+    assert await count(sqlite_url, RunRow.id) == 0 and await count(sqlite_url, MessageRow.id) == 0
 
 
 async def test_unlink_in_a_dm_separates_the_accounts_again(telegram: FakeTelegram, sqlite_url: str) -> None:

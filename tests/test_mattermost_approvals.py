@@ -7,20 +7,23 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest_asyncio
 
-from gateway.server.app import Gateway
+from gateway.server.app import Gateway, Tuning
 from tests.fakes.mattermost import FakeMattermost
 from tests.gated_tools import deploy_registry
+from tests.harness import FAST
 from tests.mattermost_harness import MattermostBot, running_gateway
-from tests.records import approval_statuses
+from tests.records import approval_statuses, make_overdue
 from tests.scripted import calls_then_answers
 
 DEPLOY = [{"id": "deploy"}]
 DEPLOY_WEB: tuple[tuple[str, dict[str, object]], ...] = (("deploy_service", {"service": "web"}),)
+NO_SWEEP = replace(FAST, expiry_interval=3600.0)
+"""The expiry sweep never runs during a test: whatever expires, a click expired."""
 
 
 @pytest_asyncio.fixture
@@ -46,6 +49,12 @@ class Pending:
     card: dict[str, Any]
     executed: list[str]
     gateway: Gateway
+    shown_at: int
+    """How many API calls the server had seen when the card was shown."""
+
+    def card_replacements(self, mattermost: FakeMattermost) -> list[str]:
+        """The paths of the whole-post updates (`PUT /posts/{id}`) since the card was shown."""
+        return [c.path for c in mattermost.calls[self.shown_at:] if c.route == "update_post"]
 
     def bot_posts(self, mattermost: FakeMattermost) -> list[dict[str, Any]]:
         return mattermost.posts(self.room, user=self.bot.user)
@@ -65,7 +74,7 @@ async def awaiting_decision(mattermost: FakeMattermost, database_url: str, *, as
                             text: str = "deploy web", others: Sequence[dict[str, Any]] | None = None,
                             binding: dict[str, Any] | None = None,
                             calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB,
-                            ) -> AsyncIterator[Pending]:
+                            tuning: Tuning = FAST) -> AsyncIterator[Pending]:
     """A running, public gateway whose agent has asked to run `deploy_service`; the card is posted.
 
     Without `others` the asker writes to the bot in a direct message; with them (even none), the asker
@@ -80,11 +89,12 @@ async def awaiting_decision(mattermost: FakeMattermost, database_url: str, *, as
         text = f"@{bot.username} {text}"
     async with running_gateway(mattermost, [bot], database_url=database_url, public=True,
                                model=calls_then_answers(*calls), registry=deploy_registry(executed),
-                               capabilities=DEPLOY) as gateway:
+                               capabilities=DEPLOY, tuning=tuning) as gateway:
         asked = await mattermost.user_posts(room, asker, text)
         await mattermost.wait_for(lambda: len(cards(mattermost, room, bot)) == 1)
         [card] = cards(mattermost, room, bot)
-        yield Pending(bot=bot, room=room, asked=asked, card=card, executed=executed, gateway=gateway)
+        yield Pending(bot=bot, room=room, asked=asked, card=card, executed=executed, gateway=gateway,
+                      shown_at=len(mattermost.calls))
 
 
 async def test_only_the_requester_decides_and_the_answer_continues_in_the_thread(
@@ -95,12 +105,12 @@ async def test_only_the_requester_decides_and_the_answer_continues_in_the_thread
         assert card["root_id"] == pending.asked["id"] and '"service": "web"' in card["message"]
         await mattermost.click(card, mallory, "approve")
         await mattermost.wait_for(lambda: len(notices_to(mattermost, mallory)) == 1)
-        assert pending.executed == [] and mattermost.route_calls("update_post") == []
+        assert pending.executed == [] and pending.card_replacements(mattermost) == []
         await mattermost.click(card, alice, "approve")
         await mattermost.wait_for(lambda: pending.last_said(mattermost) == "done: deployed web")
     assert pending.executed == ["web"]
     closed = pending.current(mattermost)
-    assert closed["message"].startswith("**Approved** by alice") and not closed["props"].get("attachments")
+    assert closed["message"].startswith("**Approved** by @alice") and not closed["props"].get("attachments")
     assert {p["root_id"] for p in pending.bot_posts(mattermost)} == {pending.asked["id"]}
 
 
@@ -110,7 +120,7 @@ async def test_a_denial_is_told_to_the_model(mattermost: FakeMattermost, sqlite_
         await mattermost.click(pending.card, alice, "deny")
         await mattermost.wait_for(lambda: pending.last_said(mattermost).startswith("done:"))
     assert pending.executed == []
-    assert pending.last_said(mattermost) == "done: alice denied this call; it was not run."
+    assert pending.last_said(mattermost) == "done: @alice denied this call; it was not run."
 
 
 async def test_concurrent_clicks_decide_once(mattermost: FakeMattermost, database_url: str) -> None:
@@ -126,7 +136,7 @@ async def test_concurrent_clicks_decide_once(mattermost: FakeMattermost, databas
     assert sum("Already" in n for n in notices) == 2
     [status] = await approval_statuses(database_url)
     assert pending.executed == (["web"] if status == "approved" else [])
-    assert [c.path for c in mattermost.route_calls("update_post")] == [f"/api/v4/posts/{card['id']}"]
+    assert pending.card_replacements(mattermost) == [f"/api/v4/posts/{card['id']}"]
 
 
 async def test_a_click_after_a_restart_resumes_the_parked_run(mattermost: FakeMattermost, database_url: str) -> None:
@@ -166,7 +176,8 @@ async def test_a_click_after_expiry_is_told_privately_and_closes_the_card(matter
         await mattermost.click(pending.card, alice, "approve")
         await mattermost.wait_for(lambda: len(notices_to(mattermost, alice)) == 1)
         await mattermost.wait_for(lambda: not pending.current(mattermost)["props"].get("attachments"))
-    assert notices_to(mattermost, alice) == [":no_entry_sign: Already expired."]
+    [notice] = notices_to(mattermost, alice)
+    assert notice.startswith(":no_entry_sign: Expired at ") and notice.endswith("the call was not run.")
     assert pending.executed == [] and await approval_statuses(sqlite_url) == ["expired"]
     assert pending.current(mattermost)["message"].startswith("**Expired**")
 
@@ -188,9 +199,12 @@ async def test_two_person_rule(mattermost: FakeMattermost, sqlite_url: str) -> N
         await mattermost.wait_for(lambda: len(notices_to(mattermost, alice)) == 1)
         assert notices_to(mattermost, alice) == ["Your approval is recorded (1 of 2)."]
         assert pending.executed == []
+        voted = pending.current(mattermost)
+        assert "Approved by @alice (1 of 2)." in voted["message"] and voted["props"].get("attachments")
         await mattermost.click(pending.card, bob, "approve")
         await mattermost.wait_for(lambda: pending.last_said(mattermost) == "done: deployed web")
     assert pending.executed == ["web"]
+    assert pending.current(mattermost)["message"].startswith("**Approved** by @alice and @bob at ")
 
 
 async def test_a_continuation_that_asks_again_posts_a_new_card(mattermost: FakeMattermost, sqlite_url: str) -> None:
@@ -223,3 +237,37 @@ async def test_without_a_public_url_the_card_says_it_has_no_buttons(mattermost: 
         await mattermost.wait_for(lambda: len(cards(mattermost, dm, bot)) == 1)
     [card] = cards(mattermost, dm, bot)
     assert "server.public_url" in card["message"] and not card["props"].get("attachments")
+
+
+async def test_a_click_after_the_expiry_is_refused_and_expires_the_card_then(mattermost: FakeMattermost,
+                                                                            sqlite_url: str) -> None:
+    alice = mattermost.add_user("alice")
+    async with awaiting_decision(mattermost, sqlite_url, asker=alice, tuning=NO_SWEEP) as pending:
+        await make_overdue(sqlite_url)
+        await mattermost.click(pending.card, alice, "approve")
+        await mattermost.wait_for(lambda: pending.last_said(mattermost).startswith("done:"))
+    [notice] = notices_to(mattermost, alice)
+    assert notice.startswith(":no_entry_sign: Expired at ")
+    closed = pending.current(mattermost)
+    assert closed["message"].startswith("**Expired**") and not closed["props"].get("attachments")
+    assert pending.last_said(mattermost) == "done: Nobody approved this call before it expired, so it was not run."
+    assert pending.executed == [] and await approval_statuses(sqlite_url) == ["expired"]
+
+
+async def test_a_gated_call_leaves_the_card_and_the_answer(mattermost: FakeMattermost, sqlite_url: str) -> None:
+    alice = mattermost.add_user("alice")
+    async with awaiting_decision(mattermost, sqlite_url, asker=alice) as pending:
+        await mattermost.click(pending.card, alice, "approve")
+        await mattermost.wait_for(lambda: pending.last_said(mattermost) == "done: deployed web")
+    [card, answer] = pending.bot_posts(mattermost)
+    assert card["id"] == pending.card["id"] and card["message"].startswith("**Approved** by @alice")
+    assert answer["message"] == "done: deployed web"
+
+
+async def test_the_decider_is_named_with_the_handle(mattermost: FakeMattermost, sqlite_url: str) -> None:
+    alice = mattermost.add_user("alice", first_name="Alice", last_name="Smith")
+    async with awaiting_decision(mattermost, sqlite_url, asker=alice) as pending:
+        await mattermost.click(pending.card, alice, "approve")
+        await mattermost.wait_for(lambda: pending.last_said(mattermost) == "done: deployed web")
+    assert pending.current(mattermost)["message"].startswith("**Approved** by Alice Smith (@alice) at ")
+    assert notices_to(mattermost, alice) == ["Approved by Alice Smith (@alice)."]

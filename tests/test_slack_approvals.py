@@ -6,22 +6,26 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 from urllib.parse import urlencode
 
 import pytest
 import pytest_asyncio
 
+from gateway.server.app import Tuning
 from tests.fakes.slack import FakeSlack
 from tests.gated_tools import deploy_registry
-from tests.records import approval_statuses
+from tests.harness import FAST
+from tests.records import approval_statuses, make_overdue
 from tests.scripted import calls_then_answers
 from tests.slack_harness import SlackBot, running_gateway
 
 DEPLOY = [{"id": "deploy"}]
 DEPLOY_WEB: tuple[tuple[str, dict[str, object]], ...] = (("deploy_service", {"service": "web"}),)
 APPROVE, DENY = "approval:approve", "approval:deny"
+NO_SWEEP = replace(FAST, expiry_interval=3600.0)
+"""The expiry sweep never runs during a test: whatever expires, a click expired."""
 
 
 @pytest_asyncio.fixture
@@ -39,11 +43,6 @@ def buttons(card: dict[str, Any]) -> list[str]:
     return [e["action_id"] for block in card.get("blocks") or [] for e in block.get("elements") or []]
 
 
-def card_updates(slack: FakeSlack, card: dict[str, Any]) -> list[dict[str, Any]]:
-    """The `chat.update` calls that edited this card."""
-    return [c.params for c in slack.calls if c.method == "chat.update" and c.params.get("ts") == card["ts"]]
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Pending:
     bot: SlackBot
@@ -52,6 +51,13 @@ class Pending:
     """The thread the request started, where the card and the answer go."""
     card: dict[str, Any]
     executed: list[str]
+    shown_at: int
+    """How many API calls Slack had seen when the card was shown."""
+
+    def card_updates(self, slack: FakeSlack) -> list[dict[str, Any]]:
+        """The `chat.update` calls that edited the card since it was shown."""
+        return [c.params for c in slack.calls[self.shown_at:]
+                if c.method == "chat.update" and c.params.get("ts") == self.card["ts"]]
 
     def replies(self, slack: FakeSlack) -> list[str]:
         """What the bot has written in the thread, oldest first."""
@@ -67,11 +73,12 @@ class Pending:
 
 @asynccontextmanager
 async def serving(slack: FakeSlack, bot: SlackBot, database_url: str, executed: list[str],
-                  calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB) -> AsyncIterator[None]:
+                  calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB,
+                  tuning: Tuning = FAST) -> AsyncIterator[None]:
     """A gateway process for `bot` whose agent calls `deploy_service` as scripted, then answers."""
     async with running_gateway(slack, [bot], database_url=database_url, redis_url=None,
                                model=calls_then_answers(*calls), registry=deploy_registry(executed),
-                               capabilities=DEPLOY):
+                               capabilities=DEPLOY, tuning=tuning):
         yield
 
 
@@ -79,17 +86,19 @@ async def serving(slack: FakeSlack, bot: SlackBot, database_url: str, executed: 
 async def awaiting_decision(slack: FakeSlack, database_url: str, *, asker: dict[str, Any],
                             others: tuple[dict[str, Any], ...] = (), binding: dict[str, Any] | None = None,
                             transport: Literal["socket", "http"] = "socket",
-                            calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB) -> AsyncIterator[Pending]:
+                            calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB,
+                            tuning: Tuning = FAST) -> AsyncIterator[Pending]:
     """A running gateway whose agent, asked by `asker` in #ops, wants to run `deploy_service`; the card is
     in the request's thread."""
     executed: list[str] = []
     bot = SlackBot(app=slack.add_app("helper"), transport=transport, binding=binding or {})
     ops = slack.add_channel("ops", members=[asker, *others, bot.app])
-    async with serving(slack, bot, database_url, executed, calls):
+    async with serving(slack, bot, database_url, executed, calls, tuning):
         said = await slack.user_says(ops, asker, f"{bot.mention} deploy web")
         await slack.wait_for(lambda: len(cards(slack, ops, bot, said["ts"])) == 1)
         [card] = cards(slack, ops, bot, said["ts"])
-        yield Pending(bot=bot, channel=ops, thread_ts=said["ts"], card=card, executed=executed)
+        yield Pending(bot=bot, channel=ops, thread_ts=said["ts"], card=card, executed=executed,
+                      shown_at=len(slack.calls))
 
 
 @pytest.mark.parametrize("transport", ["socket", "http"])
@@ -102,7 +111,7 @@ async def test_only_the_requester_decides_and_the_answer_continues_in_the_thread
         await slack.user_clicks(pending.bot.app, card, mallory, APPROVE)
         await slack.wait_for(lambda: len(slack.ephemeral) == 1)
         assert slack.ephemeral[0]["user"] == mallory["id"] and pending.executed == []
-        assert card_updates(slack, card) == []
+        assert pending.card_updates(slack) == []
         await slack.user_clicks(pending.bot.app, card, alice, APPROVE)
         await slack.wait_for(lambda: pending.replies(slack)[-1:] == ["done: deployed web"])
     assert pending.executed == ["web"]
@@ -117,7 +126,7 @@ async def test_a_denial_is_told_to_the_model(slack: FakeSlack, sqlite_url: str) 
         await slack.user_clicks(pending.bot.app, pending.card, alice, DENY)
         await slack.wait_for(lambda: pending.replies(slack)[-1].startswith("done:"))
     assert pending.executed == []
-    assert pending.replies(slack)[-1] == "done: Alice denied this call; it was not run."
+    assert pending.replies(slack)[-1] == "done: Alice (@alice) denied this call; it was not run."
 
 
 async def test_concurrent_clicks_decide_once(slack: FakeSlack, database_url: str) -> None:
@@ -132,7 +141,7 @@ async def test_concurrent_clicks_decide_once(slack: FakeSlack, database_url: str
     assert sum(e["text"].startswith("Already") for e in slack.ephemeral) == 2
     [status] = await approval_statuses(database_url)
     assert pending.executed == (["web"] if status == "approved" else []), "run once if approved, else never"
-    assert len(card_updates(slack, card)) == 1
+    assert len(pending.card_updates(slack)) == 1
 
 
 async def test_a_click_after_a_restart_resumes_the_parked_run(slack: FakeSlack, database_url: str) -> None:
@@ -157,7 +166,8 @@ async def test_an_undecided_call_expires_and_the_card_says_so(slack: FakeSlack, 
     assert pending.replies(slack)[-1] == "done: Nobody approved this call before it expired, so it was not run."
     closed = pending.current_card(slack)
     assert closed["text"].startswith("*Expired*") and buttons(closed) == []
-    assert [(e["user"], e["text"]) for e in slack.ephemeral] == [(alice["id"], "Already expired.")]
+    [(told, notice)] = [(e["user"], e["text"]) for e in slack.ephemeral]
+    assert told == alice["id"] and notice.startswith("Expired at ") and notice.endswith("the call was not run.")
 
 
 async def test_a_click_with_a_forged_signature_is_refused(slack: FakeSlack, sqlite_url: str) -> None:
@@ -179,9 +189,12 @@ async def test_two_person_rule(slack: FakeSlack, sqlite_url: str) -> None:
         await slack.user_clicks(pending.bot.app, pending.card, alice, APPROVE)
         await slack.wait_for(lambda: len(slack.ephemeral) == 1)
         assert slack.ephemeral[0]["text"] == "Your approval is recorded (1 of 2)." and pending.executed == []
+        voted = pending.current_card(slack)
+        assert "Approved by Alice (@alice) (1 of 2)." in voted["text"] and buttons(voted) == [APPROVE, DENY]
         await slack.user_clicks(pending.bot.app, pending.card, bob, APPROVE)
         await slack.wait_for(lambda: pending.replies(slack)[-1:] == ["done: deployed web"])
     assert pending.executed == ["web"]
+    assert pending.current_card(slack)["text"].startswith("*Approved* by Alice (@alice) and Bob (@bob) at ")
 
 
 async def test_a_continuation_that_asks_again_posts_a_new_card(slack: FakeSlack, sqlite_url: str) -> None:
@@ -195,3 +208,41 @@ async def test_a_continuation_that_asks_again_posts_a_new_card(slack: FakeSlack,
         await slack.user_clicks(pending.bot.app, second, alice, APPROVE)
         await slack.wait_for(lambda: pending.replies(slack)[-1:] == ["done: deployed worker"])
     assert pending.executed == ["web", "worker"]
+
+
+async def test_a_click_after_the_expiry_is_refused_and_expires_the_card_then(slack: FakeSlack,
+                                                                            sqlite_url: str) -> None:
+    alice = slack.add_user("alice", real_name="Alice")
+    async with awaiting_decision(slack, sqlite_url, asker=alice, tuning=NO_SWEEP) as pending:
+        await make_overdue(sqlite_url)
+        await slack.user_clicks(pending.bot.app, pending.card, alice, APPROVE)
+        await slack.wait_for(lambda: pending.replies(slack)[-1].startswith("done:"))
+    [notice] = slack.ephemeral
+    assert notice["user"] == alice["id"] and notice["text"].startswith("Expired at ")
+    closed = pending.current_card(slack)
+    assert closed["text"].startswith("*Expired*") and buttons(closed) == []
+    assert pending.replies(slack)[-1] == "done: Nobody approved this call before it expired, so it was not run."
+    assert pending.executed == []
+
+
+async def test_a_gated_call_leaves_the_card_and_the_answer(slack: FakeSlack, sqlite_url: str) -> None:
+    alice = slack.add_user("alice", real_name="Alice")
+    async with awaiting_decision(slack, sqlite_url, asker=alice) as pending:
+        await slack.user_clicks(pending.bot.app, pending.card, alice, APPROVE)
+        await slack.wait_for(lambda: pending.replies(slack)[-1:] == ["done: deployed web"])
+    [card, answer] = [m for m in slack.messages(pending.channel, thread_ts=pending.thread_ts)
+                      if m.get("user") == pending.bot.user_id]
+    assert card["ts"] == pending.card["ts"] and card["text"].startswith("*Approved* by Alice")
+    assert answer["text"] == "done: deployed web"
+
+
+async def test_the_decider_is_named_with_the_handle(slack: FakeSlack, sqlite_url: str) -> None:
+    alice = slack.add_user("alice", real_name="Alice Smith")
+    async with awaiting_decision(slack, sqlite_url, asker=alice) as pending:
+        await slack.user_clicks(pending.bot.app, pending.card, alice, APPROVE)
+        await slack.wait_for(lambda: pending.replies(slack)[-1:] == ["done: deployed web"])
+        await slack.user_clicks(pending.bot.app, pending.card, alice, DENY)
+        await slack.wait_for(lambda: len(slack.ephemeral) == 2)
+    assert pending.current_card(slack)["text"].startswith("*Approved* by Alice Smith (@alice) at ")
+    assert [e["text"] for e in slack.ephemeral] == ["Approved by Alice Smith (@alice).",
+                                                    "Already approved by Alice Smith (@alice)."]

@@ -6,7 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -16,17 +16,19 @@ from sqlalchemy import select, update
 from typer.testing import CliRunner
 
 from gateway.cli.main import app
-from gateway.server.app import Gateway
+from gateway.server.app import Gateway, Tuning
 from storage.db import Database
 from storage.models import ParkedRunRow
 from tests.fakes.telegram import FakeTelegram
 from tests.gated_tools import deploy_registry
-from tests.harness import TelegramBot, running_gateway
-from tests.records import approval_statuses
+from tests.harness import FAST, TelegramBot, running_gateway
+from tests.records import approval_statuses, make_overdue
 from tests.scripted import calls_then_answers
 
 DEPLOY = [{"id": "deploy"}]
 DEPLOY_WEB: tuple[tuple[str, dict[str, object]], ...] = (("deploy_service", {"service": "web"}),)
+NO_SWEEP = replace(FAST, expiry_interval=3600.0)
+"""The expiry sweep never runs during a test: whatever expires, a click expired."""
 
 
 @pytest_asyncio.fixture
@@ -65,13 +67,13 @@ async def awaiting_decision(telegram: FakeTelegram, database_url: str, *, chat: 
                             asker: dict[str, Any], text: str, binding: dict[str, Any] | None = None,
                             redis_url: str | None = None, transport: str = "polling", thread: int | None = None,
                             calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB,
-                            ) -> AsyncIterator[Pending]:
+                            tuning: Tuning = FAST) -> AsyncIterator[Pending]:
     """A running gateway whose agent has asked to run `deploy_service`; the card is in the chat."""
     executed: list[str] = []
     bot = TelegramBot(binding=binding or {}, transport=transport).register(telegram)
     async with running_gateway(telegram, [bot], database_url=database_url, redis_url=redis_url,
                                model=calls_then_answers(*calls), registry=deploy_registry(executed),
-                               capabilities=DEPLOY) as gateway:
+                               capabilities=DEPLOY, tuning=tuning) as gateway:
         await telegram.user_says(bot.token, chat, asker, text, message_thread_id=thread)
         await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
         yield Pending(bot=bot, card=cards(telegram, chat["id"])[0], executed=executed, gateway=gateway)
@@ -187,7 +189,70 @@ async def test_an_undecided_call_expires_and_the_card_says_so(telegram: FakeTele
     assert texts(telegram, chat["id"])[-1] == "done: Nobody approved this call before it expired, so it was not run."
     [closed] = [m for m in telegram.bot_messages(chat["id"]) if m["message_id"] == pending.card["message_id"]]
     assert closed["text"].startswith("Expired")
-    assert answers_to_clicks(telegram)[0]["text"] == "Already expired."
+    assert answers_to_clicks(telegram)[0]["text"].startswith("Expired at ")
+
+
+def current(telegram: FakeTelegram, chat: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+    """`message` as the chat shows it now."""
+    [found] = [m for m in telegram.bot_messages(chat["id"]) if m["message_id"] == message["message_id"]]
+    return found
+
+
+async def test_a_click_after_the_expiry_is_refused_and_expires_the_card_then(telegram: FakeTelegram,
+                                                                            database_url: str) -> None:
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with awaiting_decision(telegram, database_url, chat=chat, asker=alice, text="deploy web",
+                                 tuning=NO_SWEEP) as pending:
+        await make_overdue(database_url)
+        await telegram.user_clicks(pending.bot.token, pending.card, alice, buttons(pending.card)["✅ Approve"])
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1].startswith("done:"))
+    [answer] = answers_to_clicks(telegram)
+    assert answer["show_alert"] is True and answer["text"].startswith("Expired at ")
+    closed = current(telegram, chat, pending.card)
+    assert closed["text"].startswith("Expired") and not closed.get("reply_markup")
+    assert texts(telegram, chat["id"])[-1] == "done: Nobody approved this call before it expired, so it was not run."
+    assert pending.executed == [] and await approval_statuses(database_url) == ["expired"]
+
+
+async def test_clicks_racing_the_sweep_past_the_expiry_decide_once(telegram: FakeTelegram, database_url: str) -> None:
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with awaiting_decision(telegram, database_url, chat=chat, asker=alice, text="deploy web") as pending:
+        await make_overdue(database_url)  # the sweep runs every 0.3 s here: it races the clicks
+        approve = buttons(pending.card)["✅ Approve"]
+        await asyncio.gather(telegram.user_clicks(pending.bot.token, pending.card, alice, approve),
+                             telegram.user_clicks(pending.bot.token, pending.card, alice, approve))
+        await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 2
+                                and texts(telegram, chat["id"])[-1].startswith("done:"))
+    assert [a["text"][:11] for a in answers_to_clicks(telegram)] == ["Expired at "] * 2
+    assert sum(t.startswith("done:") for t in texts(telegram, chat["id"])) == 1, "the run resumed once"
+    assert pending.executed == [] and await approval_statuses(database_url) == ["expired"]
+
+
+async def test_a_gated_call_leaves_the_card_and_the_answer(telegram: FakeTelegram, sqlite_url: str) -> None:
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with awaiting_decision(telegram, sqlite_url, chat=chat, asker=alice, text="deploy web") as pending:
+        assert [m["message_id"] for m in telegram.bot_messages(chat["id"])] == [pending.card["message_id"]]
+        await telegram.user_clicks(pending.bot.token, pending.card, alice, buttons(pending.card)["✅ Approve"])
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1:] == ["done: deployed web"])
+    [card, answer] = telegram.bot_messages(chat["id"])
+    assert card["message_id"] == pending.card["message_id"] and card["text"].startswith("Approved by Alice")
+    assert answer["text"] == "done: deployed web"
+
+
+async def test_the_decider_is_named_with_the_handle(telegram: FakeTelegram, sqlite_url: str) -> None:
+    alice = telegram.add_user(1001, "Alice", last_name="Smith", username="alice")
+    chat = telegram.private_chat(alice)
+    async with awaiting_decision(telegram, sqlite_url, chat=chat, asker=alice, text="deploy web") as pending:
+        await telegram.user_clicks(pending.bot.token, pending.card, alice, buttons(pending.card)["✅ Approve"])
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1:] == ["done: deployed web"])
+        await telegram.user_clicks(pending.bot.token, pending.card, alice, buttons(pending.card)["✖️ Deny"])
+        await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 2)
+    assert current(telegram, chat, pending.card)["text"].startswith("Approved by Alice Smith (@alice) at ")
+    assert [a["text"] for a in answers_to_clicks(telegram)] == ["Approved by Alice Smith (@alice).",
+                                                                "Already approved by Alice Smith (@alice)."]
 
 
 async def test_two_person_rule(telegram: FakeTelegram, sqlite_url: str) -> None:
@@ -202,9 +267,14 @@ async def test_two_person_rule(telegram: FakeTelegram, sqlite_url: str) -> None:
         await telegram.wait_for(lambda: len(answers_to_clicks(telegram)) == 1)
         assert answers_to_clicks(telegram)[0]["text"] == "Your approval is recorded (1 of 2)."
         assert pending.executed == []
+        voted = current(telegram, group, pending.card)
+        assert "Approved by Alice (@alice) (1 of 2)." in voted["text"] and buttons(voted)["✅ Approve"] == approve
         await telegram.user_clicks(pending.bot.token, pending.card, bob, approve)
         await telegram.wait_for(lambda: texts(telegram, group["id"])[-1:] == ["done: deployed web"])
     assert pending.executed == ["web"]
+    closed = current(telegram, group, pending.card)
+    assert closed["text"].startswith("Approved by Alice (@alice) and Bob (@bob) at ")
+    assert not closed.get("reply_markup")
 
 
 async def test_a_continuation_that_asks_again_posts_a_new_card(telegram: FakeTelegram, sqlite_url: str) -> None:

@@ -64,6 +64,8 @@ CATCH_UP_MARGIN = 120.0
 """Read back this far before the last moment the stream was known alive: keepalive needs up to ~40 s to
 notice a dead connection, and the server's clock may differ a little from ours. Dedupe absorbs the overlap."""
 IDLE_TICK = 15.0
+CLICKER_NAME = "gateway_clicker_name"
+"""Key under which a stored button call carries the clicker's full name, looked up before it is delivered."""
 
 
 class Streaming:
@@ -203,7 +205,8 @@ class MattermostAdapter:
         address = ChatAddress(bot_id=self.bot_id, platform="mattermost", channel_id=click.channel_id,
                               thread_id=click.thread_id, is_direct=click.is_direct)
         clicker = Speaker(platform="mattermost", platform_user_id=click.user_id, workspace=self._people.workspace,
-                          handle=click.user_name or None, display_name=click.user_name or click.user_id)
+                          handle=click.user_name or None,
+                          display_name=str(payload.get(CLICKER_NAME) or click.user_name or click.user_id))
         once = click.trigger_id or f"{click.user_id}:{click.verb}"
         return ApprovalClick(approval_id=click.approval_id, verb=click.verb, clicker=clicker,
                              card=MessageRef(address=address, message_id=click.post_id),
@@ -255,7 +258,7 @@ class MattermostAdapter:
             WebhookAnswer: the bot is not a member of the post's channel; the answer's `text` says so there.
         """
         if route == "actions":
-            return self._click_event(body)
+            return await self._click_event(body)
         if route != "webhook":
             raise MalformedPayload(f"mattermost takes no {route} calls")
         try:
@@ -280,12 +283,19 @@ class MattermostAdapter:
                             mentions=[me.user_id] if me and mentioned else [],
                             trigger_word=fields.get("trigger_word", ""))
 
-    def _click_event(self, body: bytes) -> dict[str, Any]:
-        """A verified button call, as the parser reads it. Raises `MalformedPayload` for anything else."""
+    async def _click_event(self, body: bytes) -> dict[str, Any]:
+        """A verified button call, as the parser reads it, with the clicker's full name (the call names only
+        the username). Raises `MalformedPayload` for anything else."""
         click = _json_object(body)
         if click is None or not is_click(click):
             raise MalformedPayload("not an interactive button call")
-        return click
+        user_id = str(click.get("user_id") or "")
+        try:
+            name = display_name((await self._people.users([user_id])).get(user_id, {})) if user_id else ""
+        except Exception as exc:  # the click stands without the name; the username names the clicker
+            log.warning("mattermost bot %r could not look up clicker %s: %s", self.bot_id, user_id, exc)
+            name = ""
+        return {**click, CLICKER_NAME: name} if name else click
 
     # -- to the wire ---------------------------------------------------------------------------------
 
@@ -303,14 +313,21 @@ class MattermostAdapter:
 
     async def post_approval(self, address: ChatAddress, card: ApprovalCard) -> MessageRef:
         """The card with Approve and Deny buttons; without `server.public_url` it can only expire, and says so."""
+        text, props = self._card(address, card)
+        post = await self._api.create_post(address.channel_id, text, address.thread_id or "", props)
+        return MessageRef(address=address, message_id=str(post["id"]))
+
+    async def edit_approval(self, ref: MessageRef, card: ApprovalCard) -> None:
+        await self._api.replace_post(ref.message_id, *self._card(ref.address, card))
+
+    def _card(self, address: ChatAddress, card: ApprovalCard) -> tuple[str, dict[str, Any] | None]:
+        """The card's message and the props that carry its buttons (None: no buttons)."""
         if self._action_url is None or self._action_key is None:
             log.warning("mattermost bot %r posted an approval card without buttons: set server.public_url so "
                         "Mattermost can call back", self.bot_id)
-            text = f"{card.summary}\n\n_No buttons: this gateway has no `server.public_url` for Mattermost to call._"
-            return await self.send(address, text)
-        props = approval_props(card, address, url=self._action_url, key=self._action_key)
-        post = await self._api.create_post(address.channel_id, card.summary, address.thread_id or "", props)
-        return MessageRef(address=address, message_id=str(post["id"]))
+            return (f"{card.summary}\n\n_No buttons: this gateway has no `server.public_url` for Mattermost to "
+                    "call._"), None
+        return card.summary, approval_props(card, address, url=self._action_url, key=self._action_key)
 
     async def close_approval(self, ref: MessageRef, outcome: ApprovalOutcome) -> None:
         await self._api.replace_post(ref.message_id, outcome.summary)  # the whole post: the buttons go

@@ -151,10 +151,10 @@ class MattermostApi:
             post["props"] = props
         return await self._call("POST /posts", self._driver.posts.create_post, post)
 
-    async def replace_post(self, post_id: str, message: str) -> dict[str, Any]:
+    async def replace_post(self, post_id: str, message: str, props: dict[str, Any] | None = None) -> dict[str, Any]:
         """`PUT /posts/{id}`: the whole post, so props (buttons) not given are removed."""
         return await self._call("PUT /posts/{id}", self._driver.posts.update_post, post_id,
-                                {"id": post_id, "message": message, "props": {}})
+                                {"id": post_id, "message": message, "props": props or {}})
 
     async def ephemeral_post(self, user_id: str, channel_id: str, root_id: str, message: str) -> dict[str, Any]:
         """A post only `user_id` sees, until they reload."""

@@ -269,12 +269,16 @@ class SlackAdapter:
 
     async def post_approval(self, address: ChatAddress, card: ApprovalCard) -> MessageRef:
         text = render_slack_mrkdwn(card.summary)
-        blocks = [_section(text), {"type": "actions", "block_id": f"approval:{card.approval_id}", "elements": [
-            _button("Approve", "approval:approve", card.approval_id, "primary"),
-            _button("Deny", "approval:deny", card.approval_id, "danger")]}]
         response = await self._call("chat.postMessage", self._client.chat_postMessage(
-            channel=channel(address.channel_id), thread_ts=address.thread_id, text=text[:TEXT_CAP], blocks=blocks))
+            channel=channel(address.channel_id), thread_ts=address.thread_id, text=text[:TEXT_CAP],
+            blocks=_card_blocks(text, card)))
         return MessageRef(address=address, message_id=str(response["ts"]))
+
+    async def edit_approval(self, ref: MessageRef, card: ApprovalCard) -> None:
+        text = render_slack_mrkdwn(card.summary)
+        await self._call("chat.update", self._client.chat_update(
+            channel=channel(ref.address.channel_id), ts=ref.message_id, text=text[:TEXT_CAP],
+            blocks=_card_blocks(text, card)))
 
     async def close_approval(self, ref: MessageRef, outcome: ApprovalOutcome) -> None:
         """Replace the card's blocks with its outcome, which removes the buttons."""
@@ -426,6 +430,12 @@ def _attachments(event: Mapping[str, Any]) -> tuple[FileRef, ...]:
 
 def _section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_LIMIT]}}
+
+
+def _card_blocks(text: str, card: ApprovalCard) -> list[dict[str, Any]]:
+    return [_section(text), {"type": "actions", "block_id": f"approval:{card.approval_id}", "elements": [
+        _button("Approve", "approval:approve", card.approval_id, "primary"),
+        _button("Deny", "approval:deny", card.approval_id, "danger")]}]
 
 
 def _button(label: str, action_id: str, value: str, style: str) -> dict[str, Any]:

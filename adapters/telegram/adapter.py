@@ -234,14 +234,18 @@ class TelegramAdapter:
 
     async def post_approval(self, address: ChatAddress, card: ApprovalCard) -> MessageRef:
         thread = int(address.thread_id) if address.thread_id else None
-        buttons = InlineKeyboardMarkup([[InlineKeyboardButton("✅ Approve", callback_data=f"ap:{card.approval_id}"),
-                                         InlineKeyboardButton("✖️ Deny", callback_data=f"dn:{card.approval_id}")]])
 
         async def post(body: str, parse_mode: str | None) -> Message:
             return await self._bot.send_message(chat_id=address.channel_id, text=body, parse_mode=parse_mode,
-                                                message_thread_id=thread, reply_markup=buttons)
+                                                message_thread_id=thread, reply_markup=_buttons(card))
         message = await self._formatted(post, card.summary)
         return MessageRef(address=address, message_id=str(message.message_id))
+
+    async def edit_approval(self, ref: MessageRef, card: ApprovalCard) -> None:
+        async def change(body: str, parse_mode: str | None) -> Any:
+            return await self._bot.edit_message_text(chat_id=ref.address.channel_id, message_id=int(ref.message_id),
+                                                     text=body, parse_mode=parse_mode, reply_markup=_buttons(card))
+        await self._formatted(change, card.summary)
 
     async def close_approval(self, ref: MessageRef, outcome: ApprovalOutcome) -> None:
         await self.edit(ref, outcome.summary)  # an edit without reply_markup removes the buttons
@@ -311,6 +315,11 @@ class Polling:
                 await deliver(update)
                 if isinstance(update.get("update_id"), int):
                     offset = update["update_id"] + 1
+
+
+def _buttons(card: ApprovalCard) -> InlineKeyboardMarkup:
+    return InlineKeyboardMarkup([[InlineKeyboardButton("✅ Approve", callback_data=f"ap:{card.approval_id}"),
+                                  InlineKeyboardButton("✖️ Deny", callback_data=f"dn:{card.approval_id}")]])
 
 
 def _attachments(message: Message) -> tuple[FileRef, ...]:

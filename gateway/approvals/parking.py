@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from pydantic_ai import ConversationTypeAdapter, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
-from adapters.base import ApprovalClick, ApprovalOutcome, ChatAddress, MessageRef
+from adapters.base import ApprovalClick, ApprovalOutcome, ChatAddress, MessageRef, joined_names
 from adapters.protocols import Chat
-from gateway.approvals.store import Approval, Approvals, NewCall, args_hash, refusal
+from gateway.approvals.store import Approval, Approvals, NewCall, args_hash, named, refusal
 from gateway.people.conversations import Conversations
 from gateway.pipeline.live_reply import LiveReply
 from gateway.pipeline.runtime import (
@@ -60,7 +61,8 @@ class ApprovalFlow:
         self._waits = tuple(waits)
 
     async def park(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: Parked) -> None:
-        """Store the parked run, then put what it waits on to the chat: one card per gated call."""
+        """Store the parked run, then put what it waits on to the chat: one card per gated call, the first in the
+        reply's placeholder when that shows only the waiting line."""
         calls = [NewCall(tool_call_id=c.tool_call_id, tool_id=c.tool_id, tool_name=c.tool_name, args=c.args)
                  for c in outcome.calls]
         parked_run_id, approvals = await self._approvals.park(
@@ -69,11 +71,25 @@ class ApprovalFlow:
             requester=deps.speaker, policy=deps.binding.spec.approvals)
         for wait in self._waits:  # stored before any card is out: a click must not resume the run without them
             await wait.ask(adapter, deps, parked_run_id, outcome)
+        placeholder = outcome.placeholder_id
         for approval in approvals:
-            ref = await adapter.post_approval(deps.address, approval.card)
-            await self._approvals.attach_card(approval.id, ref.message_id)
+            ref = await self._show_card(adapter, deps.address, approval, placeholder)
+            placeholder = None
+            await self._approvals.attach_card(approval.id, approval.conversation_key, ref.message_id)
         log.info("run %d parked for %d approval(s) in %s", outcome.run_id, len(approvals),
                  deps.address.conversation_key)
+
+    async def _show_card(self, adapter: Chat, address: ChatAddress, approval: Approval,
+                         placeholder_id: str | None) -> MessageRef:
+        """The placeholder edited into the card; a new card when there is none or the edit fails."""
+        if placeholder_id is not None:
+            ref = MessageRef(address=address, message_id=placeholder_id)
+            try:
+                await adapter.edit_approval(ref, approval.card)
+                return ref
+            except Exception as exc:  # the card still has to reach the chat: post it below the waiting line
+                log.warning("could not turn the placeholder into approval card %s: %s", approval.id, exc)
+        return await adapter.post_approval(address, approval.card)
 
     async def on_click(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> None:
         approval = await self._approvals.get(click.approval_id)
@@ -82,12 +98,12 @@ class ApprovalFlow:
             log.warning("bot %r: click on an unknown or mismatched approval card refused", click.card.address.bot_id)
             await adapter.answer_click(click, "This button does not belong to a pending approval.", refused=True)
             return
+        if approval.status == "pending" and approval.expires_at <= utcnow():
+            if await self._expired_by_click(adapter, click, approval.id):
+                return
+            approval = await self._current(approval)
         if approval.status != "pending":
-            if approval.card_closed_at is None:  # its earlier edit failed: the card must stop offering buttons
-                await self._close_card(adapter, click.card, approval)
-            await adapter.answer_click(click, f"Already {approval.status}.", refused=True)
-            if retried:
-                await self.resume(adapter, approval.parked_run_id, reclaim=True)
+            await self._answer_late(adapter, click, approval, retried=retried)
             return
         reason = refusal(approval, click.clicker)
         if reason is not None:
@@ -97,41 +113,65 @@ class ApprovalFlow:
             return
         await self._decide(adapter, click, approval)
 
+    async def _answer_late(self, adapter: Chat, click: ApprovalClick, approval: Approval, *, retried: bool) -> None:
+        """A click on a decided card: the clicker is told what was decided, and by whom."""
+        current = await self._current(approval)
+        if current.card_closed_at is None:  # its earlier edit failed: the card must stop offering buttons
+            await self._close_card(adapter, click.card, current)
+        await adapter.answer_click(click, settled(current), refused=True)
+        if retried:
+            await self.resume(adapter, current.parked_run_id, reclaim=True)
+
     async def _decide(self, adapter: Chat, click: ApprovalClick, approval: Approval) -> None:
-        name = click.clicker.display_name
-        if click.verb == "approve" and approval.policy.required_approvals > 1:
+        name = named(click.clicker)
+        needed = approval.policy.required_approvals
+        if click.verb == "approve" and needed > 1:
             votes = await self._approvals.vote(approval.id, click.clicker)
-            if votes < approval.policy.required_approvals:
-                await adapter.answer_click(click, f"Your approval is recorded ({votes} of "
-                                                  f"{approval.policy.required_approvals}).")
+            if len(votes) < needed:
+                await self._show_votes(adapter, click.card, replace(approval, approved_by=votes))
+                await adapter.answer_click(click, f"Your approval is recorded ({len(votes)} of {needed}).")
                 return
+            name = joined_names(votes)
         verdict = "approved" if click.verb == "approve" else "denied"
         decided = await self._approvals.decide(approval.id, verdict, name)
         if decided is None:
-            current = await self._approvals.get(approval.id)
-            status = current.status if current and current.status != "pending" else "expired"
-            await adapter.answer_click(click, f"Already {status}.", refused=True)
+            current = await self._current(approval)
+            # still pending: it expired between the look and the swap, so this click expires it
+            if current.status == "pending" and await self._expired_by_click(adapter, click, approval.id):
+                return
+            await self._answer_late(adapter, click, current, retried=False)
             return
         await self._close_card(adapter, click.card, decided)
-        await adapter.answer_click(click, f"{verdict.capitalize()}.")
+        await adapter.answer_click(click, f"{verdict.capitalize()} by {decided.decided_by}.")
         await self.resume(adapter, decided.parked_run_id)
+
+    async def _show_votes(self, adapter: Chat, card: MessageRef, approval: Approval) -> None:
+        """The card, still open, names who approved so far; a decision that landed meanwhile is shown again."""
+        try:
+            await adapter.edit_approval(card, approval.card)
+        except Exception as exc:  # the vote stands; the card says so at the next vote or when it closes
+            log.warning("could not show the votes on approval card %s: %s", approval.id, exc)
+            return
+        current = await self._approvals.get(approval.id)
+        if current is not None and current.status != "pending":
+            await self._close_card(adapter, card, current)
 
     async def expire_due(self) -> int:
         """Deny every call nobody decided in time, say so on its card, and resume its run; likewise close
-        what the waits let expire."""
+        what the waits let expire. A click on an expired card does the same at once (`on_click`)."""
         expired = 0
         for approval_id in await self._approvals.due_for_expiry():
-            decided = await self._approvals.decide(approval_id, "expired", None)
-            if decided is None:
+            approval = await self._approvals.get(approval_id)
+            if approval is None:
                 continue
-            expired += 1
-            adapter, address = await self._home(decided.parked_run_id)
-            if adapter is None:
+            adapter, address = await self._home(approval.parked_run_id)
+            if adapter is None:  # nobody here can close its card or resume its run; it must not stay due
+                await self._approvals.decide(approval_id, "expired", None)
                 continue
-            if decided.card_message_id:
-                await self._close_card(adapter, MessageRef(address=address, message_id=decided.card_message_id),
-                                       decided)
-            await self.resume(adapter, decided.parked_run_id)
+            decided = await self._expire(adapter, approval_id, MessageRef(address=address, message_id=""))
+            if decided is not None:
+                expired += 1
+                await self.resume(adapter, decided.parked_run_id)
         for wait in self._waits:
             for parked_run_id in await wait.expire_due():
                 expired += 1
@@ -139,6 +179,27 @@ class ApprovalFlow:
                 if adapter is not None:
                     await self.resume(adapter, parked_run_id)
         return expired
+
+    async def _expired_by_click(self, adapter: Chat, click: ApprovalClick, approval_id: str) -> bool:
+        """A click past the expiry expires the approval then and there, as the sweep would have: the card turns
+        expired, the clicker is told, the run resumes. False when another decision came first."""
+        decided = await self._expire(adapter, approval_id, click.card)
+        if decided is None:
+            return False
+        await adapter.answer_click(click, settled(decided), refused=True)
+        await self.resume(adapter, decided.parked_run_id)
+        return True
+
+    async def _expire(self, adapter: Chat, approval_id: str, card: MessageRef) -> Approval | None:
+        """Expire an approval past its time by the compare-and-swap every decision takes, so the sweep and a
+        click decide once; the winner closes the card (`card` gives its address). None: decided already."""
+        decided = await self._approvals.decide(approval_id, "expired", None)
+        if decided is None:
+            return None
+        log.info("approval %s expired", approval_id)
+        if decided.card_message_id:
+            await self._close_card(adapter, replace(card, message_id=decided.card_message_id), decided)
+        return decided
 
     async def resume(self, adapter: Chat, parked_run_id: int, *, reclaim: bool = False) -> None:
         """Continue the parked run once nothing of it is open, exactly once across replicas; its answer is
@@ -168,6 +229,9 @@ class ApprovalFlow:
         elif isinstance(outcome, Parked):
             await self.park(adapter, deps, parked.conversation_id, outcome)
 
+    async def _current(self, approval: Approval) -> Approval:
+        return await self._approvals.get(approval.id) or approval
+
     async def _home(self, parked_run_id: int) -> tuple[Chat | None, ChatAddress]:
         """The adapter of the bot the parked run belongs to (None: this gateway does not run it) and its address."""
         parked = await self._approvals.parked(parked_run_id)
@@ -186,6 +250,13 @@ class ApprovalFlow:
             log.warning("could not update approval card %s: %s", decided.id, exc)
             return
         await self._approvals.mark_card_closed(decided.id)
+
+
+def settled(approval: Approval) -> str:
+    """What a click on a decided card is told."""
+    if approval.status == "expired":
+        return f"Expired at {approval.expires_at:%H:%M} UTC: nobody decided in time, so the call was not run."
+    return f"Already {approval.status} by {approval.decided_by}."
 
 
 def parked_snapshot(deps: TurnDeps, outcome: Parked) -> dict[str, object]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
@@ -12,19 +11,11 @@ from adapters.protocols import Chat
 from capabilities.subagents.questions import asked, with_answer
 from gateway.approvals.parking import CHANGED_RESULT
 from gateway.approvals.question_store import DelegateQuestions, NewQuestion, Question
+from gateway.pipeline.router import TakenAnswer
 from gateway.pipeline.runtime import Parked, TurnDeps
 from storage.models import utcnow
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TakenAnswer:
-    """A message that answered an open question: the parked run it belongs to resumes."""
-
-    parked_run_id: int
-    retried: bool
-    """The message was taken before a crash: the resume it started may be left half done."""
 
 
 class QuestionFlow:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import and_, exists, func, select, update
+from sqlalchemy import and_, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ApprovalCard, Speaker
@@ -42,12 +42,14 @@ class Approval:
     expires_at: datetime
     card_message_id: str | None
     card_closed_at: datetime | None = None
+    approved_by: tuple[str, ...] = ()
+    """Who has approved so far (`vote`), in order; loaded by `get` and `decide`."""
 
     @property
     def card(self) -> ApprovalCard:
         return ApprovalCard(approval_id=self.id, tool_name=self.tool_name, arguments=readable(self.args),
                             requester=self.requester_name, expires_at=self.expires_at,
-                            needed=self.policy.required_approvals)
+                            needed=self.policy.required_approvals, approved_by=self.approved_by)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,15 +90,20 @@ class Approvals:
                                 conversation_key=conversation_key, tool_call_id=call.tool_call_id,
                                 tool_id=call.tool_id, tool_name=call.tool_name, args=call.args,
                                 args_hash=args_hash(call.args), requester_id=requester.platform_user_id,
-                                requester_name=requester.display_name, policy=policy.model_dump(mode="json"),
+                                requester_name=named(requester), policy=policy.model_dump(mode="json"),
                                 status="pending", expires_at=expires_at) for call in calls]
             session.add_all(rows)
             await session.flush()
             return parked.id, [_approval(row) for row in rows]
         return await self._db.transaction(work)
 
-    async def attach_card(self, approval_id: str, message_id: str) -> None:
+    async def attach_card(self, approval_id: str, conversation_key: str, message_id: str) -> None:
+        """The message that shows this approval's card. A message shows one card: an earlier approval whose card
+        it was (a retried turn's, whose placeholder took the new card) no longer has one."""
         async def work(session: AsyncSession) -> None:
+            await session.execute(update(ApprovalRow).where(ApprovalRow.conversation_key == conversation_key,
+                                                            ApprovalRow.card_message_id == message_id)
+                                  .values(card_message_id=None))
             await session.execute(update(ApprovalRow).where(ApprovalRow.id == approval_id)
                                   .values(card_message_id=message_id))
         await self._db.transaction(work)
@@ -110,19 +117,18 @@ class Approvals:
     async def get(self, approval_id: str) -> Approval | None:
         async def work(session: AsyncSession) -> Approval | None:
             row = await session.get(ApprovalRow, approval_id)
-            return _approval(row) if row is not None else None
+            return _approval(row, await _voters(session, approval_id)) if row is not None else None
         return await self._db.transaction(work)
 
-    async def vote(self, approval_id: str, voter: Speaker) -> int:
-        """Record one approver's yes (once per person); returns how many distinct approvers said yes."""
+    async def vote(self, approval_id: str, voter: Speaker) -> tuple[str, ...]:
+        """Record one approver's yes (once per person); returns every distinct approver so far, in order."""
         insert = insert_for(self._db.dialect)
 
-        async def work(session: AsyncSession) -> int:
+        async def work(session: AsyncSession) -> tuple[str, ...]:
             await session.execute(insert(ApprovalVoteRow).values(
-                approval_id=approval_id, voter_id=voter.platform_user_id, voter_name=voter.display_name,
+                approval_id=approval_id, voter_id=voter.platform_user_id, voter_name=named(voter),
                 created_at=utcnow()).on_conflict_do_nothing(index_elements=["approval_id", "voter_id"]))
-            count = select(func.count()).where(ApprovalVoteRow.approval_id == approval_id)
-            return int((await session.execute(count)).scalar_one())
+            return await _voters(session, approval_id)
         return await self._db.transaction(work)
 
     async def decide(self, approval_id: str, verdict: Verdict, decided_by: str | None) -> Approval | None:
@@ -134,7 +140,7 @@ class Approvals:
                 update(ApprovalRow).where(ApprovalRow.id == approval_id, ApprovalRow.status == "pending", still_open)
                 .values(status=verdict, decided_by=decided_by, decided_at=now).returning(ApprovalRow))
             row = result.scalar_one_or_none()
-            return _approval(row) if row is not None else None
+            return _approval(row, await _voters(session, approval_id)) if row is not None else None
         return await self._db.transaction(work)
 
     async def due_for_expiry(self, *, limit: int = 50) -> list[str]:
@@ -200,6 +206,16 @@ def readable(args: Mapping[str, Any]) -> str:
     return text if len(text) <= ARGUMENTS_SHOWN else text[:ARGUMENTS_SHOWN - 1] + "…"
 
 
+def named(speaker: Speaker) -> str:
+    """How a person is named on cards and in click answers, alike on every platform: "Alice Smith (@alice)";
+    "@alice" where the platform knows only the handle; "Alice Smith" where there is no handle."""
+    if not speaker.handle:
+        return speaker.display_name
+    if speaker.display_name in ("", speaker.handle):
+        return f"@{speaker.handle}"
+    return f"{speaker.display_name} (@{speaker.handle})"
+
+
 def refusal(approval: Approval, clicker: Speaker) -> str | None:
     """Why this person may not decide this call, or None when they may."""
     policy = approval.policy
@@ -219,10 +235,16 @@ def _parked(row: ParkedRunRow) -> ParkedRun:
                      turn=row.turn, state=row.state)
 
 
-def _approval(row: ApprovalRow) -> Approval:
+async def _voters(session: AsyncSession, approval_id: str) -> tuple[str, ...]:
+    rows = await session.execute(select(ApprovalVoteRow.voter_name).where(ApprovalVoteRow.approval_id == approval_id)
+                                 .order_by(ApprovalVoteRow.id))
+    return tuple(rows.scalars())
+
+
+def _approval(row: ApprovalRow, approved_by: tuple[str, ...] = ()) -> Approval:
     return Approval(id=row.id, parked_run_id=row.parked_run_id, conversation_key=row.conversation_key,
                     tool_call_id=row.tool_call_id, tool_id=row.tool_id, tool_name=row.tool_name, args=row.args,
                     args_hash=row.args_hash, requester_id=row.requester_id, requester_name=row.requester_name,
                     policy=ApprovalPolicy.model_validate(row.policy), status=row.status,
                     decided_by=row.decided_by, decided_at=row.decided_at, expires_at=row.expires_at,
-                    card_message_id=row.card_message_id, card_closed_at=row.card_closed_at)
+                    card_message_id=row.card_message_id, card_closed_at=row.card_closed_at, approved_by=approved_by)

@@ -35,6 +35,16 @@ class ConfigError(Exception):
     """The configuration cannot be used; the message lists each problem with its field path."""
 
 
+def _reference_only(value: str) -> str:
+    if not _REFERENCE.match(value):
+        raise ValueError("write credentials as a ${ENV_VAR} reference, never the secret itself")
+    return value
+
+
+SecretReference = Annotated[str, AfterValidator(_reference_only)]
+"""A credential in gateway.yaml: always a `${ENV_VAR}` reference, resolved from the environment or secrets file."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -45,14 +55,9 @@ class OpenAIChatProfile(_Strict):
     provider: Literal["openai-chat"]
     base_url: str
     model: str
-    api_key: str | None = None
+    api_key: SecretReference | None = None
     """A `${ENV_VAR}` reference, as every credential is; local servers often need none, so leave it out."""
 
-    @field_validator("api_key")
-    @classmethod
-    def _key_by_reference(cls, value: str | None) -> str | None:
-        _require_reference(value)
-        return value
 
 
 ModelProfile = Annotated[str | OpenAIChatProfile, Field(union_mode="left_to_right")]
@@ -159,18 +164,13 @@ class BindingSpec(_Strict):
 
 class _BotSpecBase(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
-    token: str
+    token: SecretReference
     """A `${ENV_VAR}` reference to the bot's token."""
     api_base_url: str | None = None
     """The platform's API address, for self-hosted or compatible servers (and the tests' fakes)."""
     agent: str
     binding: BindingSpec = BindingSpec()
 
-    @field_validator("token")
-    @classmethod
-    def _token_by_reference(cls, value: str) -> str:
-        _require_reference(value)
-        return value
 
     @field_validator("api_base_url")
     @classmethod
@@ -201,16 +201,11 @@ class TelegramBotSpec(_BotSpecBase):
 class SlackBotSpec(_BotSpecBase):
     platform: Literal["slack"]
     transport: Literal["socket", "http"] = "socket"
-    app_token: str | None = None
+    app_token: SecretReference | None = None
     """`${ENV_VAR}` reference to the app-level `xapp-` token (Socket Mode)."""
-    signing_secret: str | None = None
+    signing_secret: SecretReference | None = None
     """`${ENV_VAR}` reference to the signing secret (Events API over HTTP)."""
 
-    @field_validator("app_token", "signing_secret")
-    @classmethod
-    def _secrets_by_reference(cls, value: str | None) -> str | None:
-        _require_reference(value)
-        return value
 
     @field_validator("api_base_url")
     @classmethod
@@ -236,16 +231,11 @@ class MattermostBotSpec(_BotSpecBase):
     api_base_url: str
     """The Mattermost server's URL; required, since no default server exists."""
     transport: Literal["websocket", "webhook"] = "websocket"
-    webhook_token: str | None = None
+    webhook_token: SecretReference | None = None
     """`${ENV_VAR}` reference to the outgoing webhook's token, pasted from Mattermost."""
     team: str | None = None
     """The team the bot serves (name or id); checked when the bot connects."""
 
-    @field_validator("webhook_token")
-    @classmethod
-    def _secrets_by_reference(cls, value: str | None) -> str | None:
-        _require_reference(value)
-        return value
 
     @field_validator("api_base_url")
     @classmethod
@@ -386,11 +376,6 @@ def reference_name(reference: str) -> str | None:
     """The variable a `${ENV_VAR}` reference names."""
     matched = _REFERENCE.match(reference)
     return matched.group(1) if matched else None
-
-
-def _require_reference(value: str | None) -> None:
-    if value is not None and not _REFERENCE.match(value):
-        raise ValueError("write credentials as a ${ENV_VAR} reference, never the secret itself")
 
 
 def _unique(section: str, names: list[str]) -> list[Problem]:

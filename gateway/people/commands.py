@@ -1,7 +1,8 @@
 """What a person can ask any bot in a DM without a model run: `link`, `link CODE`, `unlink`, `forget`.
 
-Only one-to-one chats reach this module: in a group these words are ordinary messages, so a code is
-never issued where others read it, nor accepted from there. Command turns stay out of the
+In a group these words are ordinary messages, so a code is never issued where others read it, nor
+accepted from there; only `link CODE` typed in a group is answered here, with where codes work, and
+the code it shows stops working, since others could read it. Command turns stay out of the
 conversation history, so a code never lands in a transcript or a log.
 """
 
@@ -10,7 +11,16 @@ from __future__ import annotations
 import logging
 import re
 
-from gateway.people.identities import CODE_LIFETIME, Identities, Linked, Redemption
+from adapters.base import Inbound
+from gateway.people.identities import (
+    CODE_ALPHABET,
+    CODE_LENGTH,
+    CODE_LIFETIME,
+    Identities,
+    Linked,
+    Redemption,
+    normalize_code,
+)
 from gateway.people.memory import MemoryNotes
 
 log = logging.getLogger(__name__)
@@ -33,6 +43,10 @@ FORGET_ASK = ("This deletes everything every agent of this gateway remembers abo
               "on every account linked to this one. It cannot be undone. Send `forget yes` to confirm.")
 NOTHING_TO_FORGET = "No agent of this gateway remembers anything about you."
 FORGOTTEN = "Done: {notes} note(s) deleted. No agent of this gateway remembers anything about you now."
+CODE_IN_GROUP = ("Link codes work in a direct message: send `link CODE` to a bot of this gateway in a direct "
+                 "message on your other platform.")
+CODE_IN_GROUP_RETIRED = ("Link codes work in a direct message. That code no longer works, since others here could "
+                         "read it: send `link` in a direct message for a new one.")
 
 
 class DirectCommands:
@@ -41,14 +55,22 @@ class DirectCommands:
         self._memory = memory
 
     @staticmethod
-    def recognizes(text: str) -> bool:
-        return _COMMAND.match(text.strip()) is not None
+    def recognizes(inbound: Inbound) -> bool:
+        """A command in a one-to-one chat; in a group, only `link CODE` (with something shaped like a code)."""
+        match = _COMMAND.match(inbound.text.strip())
+        if match is None:
+            return False
+        return inbound.address.is_direct or _code_shaped(match["code"])
 
-    async def answer(self, text: str, identity_id: int) -> str:
+    async def answer(self, inbound: Inbound, identity_id: int) -> str:
         """Carry out a command `recognizes` accepted, and say what happened."""
-        match = _COMMAND.match(text.strip())
+        match = _COMMAND.match(inbound.text.strip())
         if match is None:
             raise ValueError("not a direct command; check `recognizes` first")
+        if not inbound.address.is_direct:
+            retired = await self._identities.retire_code(match["code"])
+            log.info("a link code was typed in a group (%s)", "retired" if retired else "no live code")
+            return CODE_IN_GROUP_RETIRED if retired else CODE_IN_GROUP
         if match["link"]:
             return await (self._redeem(identity_id, match["code"]) if match["code"] else self._issue(identity_id))
         if match["unlink"]:
@@ -81,3 +103,8 @@ class DirectCommands:
         deleted = await self._memory.delete_owned(owners)
         log.info("identity %d: forgot %d memory note(s) across every agent", identity_id, deleted)
         return FORGOTTEN.format(notes=deleted)
+
+
+def _code_shaped(text: str | None) -> bool:
+    code = normalize_code(text or "")
+    return len(code) == CODE_LENGTH and set(code) <= set(CODE_ALPHABET)

@@ -120,6 +120,17 @@ class Identities:
             return Linked(person_id=person_id, other=_identity(await _row(session, issued.identity_id)))
         return await self._db.transaction(work)
 
+    async def retire_code(self, code: str) -> bool:
+        """Stop a live code from working (it was shown where others could read it); False when none matched."""
+        async def work(session: AsyncSession) -> bool:
+            now = utcnow()
+            issued = await _live_code(session, normalize_code(code), now)
+            if issued is None:
+                return False
+            issued.retired_at = now
+            return True
+        return await self._db.transaction(work)
+
     async def link(self, first_id: int, second_id: int) -> int:
         """Make two identities one person (an admin's shortcut for a code); returns the person id."""
         if first_id == second_id:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
+from typing import Protocol
 
 from adapters.base import ApprovalClick, Inbound
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Chat, ChatOutput, FollowsThreads
 from gateway.agents.bindings import Binding, BindingStore, is_listed
-from gateway.approvals.parking import ApprovalFlow
-from gateway.approvals.questions import QuestionFlow
 from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations, speaker_line, thread_context
 from gateway.people.scope import memory_owner
@@ -29,10 +29,37 @@ THREAD_CONTEXT_LIMIT = 50
 SLOW_DOWN = "You're sending messages faster than I can answer. Please wait a moment and try again."
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TakenAnswer:
+    """A message that answered an open question: the parked run it belongs to resumes."""
+
+    parked_run_id: int
+    retried: bool
+    """The message was taken before a crash: the resume it started may be left half done."""
+
+
+class ParkedRuns(Protocol):
+    """Where a run waiting on people goes, and how it comes back (`gateway/approvals/parking.py`)."""
+
+    async def park(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: Parked) -> None: ...
+
+    async def on_click(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> None: ...
+
+    async def resume(self, adapter: Chat, parked_run_id: int, *, reclaim: bool = False) -> None: ...
+
+
+class OpenQuestions(Protocol):
+    """Delegates' questions put to people (`gateway/approvals/questions.py`)."""
+
+    async def take_answer(self, inbound: Inbound, *, retried: bool) -> TakenAnswer | None:
+        """The parked run a message answers the open question of, or None: the message is a turn of its own."""
+        ...
+
+
 class Router:
     def __init__(self, *, adapters: Mapping[str, PlatformAdapter], bindings: BindingStore, conversations: Conversations,
-                 runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ApprovalFlow,
-                 questions: QuestionFlow, commands: DirectCommands) -> None:
+                 runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ParkedRuns,
+                 questions: OpenQuestions, commands: DirectCommands) -> None:
         self._adapters = adapters
         self._bindings = bindings
         self._conversations = conversations
@@ -60,7 +87,7 @@ class Router:
             if refusal and item.reply_message_id is None:
                 await adapter.send(inbound.address, refusal)
             return
-        if inbound.address.is_direct and self._commands.recognizes(inbound.text):
+        if self._commands.recognizes(inbound):
             await self._command(adapter, inbound, item)
             return
         # A question a delegate put to this person here is answered by their next message, not a new turn.
@@ -71,11 +98,12 @@ class Router:
         await self._answer(adapter, inbound, binding, item)
 
     async def _command(self, adapter: ChatOutput, inbound: Inbound, item: InboxItem) -> None:
-        """`link`, `unlink`, `forget` in a DM: answered here, kept out of the history, no model run."""
+        """`link`, `unlink`, `forget` in a DM, or a link code typed in a group: answered here, kept out of the
+        history, no model run."""
         if item.reply_message_id is not None:
             return  # answered before a crash; running it again would spend a code or a second link attempt
         identity_id = await self._conversations.identity(inbound.speaker)
-        ref = await adapter.send(inbound.address, await self._commands.answer(inbound.text, identity_id))
+        ref = await adapter.send(inbound.address, await self._commands.answer(inbound, identity_id))
         await self._inbox.remember_reply(item.id, ref.message_id)
 
     async def _answer(self, adapter: Chat, inbound: Inbound, binding: Binding, item: InboxItem) -> None:

@@ -116,6 +116,9 @@ class Parked:
     """The pydantic-ai conversation as JSON: enough to resume on any replica."""
     specialists: tuple[dict[str, Any], ...] = ()
     """The specialists the model wrote in this run (`create_agent`): carried with the parked run, restored on resume."""
+    placeholder_id: str | None = None
+    """The reply's message when it shows only the waiting line: the first card takes it over, so a gated call
+    leaves the card and the answer. None when the model wrote something of its own there."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,7 +189,8 @@ class Runtime:
             await self._set_run(run_id, status="parked", usage=result.usage + assembled.delegated)
             return Parked(run_id=run_id, calls=calls, questions=questions,
                           state=ConversationTypeAdapter.dump_json(result.conversation).decode(),
-                          specialists=tuple(assembled.specialists.values()))
+                          specialists=tuple(assembled.specialists.values()),
+                          placeholder_id=None if reply.shown_text.strip() else reply.message_id)
         refs = await reply.finish(result.output)
         await self._set_run(run_id, status="answered", usage=result.usage + assembled.delegated)
         await assembled.end_run()

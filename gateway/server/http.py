@@ -16,6 +16,14 @@ from gateway.pipeline.intake import Intake
 log = logging.getLogger(__name__)
 
 ReadinessCheck = Callable[[], Awaitable[dict[str, bool]]]
+WEBHOOK_ROUTES: tuple[tuple[str, WebhookRoute], ...] = (
+    ("telegram", "webhook"),
+    ("mattermost", "webhook"),  # the outgoing webhook; an answer's `text` tells the channel why the bot cannot answer
+    ("mattermost", "actions"),  # button clicks; the card is updated once the click is decided, not in this answer
+    ("slack", "events"),        # the Events API; the URL check gets its challenge back only once verified
+    ("slack", "interactions"),  # button clicks
+)
+"""`POST /{platform}/{bot}/{route}`: each is verified by the bot's adapter before anything is read."""
 
 
 def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness: ReadinessCheck,
@@ -28,29 +36,9 @@ def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness
         """The registry as it stands in this deployment, each config with its JSON Schema."""
         return JSONResponse({"capabilities": registry.describe() if registry is not None else []})
 
-    @app.post("/telegram/{bot}/webhook")
-    async def telegram_webhook(bot: str, request: Request) -> JSONResponse:
-        return await _webhook(intake, adapters, "telegram", bot, "webhook", request)
-
-    @app.post("/mattermost/{bot}/webhook")
-    async def mattermost_webhook(bot: str, request: Request) -> JSONResponse:
-        """Mattermost posts an answer's `text` in the channel: it tells people there why the bot cannot answer."""
-        return await _webhook(intake, adapters, "mattermost", bot, "webhook", request)
-
-    @app.post("/mattermost/{bot}/actions")
-    async def mattermost_actions(bot: str, request: Request) -> JSONResponse:
-        """Approval button clicks; the card is updated once the click is decided, not in this answer."""
-        return await _webhook(intake, adapters, "mattermost", bot, "actions", request)
-
-    @app.post("/slack/{bot}/events")
-    async def slack_events(bot: str, request: Request) -> JSONResponse:
-        """The Events API; the URL check gets its challenge back only once verified."""
-        return await _webhook(intake, adapters, "slack", bot, "events", request)
-
-    @app.post("/slack/{bot}/interactions")
-    async def slack_interactions(bot: str, request: Request) -> JSONResponse:
-        """Interactivity: approval button clicks."""
-        return await _webhook(intake, adapters, "slack", bot, "interactions", request)
+    for platform, route in WEBHOOK_ROUTES:
+        app.add_api_route(f"/{platform}/{{bot}}/{route}", _endpoint(intake, adapters, platform, route),
+                          methods=["POST"], name=f"{platform}_{route}")
 
     @app.get("/healthz")
     async def healthz() -> JSONResponse:
@@ -63,6 +51,13 @@ def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness
                             status_code=200 if all(checks.values()) else 503)
 
     return app
+
+
+def _endpoint(intake: Intake, adapters: Mapping[str, Webhook], platform: str,
+              route: WebhookRoute) -> Callable[[str, Request], Awaitable[JSONResponse]]:
+    async def endpoint(bot: str, request: Request) -> JSONResponse:
+        return await _webhook(intake, adapters, platform, bot, route, request)
+    return endpoint
 
 
 async def _webhook(intake: Intake, adapters: Mapping[str, Webhook], platform: str, bot: str, route: WebhookRoute,

@@ -254,7 +254,7 @@ class MattermostChat:
 
     def is_closed_as_approved(self, card: JSON) -> bool:
         [now] = [p for p in self.fake.posts(self.group) if p["id"] == card["id"]]
-        return now["message"].startswith("**Approved** by alice") and not now["props"].get("attachments")
+        return now["message"].startswith("**Approved** by @alice") and not now["props"].get("attachments")
 
     async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 5.0) -> None:  # noqa: ASYNC109
         await self.fake.wait_for(predicate, timeout=timeout)
