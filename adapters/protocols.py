@@ -133,13 +133,9 @@ class Cards(Protocol):
         """Post the card with Approve and Deny buttons, in the conversation's thread."""
         ...
 
-    async def edit_approval(self, ref: MessageRef, card: ApprovalCard) -> None:
-        """Edit the bot's own message `ref` into the card, buttons included: a parked run's placeholder taking
-        the card, or a card showing who approved so far."""
-        ...
-
-    async def close_approval(self, ref: MessageRef, outcome: ApprovalOutcome) -> None:
-        """Edit the card to its outcome and remove the buttons."""
+    async def update_approval(self, ref: MessageRef, state: ApprovalCard | ApprovalOutcome) -> None:
+        """Edit the bot's own message `ref` to the card's state: a pending card with its buttons (a parked run's
+        placeholder taking the card, or who approved so far), or its outcome, which removes the buttons."""
         ...
 
     async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:

@@ -317,8 +317,11 @@ class MattermostAdapter:
         post = await self._api.create_post(address.channel_id, text, address.thread_id or "", props)
         return MessageRef(address=address, message_id=str(post["id"]))
 
-    async def edit_approval(self, ref: MessageRef, card: ApprovalCard) -> None:
-        await self._api.replace_post(ref.message_id, *self._card(ref.address, card))
+    async def update_approval(self, ref: MessageRef, state: ApprovalCard | ApprovalOutcome) -> None:
+        if isinstance(state, ApprovalCard):
+            await self._api.replace_post(ref.message_id, *self._card(ref.address, state))
+        else:
+            await self._api.replace_post(ref.message_id, state.summary)  # the whole post: the buttons go
 
     def _card(self, address: ChatAddress, card: ApprovalCard) -> tuple[str, dict[str, Any] | None]:
         """The card's message and the props that carry its buttons (None: no buttons)."""
@@ -328,9 +331,6 @@ class MattermostAdapter:
             return (f"{card.summary}\n\n_No buttons: this gateway has no `server.public_url` for Mattermost to "
                     "call._"), None
         return card.summary, approval_props(card, address, url=self._action_url, key=self._action_key)
-
-    async def close_approval(self, ref: MessageRef, outcome: ApprovalOutcome) -> None:
-        await self._api.replace_post(ref.message_id, outcome.summary)  # the whole post: the buttons go
 
     async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
         """An ephemeral post only the clicker sees, in the card's thread."""

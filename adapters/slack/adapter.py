@@ -274,18 +274,12 @@ class SlackAdapter:
             blocks=_card_blocks(text, card)))
         return MessageRef(address=address, message_id=str(response["ts"]))
 
-    async def edit_approval(self, ref: MessageRef, card: ApprovalCard) -> None:
-        text = render_slack_mrkdwn(card.summary)
+    async def update_approval(self, ref: MessageRef, state: ApprovalCard | ApprovalOutcome) -> None:
+        """New blocks for the card: its buttons while pending, the outcome alone once decided."""
+        text = render_slack_mrkdwn(state.summary)
+        blocks = _card_blocks(text, state) if isinstance(state, ApprovalCard) else [_section(text)]
         await self._call("chat.update", self._client.chat_update(
-            channel=channel(ref.address.channel_id), ts=ref.message_id, text=text[:TEXT_CAP],
-            blocks=_card_blocks(text, card)))
-
-    async def close_approval(self, ref: MessageRef, outcome: ApprovalOutcome) -> None:
-        """Replace the card's blocks with its outcome, which removes the buttons."""
-        text = render_slack_mrkdwn(outcome.summary)
-        await self._call("chat.update", self._client.chat_update(
-            channel=channel(ref.address.channel_id), ts=ref.message_id, text=text[:TEXT_CAP],
-            blocks=[_section(text)]))
+            channel=channel(ref.address.channel_id), ts=ref.message_id, text=text[:TEXT_CAP], blocks=blocks))
 
     async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
         """An ephemeral message in the card's thread: only the person who clicked sees it."""

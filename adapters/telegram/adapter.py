@@ -241,14 +241,15 @@ class TelegramAdapter:
         message = await self._formatted(post, card.summary)
         return MessageRef(address=address, message_id=str(message.message_id))
 
-    async def edit_approval(self, ref: MessageRef, card: ApprovalCard) -> None:
+    async def update_approval(self, ref: MessageRef, state: ApprovalCard | ApprovalOutcome) -> None:
+        if not isinstance(state, ApprovalCard):
+            await self.edit(ref, state.summary)  # an edit without reply_markup removes the buttons
+            return
+
         async def change(body: str, parse_mode: str | None) -> Any:
             return await self._bot.edit_message_text(chat_id=ref.address.channel_id, message_id=int(ref.message_id),
-                                                     text=body, parse_mode=parse_mode, reply_markup=_buttons(card))
-        await self._formatted(change, card.summary)
-
-    async def close_approval(self, ref: MessageRef, outcome: ApprovalOutcome) -> None:
-        await self.edit(ref, outcome.summary)  # an edit without reply_markup removes the buttons
+                                                     text=body, parse_mode=parse_mode, reply_markup=_buttons(state))
+        await self._formatted(change, state.summary)
 
     async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
         """Every callback query is answered, or the user's button keeps spinning; refusals as an alert."""

@@ -85,7 +85,7 @@ class ApprovalFlow:
         if placeholder_id is not None:
             ref = MessageRef(address=address, message_id=placeholder_id)
             try:
-                await adapter.edit_approval(ref, approval.card)
+                await adapter.update_approval(ref, approval.card)
                 return ref
             except Exception as exc:  # the card still has to reach the chat: post it below the waiting line
                 log.warning("could not turn the placeholder into approval card %s: %s", approval.id, exc)
@@ -148,7 +148,7 @@ class ApprovalFlow:
     async def _show_votes(self, adapter: Chat, card: MessageRef, approval: Approval) -> None:
         """The card, still open, names who approved so far; a decision that landed meanwhile is shown again."""
         try:
-            await adapter.edit_approval(card, approval.card)
+            await adapter.update_approval(card, approval.card)
         except Exception as exc:  # the vote stands; the card says so at the next vote or when it closes
             log.warning("could not show the votes on approval card %s: %s", approval.id, exc)
             return
@@ -245,7 +245,7 @@ class ApprovalFlow:
         outcome = ApprovalOutcome(card=decided.card, verdict=decided.status,  # type: ignore[arg-type]
                                   decided_by=decided.decided_by, decided_at=decided.decided_at or utcnow())
         try:
-            await adapter.close_approval(card, outcome)
+            await adapter.update_approval(card, outcome)
         except Exception as exc:  # the decision stands; the next click on this card edits it again
             log.warning("could not update approval card %s: %s", decided.id, exc)
             return
