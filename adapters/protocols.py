@@ -95,15 +95,19 @@ class Webhook(Protocol):
     platform: Platform
     identity: BotIdentity | None
 
-    def verify(self, headers: Mapping[str, str], body: bytes) -> None:
-        """Check a webhook call; raises `VerificationError` with a reason."""
+    def verify(self, route: WebhookRoute, headers: Mapping[str, str], body: bytes) -> None:
+        """Check a call to `route` over its raw headers and body, before anything else reads it.
+
+        Raises:
+            VerificationError: the credential is missing or wrong, or the body is too unreadable to carry one.
+        """
         ...
 
     async def read_webhook(self, route: WebhookRoute, headers: Mapping[str, str], body: bytes) -> Mapping[str, Any]:
         """The payload `parse` reads, from a verified call to `route`.
 
         Raises:
-            MalformedPayload: the body is not what `route` takes.
+            MalformedPayload: the body is not what `route` takes (it is kept as rejected and acknowledged).
             WebhookAnswer: the call is answered with a body of its own and delivers nothing.
         """
         ...

@@ -9,7 +9,6 @@ and `thread_id` is the root post id on both transports. Markdown is sent as is: 
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -41,6 +40,7 @@ from adapters.mattermost.events import (
     DIRECT,
     POSTED,
     Posted,
+    integer,
     names,
     names_a_room,
     posted_event,
@@ -53,6 +53,7 @@ from adapters.mattermost.people import MattermostPeople, display_name
 from adapters.mattermost.rest import MattermostApi, signed_in, status_of, websocket_url
 from adapters.mattermost.socket import SocketRefused, event_stream
 from adapters.protocols import WebhookAnswer, WebhookRoute
+from adapters.wire import UNREADABLE, read_json_object, refuse_unreadable
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,8 @@ CATCH_UP_MARGIN = 120.0
 """Read back this far before the last moment the stream was known alive: keepalive needs up to ~40 s to
 notice a dead connection, and the server's clock may differ a little from ours. Dedupe absorbs the overlap."""
 IDLE_TICK = 15.0
+REFUSED = frozenset({400, 403, 404})
+"""Statuses of a look-up for a post or channel that asking again will not change."""
 CLICKER_NAME = "gateway_clicker_name"
 """Key under which a stored button call carries the clicker's full name, looked up before it is delivered."""
 
@@ -97,7 +100,7 @@ class Streaming:
                 log.info("mattermost bot %r: event stream connected", self._bot_id)
                 while True:
                     event = await stream.next_event(idle=IDLE_TICK)
-                    if event is not None and event.get("event") == POSTED:
+                    if event is not None and (event.get("event") == POSTED or UNREADABLE in event):
                         await deliver(event)
                     self._seen_until = time.time()
         except SocketRefused:
@@ -179,6 +182,7 @@ class MattermostAdapter:
     # -- from the wire -------------------------------------------------------------------------------
 
     def parse(self, payload: Mapping[str, Any]) -> Inbound | ApprovalClick | None:
+        refuse_unreadable(payload)
         if is_click(payload):
             return self._parse_click(payload)
         event = read_posted(payload)
@@ -235,10 +239,16 @@ class MattermostAdapter:
             return event.user_id == me.user_id
         return bool(me.handle) and event.sender_name.lower() == f"@{me.handle}".lower()
 
-    def verify(self, headers: Mapping[str, str], body: bytes) -> None:
-        """A button click carries our HMAC in its context; an outgoing webhook call, the token the operator pasted."""
-        click = _json_object(body)
-        if click is not None and is_click(click):
+    def verify(self, route: WebhookRoute, headers: Mapping[str, str], body: bytes) -> None:
+        """A button call (`actions`) carries our HMAC in its context; an outgoing webhook call, the token the
+        operator pasted. Both credentials travel inside the body, so it is read bounded (`adapters/wire.py`)."""
+        if route == "actions":
+            try:
+                click = read_json_object(body, "button call")
+            except MalformedPayload as exc:
+                raise VerificationError(f"{exc}; a button call is a JSON object with a signed context") from None
+            if not is_click(click):
+                raise VerificationError("not an interactive button call with a signed context")
             check_click(click, self._action_key)
             return
         if not self._webhook_token:
@@ -254,41 +264,44 @@ class MattermostAdapter:
         """A verified button call (`actions`), or the `posted` event rebuilt for an outgoing webhook call (`webhook`).
 
         Raises:
-            MalformedPayload: the body is not what the route takes.
+            MalformedPayload: the body is not what the route takes, or names a post the bot cannot read.
             WebhookAnswer: the bot is not a member of the post's channel; the answer's `text` says so there.
         """
         if route == "actions":
-            return await self._click_event(body)
+            return await self._click_event(read_json_object(body, "button call"))
         if route != "webhook":
             raise MalformedPayload(f"mattermost takes no {route} calls")
         try:
-            return await self._posted_event(headers, body)
+            return await self._posted_event(read_webhook_fields(headers, body))
         except NotInChannel as exc:
             raise WebhookAnswer({"text": str(exc)}, str(exc)) from None
 
-    async def _posted_event(self, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
+    async def _posted_event(self, fields: Mapping[str, str]) -> dict[str, Any]:
         """The outgoing webhook names the post but not its thread: the event is rebuilt from the post."""
-        if (click := _json_object(body)) is not None and is_click(click):
-            raise MalformedPayload("a button click belongs on the actions route, not the outgoing webhook's")
-        fields = read_webhook_fields(headers, body)
         post_id, channel_id = fields.get("post_id", ""), fields.get("channel_id", "")
         if not post_id or not channel_id:
             raise MalformedPayload("outgoing webhook call without post_id or channel_id")
         await self._require_member(channel_id, fields.get("channel_name") or channel_id)
-        post = await self._api.post(post_id)
+        try:
+            post = await self._api.post(post_id)
+            channel_type = await self._channel_type(channel_id)
+        except Exception as exc:
+            if status_of(exc) in REFUSED:  # the call names a post or channel the server will never show the bot
+                raise MalformedPayload(f"outgoing webhook call names post {post_id!r} in channel {channel_id!r}, "
+                                       f"which mattermost answered with {status_of(exc)}") from None
+            raise
+        if not isinstance(post, Mapping) or post.get("channel_id") != channel_id:
+            raise MalformedPayload(f"outgoing webhook call names post {post_id!r}, not in channel {channel_id!r}")
         me = self.identity
         mentioned = me is not None and names(str(post.get("message") or ""), me.handle)
-        return posted_event(post, channel_type=await self._channel_type(channel_id),
+        return posted_event(post, channel_type=channel_type,
                             sender_name=f"@{fields['user_name']}" if fields.get("user_name") else "",
                             mentions=[me.user_id] if me and mentioned else [],
                             trigger_word=fields.get("trigger_word", ""))
 
-    async def _click_event(self, body: bytes) -> dict[str, Any]:
+    async def _click_event(self, click: dict[str, Any]) -> dict[str, Any]:
         """A verified button call, as the parser reads it, with the clicker's full name (the call names only
-        the username). Raises `MalformedPayload` for anything else."""
-        click = _json_object(body)
-        if click is None or not is_click(click):
-            raise MalformedPayload("not an interactive button call")
+        the username)."""
         user_id = str(click.get("user_id") or "")
         try:
             name = display_name((await self._people.users([user_id])).get(user_id, {})) if user_id else ""
@@ -361,7 +374,7 @@ class MattermostAdapter:
         posts: list[dict[str, Any]] = []
         for channel_id in await self._my_channel_ids():
             answer = await self._api.channel_posts_since(channel_id, since_ms)
-            posts.extend(p for p in (answer.get("posts") or {}).values() if (p.get("create_at") or 0) >= since_ms)
+            posts.extend(p for p in (answer.get("posts") or {}).values() if integer(p.get("create_at")) >= since_ms)
         if not posts:
             return []
         me = self.identity or BotIdentity(user_id="", handle=None, display_name="")
@@ -400,10 +413,3 @@ class MattermostAdapter:
         return (f"the bot account @{handle.lstrip('@')} is not a member of channel {channel!r}; add it with "
                 f"`/invite @{handle.lstrip('@')}` in that channel")
 
-
-def _json_object(body: bytes) -> dict[str, Any] | None:
-    try:
-        value = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, dict) else None

@@ -17,8 +17,11 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from adapters.base import FileRef, MalformedPayload
+from adapters.wire import read_json, read_json_object
 
 POSTED = "posted"
+FORM_FIELDS = 50
+"""Fields an outgoing webhook form may have; Mattermost sends about fifteen."""
 DIRECT = "D"
 _USERNAME_END = r"(?![\w-]|\.[\w-])"
 """A mention ends where the username does; a trailing period is punctuation, not part of the name."""
@@ -66,7 +69,7 @@ def read_posted(payload: Mapping[str, Any]) -> Posted | None:
     return Posted(
         post_id=post["id"], channel_id=post["channel_id"], channel_type=str(data.get("channel_type") or ""),
         user_id=post["user_id"], root_id=str(post.get("root_id") or ""), message=str(post.get("message") or ""),
-        create_at=_integer(post.get("create_at")), sender_name=str(data.get("sender_name") or ""),
+        create_at=integer(post.get("create_at")), sender_name=str(data.get("sender_name") or ""),
         mentions=frozenset(m for m in mentions if isinstance(m, str)) if isinstance(mentions, list) else frozenset(),
         trigger_word=str(data.get("trigger_word") or ""),
         from_bot=str(props.get("from_bot", "")).lower() == "true" or str(props.get("from_webhook", "")) == "true",
@@ -95,11 +98,11 @@ def replayed_events(posts: Iterable[Mapping[str, Any]], *, channel_types: Mappin
     A post older than the bot's first part in its thread (the bot's own post, or one naming it) is
     flagged, so that chatter from before the bot was asked is not answered as a thread follow-up.
     """
-    ordered = sorted(posts, key=lambda post: _integer(post.get("create_at")))
+    ordered = sorted(posts, key=lambda post: integer(post.get("create_at")))
     joined: dict[str, int] = {}
     for post in ordered:
         if post.get("user_id") == bot_user_id or names(str(post.get("message") or ""), bot_handle):
-            joined.setdefault(str(post.get("root_id") or post.get("id")), _integer(post.get("create_at")))
+            joined.setdefault(str(post.get("root_id") or post.get("id")), integer(post.get("create_at")))
     events = []
     for post in ordered:
         thread = str(post.get("root_id") or post.get("id"))
@@ -108,7 +111,7 @@ def replayed_events(posts: Iterable[Mapping[str, Any]], *, channel_types: Mappin
         events.append(posted_event(
             post, channel_type=channel_types.get(str(post.get("channel_id")), ""),
             sender_name=f"@{username}" if username else "", mentions=[bot_user_id] if named else [],
-            bot_joined_later=_integer(post.get("create_at")) < joined.get(thread, 0)))
+            bot_joined_later=integer(post.get("create_at")) < joined.get(thread, 0)))
     return events
 
 
@@ -137,14 +140,12 @@ def read_webhook_fields(headers: Mapping[str, str], body: bytes) -> dict[str, st
     content_type = {k.lower(): v for k, v in headers.items()}.get("content-type", "").lower()
     text = body.decode("utf-8", errors="replace").strip()
     if "json" in content_type or (not content_type.startswith("application/x-www-form") and text.startswith("{")):
-        try:
-            fields = json.loads(text)
-        except json.JSONDecodeError:
-            raise MalformedPayload("outgoing webhook body is not JSON") from None
-        if not isinstance(fields, dict):
-            raise MalformedPayload("outgoing webhook body is not a JSON object")
+        fields = read_json_object(text, "outgoing webhook body")
         return {str(k): "" if v is None else str(v) for k, v in fields.items()}
-    form = parse_qs(text, keep_blank_values=True)
+    try:
+        form = parse_qs(text, keep_blank_values=True, max_num_fields=FORM_FIELDS)
+    except ValueError:
+        raise MalformedPayload(f"outgoing webhook form has more than {FORM_FIELDS} fields") from None
     if not form:
         raise MalformedPayload("outgoing webhook body is neither JSON nor a form")
     return {k: v[0] for k, v in form.items()}
@@ -156,15 +157,10 @@ def _handle_pattern(handle: str) -> re.Pattern[str]:
 
 
 def _decoded(value: Any, where: str) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        raise MalformedPayload(f"{where} is not JSON") from None
+    return read_json(value, where) if isinstance(value, str) else value
 
 
-def _integer(value: Any) -> int:
+def integer(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 

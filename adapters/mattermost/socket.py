@@ -16,6 +16,9 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
+from adapters.base import MalformedPayload
+from adapters.wire import read_json_object, unreadable_frame
+
 PING_INTERVAL = 20.0
 """Keepalive: a connection that stops answering pings (a TCP reset, a dead proxy) ends within ~40 s."""
 PING_TIMEOUT = 20.0
@@ -38,6 +41,8 @@ class EventStream:
     async def next_event(self, *, idle: float) -> dict[str, Any] | None:
         """The next event; None after `idle` quiet seconds (the connection is still up, or pings would end it).
 
+        A frame that is not a JSON object comes back as the record of an unreadable frame (`adapters/wire.py`).
+
         Raises `websockets.ConnectionClosed` when the connection ends.
         """
         try:
@@ -46,10 +51,9 @@ class EventStream:
         except TimeoutError:
             return None
         try:
-            event = json.loads(frame)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return {}
-        return event if isinstance(event, dict) else {}
+            return read_json_object(frame, "event stream frame")
+        except MalformedPayload as exc:
+            return unreadable_frame(frame, str(exc))
 
 
 @asynccontextmanager
@@ -66,8 +70,9 @@ async def _authenticate(socket: ClientConnection, token: str) -> None:
     await socket.send(json.dumps({"seq": 1, "action": "authentication_challenge", "data": {"token": token}}))
     async with asyncio.timeout(OPEN_TIMEOUT):
         while True:
-            reply = json.loads(await socket.recv())
-            if not isinstance(reply, dict):
+            try:
+                reply = read_json_object(await socket.recv(), "authentication reply")
+            except MalformedPayload:
                 continue
             if reply.get("seq_reply") == 1:
                 if reply.get("status") == "OK":

@@ -10,8 +10,8 @@ thread inside a DM its own.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
-import json
 import logging
 import re
 import time
@@ -26,7 +26,6 @@ from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
-from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.base import (
@@ -51,12 +50,15 @@ from adapters.slack.directory import PERSON_SUBTYPES, SlackDirectory, channel, i
 from adapters.slack.markup import compact_entities, parse_slack_text, render_slack_mrkdwn
 from adapters.slack.people import People, SlackPerson, people_of
 from adapters.slack.socket import SocketMode
+from adapters.wire import read_json_object, refuse_unreadable
 
 log = logging.getLogger(__name__)
 
 DEFAULT_API = "https://slack.com"
 SIGNATURE_WINDOW = 5 * 60
 """Seconds a signed request stays acceptable (Slack's own advice)."""
+TIMESTAMP_DIGITS = 12
+"""Digits an `X-Slack-Request-Timestamp` may have: Unix seconds, with room to spare."""
 PIECE_LIMIT = 3_900
 """Markdown characters per message: `chat.update` refuses text past about 4,000 characters, so every
 piece is kept below that, with room for the `&amp;`-style escapes rendering adds."""
@@ -71,6 +73,8 @@ THREAD_PAGES = 10
 AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired",
                          "not_allowed_token_type", "missing_scope", "no_permission"})
 APPROVAL_ACTIONS: dict[str, Literal["approve", "deny"]] = {"approval:approve": "approve", "approval:deny": "deny"}
+FORM_FIELDS = 20
+"""Fields an interactivity form may have; Slack sends one, `payload`."""
 SECTION_LIMIT = 3_000
 """Characters a Block Kit `section` text may carry."""
 
@@ -130,6 +134,7 @@ class SlackAdapter:
 
     def parse(self, payload: Mapping[str, Any]) -> Inbound | ApprovalClick | None:
         """An Events API callback or a `block_actions` click, as sent over either transport."""
+        refuse_unreadable(payload)
         kind = payload.get("type")
         try:
             if kind == "block_actions":
@@ -154,7 +159,9 @@ class SlackAdapter:
     def _parse_message(self, payload: Mapping[str, Any], event: Mapping[str, Any]) -> Inbound | None:
         me = self._me()
         sender = event.get("user") or event.get("bot_id")
-        if not isinstance(sender, str) or sender == me.user_id or (
+        if sender is not None and not isinstance(sender, str):
+            raise MalformedPayload(f"slack message event whose sender is a {type(sender).__name__}")
+        if sender is None or sender == me.user_id or (
                 event.get("bot_id") and event.get("bot_id") == self._bot_app_id):
             return None
         people = people_of(payload)
@@ -207,8 +214,12 @@ class SlackAdapter:
             raise RuntimeError(f"adapter for bot {self.bot_id!r} parsed a message before open()")
         return self.identity
 
-    def verify(self, headers: Mapping[str, str], body: bytes) -> None:
-        """Slack's `v0` signature of the raw body, within five minutes of its timestamp."""
+    def verify(self, route: WebhookRoute, headers: Mapping[str, str], body: bytes) -> None:
+        """Slack's `v0` signature of the raw body, within five minutes of its timestamp.
+
+        The HMAC is taken over the bytes as they came (https://docs.slack.dev/authentication/verifying-requests-from-slack):
+        slack-sdk's `SignatureVerifier` decodes the body as UTF-8 first, which fails on any other bytes.
+        """
         if not self._signing_secret:
             raise VerificationError(f"slack bot {self.bot_id!r} has no signing_secret set; every Events API "
                                     "call is refused (set bots[].signing_secret to the app's Signing Secret)")
@@ -216,12 +227,13 @@ class SlackAdapter:
         timestamp, signature = given.get("x-slack-request-timestamp"), given.get("x-slack-signature")
         if not timestamp or not signature:
             raise VerificationError("missing X-Slack-Signature or X-Slack-Request-Timestamp")
-        if not timestamp.isdigit():
+        if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= TIMESTAMP_DIGITS):
             raise VerificationError("X-Slack-Request-Timestamp is not a number")
         if abs(time.time() - int(timestamp)) > SIGNATURE_WINDOW:
             raise VerificationError("X-Slack-Request-Timestamp is more than five minutes away; stale or replayed")
-        expected = SignatureVerifier(self._signing_secret).generate_signature(timestamp=timestamp, body=body) or ""
-        if not hmac.compare_digest(expected.encode(), signature.encode()):
+        base = b"v0:" + timestamp.encode() + b":" + body
+        expected = "v0=" + hmac.new(self._signing_secret.encode(), base, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", errors="replace")):
             raise VerificationError("X-Slack-Signature does not match the body")
 
     async def read_webhook(self, route: WebhookRoute, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
@@ -237,15 +249,14 @@ class SlackAdapter:
         if route not in ("events", "interactions"):
             raise MalformedPayload(f"slack takes no {route} calls")
         content_type = {key.lower(): value for key, value in headers.items()}.get("content-type", "")
-        try:
-            if content_type.startswith("application/x-www-form-urlencoded"):
-                payload = json.loads(parse_qs(body.decode())["payload"][0])
-            else:
-                payload = json.loads(body)
-        except (KeyError, ValueError, UnicodeDecodeError):
-            raise MalformedPayload("body is neither a JSON event nor a form with a JSON payload") from None
-        if not isinstance(payload, dict):
-            raise MalformedPayload("body is not a JSON object")
+        if content_type.startswith("application/x-www-form-urlencoded"):
+            try:
+                form = parse_qs(body.decode(), max_num_fields=FORM_FIELDS)["payload"][0]
+            except (KeyError, ValueError):  # UnicodeDecodeError is a ValueError
+                raise MalformedPayload("form body without a payload field") from None
+            payload = read_json_object(form, "the form's payload field")
+        else:
+            payload = read_json_object(body, "body")
         if (challenge := url_verification_challenge(payload)) is not None:
             raise WebhookAnswer({"challenge": challenge}, "slack url_verification")
         return await self.annotate(payload)

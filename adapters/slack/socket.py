@@ -10,14 +10,14 @@ Reconnecting after a failure (with backoff) belongs to the supervisor.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import aiohttp
 
-from adapters.base import Deliver, PlatformConfigError
+from adapters.base import Deliver, MalformedPayload, PlatformConfigError
+from adapters.wire import read_json_object, unreadable_frame
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,11 @@ async def hold_socket(session: aiohttp.ClientSession, url: str, handle: Handle, 
                 return f"error: {socket.exception()}"
             if message.type != aiohttp.WSMsgType.TEXT:
                 continue
-            envelope = _envelope(message.data, bot_id)
+            try:
+                envelope = read_json_object(message.data, "socket mode frame")
+            except MalformedPayload as exc:  # no envelope id to acknowledge: kept as rejected, and read on
+                await handle(unreadable_frame(message.data, str(exc)))
+                continue
             reason = await _dispatch(socket, envelope, handle, bot_id)
             if reason is not None:
                 return reason
@@ -83,7 +87,11 @@ async def hold_socket(session: aiohttp.ClientSession, url: str, handle: Handle, 
 
 async def _dispatch(socket: aiohttp.ClientWebSocketResponse, envelope: Mapping[str, Any], handle: Handle,
                     bot_id: str) -> str | None:
-    """Handle one frame; a `disconnect` frame's reason ends the connection."""
+    """Handle one frame; a `disconnect` frame's reason ends the connection.
+
+    An envelope that carries no readable payload is handed on as unreadable (kept as rejected) and
+    acknowledged like any other: unacknowledged, Slack would send it again and again.
+    """
     kind = envelope.get("type")
     if kind == "hello":
         log.info("slack socket mode connected for bot %r", bot_id)
@@ -94,16 +102,9 @@ async def _dispatch(socket: aiohttp.ClientWebSocketResponse, envelope: Mapping[s
         return reason
     elif envelope_id := envelope.get("envelope_id"):
         payload = envelope.get("payload")
-        if kind in PAYLOAD_TYPES and isinstance(payload, Mapping):
-            await handle(payload)
+        if kind in PAYLOAD_TYPES:
+            await handle(payload if isinstance(payload, Mapping)
+                         else unreadable_frame(repr(payload), f"{kind} envelope whose payload is not an object"))
         await socket.send_json({"envelope_id": envelope_id})
     return None
 
-
-def _envelope(data: str, bot_id: str) -> Mapping[str, Any]:
-    try:
-        envelope = json.loads(data)
-    except ValueError:
-        log.warning("slack socket mode sent bot %r a frame that is not JSON; skipped", bot_id)
-        return {}
-    return envelope if isinstance(envelope, Mapping) else {}

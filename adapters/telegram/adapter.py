@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
@@ -38,6 +37,7 @@ from adapters.base import (
 from adapters.protocols import WebhookRoute
 from adapters.telegram.directory import Call, TelegramDirectory
 from adapters.telegram.markup import render_telegram_html, render_telegram_plain
+from adapters.wire import read_json_object, refuse_unreadable, unreadable_frame
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -51,6 +51,8 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 DEFAULT_API = "https://api.telegram.org"
 ALLOWED_UPDATES = ("message", "callback_query")
 MAX_RETRY_AFTER = 60.0
+MAX_UPDATE_ID = 2**53
+"""Update ids past this are not Telegram's (they fit in a double), and are not used as an offset."""
 _GROUPS = (ChatType.GROUP, ChatType.SUPERGROUP)
 _VERBS: dict[str, Literal["approve", "deny"]] = {"ap:": "approve", "dn:": "deny"}
 
@@ -102,6 +104,7 @@ class TelegramAdapter:
     def parse(self, payload: Mapping[str, Any]) -> Inbound | ApprovalClick | None:
         # python-telegram-bot builds an update without checking field types, so a wrong-typed field fails
         # wherever it is first read: everything that reads the update counts as parsing it.
+        refuse_unreadable(payload)
         try:
             return self._read(payload)
         except _UNREADABLE as exc:
@@ -185,7 +188,7 @@ class TelegramAdapter:
             raise RuntimeError(f"adapter for bot {self.bot_id!r} parsed a message before open()")
         return self.identity
 
-    def verify(self, headers: Mapping[str, str], body: bytes) -> None:
+    def verify(self, route: WebhookRoute, headers: Mapping[str, str], body: bytes) -> None:
         if not self._webhook_secret:
             raise VerificationError(f"bot {self.bot_id!r} has no webhook secret; every call is refused")
         given = {k.lower(): v for k, v in headers.items()}.get(SECRET_HEADER.lower(), "")
@@ -196,13 +199,7 @@ class TelegramAdapter:
         """A webhook call's body is the update itself."""
         if route != "webhook":
             raise MalformedPayload(f"telegram takes no {route} calls")
-        try:
-            payload = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise MalformedPayload("body is not JSON") from None
-        if not isinstance(payload, dict):
-            raise MalformedPayload("body is not a JSON object")
-        return payload
+        return read_json_object(body, "body")
 
     # -- to the wire ---------------------------------------------------------------------------------
 
@@ -313,9 +310,21 @@ class Polling:
             except TimedOut:
                 continue
             for update in updates:
-                await deliver(update)
-                if isinstance(update.get("update_id"), int):
-                    offset = update["update_id"] + 1
+                readable = isinstance(update, Mapping)
+                await deliver(update if readable else unreadable_frame(repr(update), "update is not an object"))
+                offset = _next_offset(offset, update.get("update_id") if readable else None)
+
+
+def _next_offset(offset: int | None, update_id: Any) -> int | None:
+    """The offset that confirms an update just committed.
+
+    Update ids increase one by one (https://core.telegram.org/bots/api#update), so an update without a
+    usable id is confirmed as the one after the last: it must not be fetched again and again. A guess
+    too low only fetches it once more; it never confirms an update not yet seen.
+    """
+    if isinstance(update_id, int) and not isinstance(update_id, bool) and 0 <= update_id < MAX_UPDATE_ID:
+        return max(offset or 0, update_id + 1)
+    return offset + 1 if offset is not None else None
 
 
 def _buttons(card: ApprovalCard) -> InlineKeyboardMarkup:

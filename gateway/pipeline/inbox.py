@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -15,6 +16,12 @@ from storage.db import Database, insert_for
 from storage.models import InboxRow, utcnow
 
 MAX_ATTEMPTS = 3
+REJECT_EXCERPT = 4_096
+"""Bytes of an unreadable payload kept beside its hash and size."""
+REJECT_ERROR = 1_000
+"""Characters of the reason a payload was unreadable."""
+REJECTED_RETENTION = timedelta(days=3)
+"""How long a rejected payload is kept: long enough to look into, shorter than answered items."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,10 +45,16 @@ class Inbox:
                   "payload": dict(payload), "status": "pending", "created_at": utcnow()}
         return await self._insert_once(values)
 
-    async def reject(self, *, logical_id: str, bot_name: str, payload: Mapping[str, Any], error: str) -> None:
-        """Keep an unreadable payload for inspection instead of dropping it."""
-        values = {"logical_id": logical_id, "bot_name": bot_name, "conversation_key": "-",
-                  "payload": dict(payload), "status": "rejected", "error": error,
+    async def reject(self, *, bot_name: str, body: bytes, error: str) -> None:
+        """Keep what an unreadable payload was, for inspection: its hash, its size and its first bytes.
+
+        The hash is its logical id, so a redelivery of the same bytes is kept once.
+        """
+        digest = hashlib.sha256(body).hexdigest()
+        payload = {"sha256": digest, "size": len(body), "truncated": len(body) > REJECT_EXCERPT,
+                   "excerpt": _storable_text(body[:REJECT_EXCERPT].decode("utf-8", errors="replace"))}
+        values = {"logical_id": f"rejected:{bot_name}:{digest}", "bot_name": bot_name, "conversation_key": "-",
+                  "payload": payload, "status": "rejected", "error": _storable_text(error)[:REJECT_ERROR],
                   "created_at": utcnow(), "finished_at": utcnow()}
         await self._insert_once(values)
 
@@ -88,12 +101,15 @@ class Inbox:
         await self._finish(worker_id, item.id, status=status, error=error)
 
     async def prune(self, *, older_than: timedelta) -> int:
-        """Forget finished items (and with them their dedupe keys) once no platform would redeliver them."""
-        cutoff = utcnow() - older_than
+        """Forget finished items (and with them their dedupe keys) once no platform would redeliver them;
+        rejected ones sooner, after `REJECTED_RETENTION`."""
+        now = utcnow()
+        finished_before, rejected_before = now - older_than, now - min(older_than, REJECTED_RETENTION)
 
         async def work(session: AsyncSession) -> int:
-            result = await session.execute(delete(InboxRow).where(
-                InboxRow.status.in_(("done", "failed", "rejected")), InboxRow.finished_at < cutoff))
+            result = await session.execute(delete(InboxRow).where(or_(
+                and_(InboxRow.status.in_(("done", "failed")), InboxRow.finished_at < finished_before),
+                and_(InboxRow.status == "rejected", InboxRow.finished_at < rejected_before))))
             return int(result.rowcount or 0)
         return await self._db.transaction(work)
 
@@ -113,6 +129,11 @@ class Inbox:
         async def work(session: AsyncSession) -> bool:
             return (await session.execute(statement)).first() is not None
         return await self._db.transaction(work)
+
+
+def _storable_text(text: str) -> str:
+    """PostgreSQL's text cannot hold NUL, which platform bytes may carry."""
+    return text.replace("\x00", "\ufffd")
 
 
 def _open_or_expired(now: Any) -> Any:

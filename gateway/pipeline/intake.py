@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -15,6 +14,8 @@ from gateway.pipeline.inbox import Inbox
 log = logging.getLogger(__name__)
 
 IntakeResult = Literal["accepted", "duplicate", "ignored", "rejected"]
+KEY_LIMIT = 512
+"""Characters of the inbox's `logical_id` and `conversation_key` columns."""
 
 
 class Intake:
@@ -26,14 +27,18 @@ class Intake:
         self._answered_in = answered_in
 
     async def deliver(self, bot_name: str, payload: Mapping[str, Any]) -> IntakeResult:
-        """Returns once the event is durable (or deliberately dropped); only then may the platform be acked."""
+        """Returns once the event is durable (or deliberately dropped); only then may the platform be acked.
+
+        Nothing here raises on platform data: a payload the parser cannot read, or whose identity the
+        inbox cannot hold, is kept as rejected. Only the database failing raises, and then nothing is acked.
+        """
         adapter = self._adapters[bot_name]
         try:
             event = adapter.parse(payload)
+            if event is not None:
+                _check_storable(event)
         except MalformedPayload as exc:
-            log.error("bot %r received an unreadable payload, kept as rejected: %s", bot_name, exc)
-            await self._inbox.reject(logical_id=_fingerprint(bot_name, payload), bot_name=bot_name,
-                                     payload=payload, error=str(exc))
+            await self.reject(bot_name, _serialized(payload), str(exc))
             return "rejected"
         if isinstance(event, ApprovalClick):
             conversation = event.card.address  # decided in turn with the conversation the card belongs to
@@ -48,6 +53,11 @@ class Intake:
             return "duplicate"
         self._on_accepted()
         return "accepted"
+
+    async def reject(self, bot_name: str, body: bytes, reason: str) -> None:
+        """Keep an authenticated body that cannot be read as rejected (capped, with its hash), so it can be acked."""
+        log.error("bot %r received an unreadable payload, kept as rejected: %s", bot_name, reason)
+        await self._inbox.reject(bot_name=bot_name, body=body, error=reason)
 
     async def _addressed(self, adapter: Parser, event: Inbound) -> bool:
         """Named, replied to, or a DM; or, where threads are followed, inside a thread the bot answered in."""
@@ -66,6 +76,17 @@ class Intake:
         return deliver
 
 
-def _fingerprint(bot_name: str, payload: Mapping[str, Any]) -> str:
-    body = json.dumps(payload, sort_keys=True, default=str).encode()
-    return f"rejected:{bot_name}:{hashlib.sha256(body).hexdigest()}"
+def _check_storable(event: Inbound | ApprovalClick) -> None:
+    """Raises `MalformedPayload` for an identity the inbox's key columns cannot hold."""
+    address = event.card.address if isinstance(event, ApprovalClick) else event.address
+    for key in (event.logical_id, address.conversation_key):
+        if len(key) > KEY_LIMIT or "\x00" in key:
+            raise MalformedPayload(f"an id of {len(key)} characters, or with NUL, is not a platform's")
+
+
+def _serialized(payload: Mapping[str, Any]) -> bytes:
+    """The payload's bytes for its rejected record, however odd its values."""
+    try:
+        return json.dumps(payload, sort_keys=True, default=repr).encode()
+    except (TypeError, ValueError, RecursionError):  # mixed key types, 5,000-digit ints, deep nesting
+        return repr(sorted(map(str, payload))).encode()

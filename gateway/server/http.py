@@ -24,6 +24,8 @@ WEBHOOK_ROUTES: tuple[tuple[str, WebhookRoute], ...] = (
     ("slack", "interactions"),  # button clicks
 )
 """`POST /{platform}/{bot}/{route}`: each is verified by the bot's adapter before anything is read."""
+MAX_BODY = 1024 * 1024
+"""Bytes a webhook body may have: Slack, Telegram and Mattermost send a few kilobytes."""
 
 
 def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness: ReadinessCheck,
@@ -62,28 +64,54 @@ def _endpoint(intake: Intake, adapters: Mapping[str, Webhook], platform: str,
 
 async def _webhook(intake: Intake, adapters: Mapping[str, Webhook], platform: str, bot: str, route: WebhookRoute,
                    request: Request) -> JSONResponse:
-    """Verify, commit, then answer 2xx: the platform is acknowledged only for what is durable."""
+    """Verify the raw bytes, then read them, commit, and answer 2xx: the platform is acknowledged only for
+    what is durable. Any body gets a 4xx or that 2xx; a verified body that cannot be read is kept as rejected."""
     adapter = adapters.get(bot)
     if adapter is None or adapter.platform != platform:
         log.warning("%s webhook call for unknown bot %r refused", platform, bot)
         return _error(404, f"unknown {platform} bot {bot!r}")
     if adapter.identity is None:
         return _error(503, f"{platform} bot {bot!r} is not connected yet; retry shortly")
-    body = await request.body()
     try:
-        adapter.verify(request.headers, body)
+        body = await _bounded_body(request)
+    except BodyRefused as exc:
+        log.warning("%s webhook call for bot %r refused: %s", platform, bot, exc)
+        return _error(exc.status, str(exc))
+    try:
+        adapter.verify(route, request.headers, body)
     except VerificationError as exc:
         log.warning("%s webhook call for bot %r refused: %s", platform, bot, exc)
         return _error(403, str(exc))
     try:
         payload = await adapter.read_webhook(route, request.headers, body)
     except MalformedPayload as exc:
-        log.warning("%s webhook call for bot %r refused: %s", platform, bot, exc)
-        return _error(400, str(exc))
+        await intake.reject(bot, body, str(exc))
+        return JSONResponse({"ok": True, "outcome": "rejected"})
     except WebhookAnswer as answer:
         return JSONResponse(dict(answer.body))
     outcome = await intake.deliver(bot, payload)
     return JSONResponse({"ok": True, "outcome": outcome})
+
+
+class BodyRefused(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+async def _bounded_body(request: Request) -> bytes:
+    """The body, read no further than `MAX_BODY` bytes. Raises `BodyRefused` (413, or 400 for a bad length)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and not (declared.isascii() and declared.isdigit() and len(declared) <= 12):
+        raise BodyRefused(400, "Content-Length is not a number")
+    if declared is not None and int(declared) > MAX_BODY:
+        raise BodyRefused(413, f"body of {int(declared)} bytes is over the limit of {MAX_BODY}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise BodyRefused(413, f"body is over the limit of {MAX_BODY} bytes")
+    return bytes(body)
 
 
 def _error(status: int, reason: str) -> JSONResponse:

@@ -1,0 +1,67 @@
+"""Reading platform bytes without trusting them: bounded JSON, and the record of a frame that could not be read.
+
+Every JSON body, frame and embedded JSON string an adapter reads goes through `read_json`, so that no
+input raises anything but `MalformedPayload`: not `RecursionError` on deep nesting, not `ValueError`
+from an integer of 5,000 digits, not `UnicodeDecodeError`. A value that passes is one the inbox can
+store and every later reader can walk.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from adapters.base import MalformedPayload
+
+MAX_DEPTH = 32
+"""Nesting levels a platform payload may have; real ones (Slack blocks, Telegram replies) stay under 15."""
+UNREADABLE = "gateway_unreadable"
+"""Key of the payload a transport delivers for a frame it could not read (see `unreadable_frame`)."""
+FRAME_EXCERPT = 2_000
+"""Characters of an unreadable frame kept in its record."""
+
+
+def read_json(data: bytes | str, what: str) -> Any:
+    """`data` decoded as JSON, at most `MAX_DEPTH` levels deep. Raises `MalformedPayload` naming `what`."""
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, too many digits
+        raise MalformedPayload(f"{what} is not JSON") from None
+    if _deeper_than(value, MAX_DEPTH):
+        raise MalformedPayload(f"{what} nests deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def read_json_object(data: bytes | str, what: str) -> dict[str, Any]:
+    """As `read_json`, for a body that must be a JSON object."""
+    value = read_json(data, what)
+    if not isinstance(value, dict):
+        raise MalformedPayload(f"{what} is not a JSON object")
+    return value
+
+
+def unreadable_frame(frame: bytes | str, reason: str) -> dict[str, Any]:
+    """What a transport delivers for a frame it cannot read: every parser refuses it, so it is kept as rejected."""
+    text = frame.decode("utf-8", errors="replace") if isinstance(frame, bytes) else frame
+    return {UNREADABLE: reason, "frame": text[:FRAME_EXCERPT], "frame_size": len(text)}
+
+
+def refuse_unreadable(payload: Mapping[str, Any]) -> None:
+    """Raises `MalformedPayload` for the record of an unreadable frame; the first thing every `parse` does."""
+    if UNREADABLE in payload:
+        raise MalformedPayload(f"unreadable frame: {payload[UNREADABLE]}")
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Walked without recursion, since the point is to refuse what recursion cannot hold."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    return True
+                pending.append((child, depth + 1))
+    return False
