@@ -243,6 +243,12 @@ class MattermostSandbox(Sandbox):
 
     # -- the network -------------------------------------------------------------------------
 
+    async def send_frame(self, user: JSON, frame: str) -> None:
+        """Send ``frame`` verbatim on every event stream of ``user``, as a broken server or proxy might."""
+        for connection in [c for c in self._connections if c.user_id == user["id"]]:
+            await connection.socket.send_str(frame)
+        await self._notify()
+
     async def drop_connections(self, *, abrupt: bool = False) -> None:
         """End every event stream: a clean close (a server restart), or ``abrupt`` (a TCP reset)."""
         for connection in list(self._connections):

@@ -266,6 +266,19 @@ class SlackSandbox(Sandbox):
         app, payload = self._events[event_id]
         await self._deliver(app, payload, kind="events_api", retry=1)
 
+    async def send_frame(self, app: SlackApp, frame: str) -> None:
+        """Send ``frame`` verbatim over the app's Socket Mode connection, as a broken or hostile Slack might.
+
+        An envelope id in it is tracked like any other: acknowledged, it lands in ``app.acked``.
+        """
+        with contextlib.suppress(ValueError, AttributeError, RecursionError):
+            envelope = json.loads(frame)
+            if isinstance(envelope.get("envelope_id"), str):
+                app.unacked[envelope["envelope_id"]] = {**envelope, "retry_attempt": 0}
+        async with app.send_lock:
+            await app.sockets[-1].send_str(frame)
+        await self._notify()
+
     def events_for(self, app: SlackApp, *, event_type: str | None = None) -> list[JSON]:
         """The event callbacks sent to ``app``, oldest first."""
         return [copy.deepcopy(payload) for target, payload in self._events.values()
