@@ -18,7 +18,7 @@ Handler = Callable[[InboxItem], Awaitable[None]]
 
 class Worker:
     def __init__(self, inbox: Inbox, handle: Handler, *, concurrency: int = 8,
-                 lease: timedelta = timedelta(seconds=60), idle_poll: float = 1.0) -> None:
+                 lease: timedelta = timedelta(seconds=10), idle_poll: float = 1.0) -> None:
         self.worker_id = f"worker-{uuid.uuid4().hex[:12]}"
         self._inbox = inbox
         self._handle = handle
@@ -80,7 +80,7 @@ class Worker:
             self.wake()
 
     async def _renew_leases(self) -> None:
-        interval = self._lease.total_seconds() / 3
+        interval = self._lease.total_seconds() / 4
         while True:
             await asyncio.sleep(interval)
             try:

@@ -57,13 +57,15 @@ INBOX_RETENTION = timedelta(days=30)
 class Tuning:
     """Timings an operator rarely changes; tests shorten them."""
 
-    worker_lease: timedelta = timedelta(seconds=60)
+    worker_lease: timedelta = timedelta(seconds=10)
+    """How long a crashed replica's turn waits before another retries it; running turns renew it every quarter."""
     worker_concurrency: int = 8
     idle_poll: float = 1.0
     shutdown_grace: float = 10.0
     poll_timeout: int = 30
     transport_first_delay: float = 5.0
-    transport_lease_ttl: float = 30.0
+    transport_lease_ttl: float = 8.0
+    """How long the loss of the replica holding a bot's transport goes unnoticed; renewed every quarter."""
     expiry_interval: float = 30.0
     """Seconds between sweeps for approvals nobody decided in time."""
 
