@@ -17,7 +17,7 @@ from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations, speaker_line, thread_context
 from gateway.people.scope import memory_owner
 from gateway.pipeline.inbox import Inbox, InboxItem
-from gateway.pipeline.live_reply import LiveReply
+from gateway.pipeline.live_reply import LiveReply, Placeholder
 from gateway.pipeline.runtime import Answered, Parked, Runtime, Turn, TurnDeps
 from storage.cache import Cache
 
@@ -121,8 +121,10 @@ class Router:
                     prompt=speaker_line(inbound.speaker.display_name, inbound.text, group),
                     history=history, conversation_id=record.conversation_id,
                     identity_id=record.identity_id, inbox_id=item.id)
-        reply = LiveReply(adapter, inbound.address, placeholder_id=item.reply_message_id,
-                          on_started=partial(self._inbox.remember_reply, item.id))
+        placeholder = Placeholder(recorded_id=item.reply_message_id, key=inbound.logical_id,
+                                  record=partial(self._inbox.remember_reply, item.id),
+                                  answering=inbound.message_id, retried=item.attempts > 1)
+        reply = LiveReply(adapter, inbound.address, placeholder=placeholder)
         outcome = await self._runtime.run(turn, reply)
         if isinstance(outcome, Answered):
             await self._conversations.record_answer(record.conversation_id, run_id=outcome.run_id, text=outcome.text,
