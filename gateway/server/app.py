@@ -135,12 +135,13 @@ class Gateway:
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
                         commands=DirectCommands(identities=Identities(db), memory=memory))
         tuning = self._tuning
-        self.worker = Worker(inbox, router.handle, concurrency=tuning.worker_concurrency,
+        self.worker = Worker(inbox, router.handle, give_up=router.give_up, concurrency=tuning.worker_concurrency,
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll)
         intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in)
 
         async def readiness() -> dict[str, bool]:
-            return {"database": await _database_ok(db), "cache": await cache.ping(),
+            """Each dependency by name; a False one makes `/readyz` answer 503 (and the log says why)."""
+            return {"database": await _answers(_database_ok(db)), "cache": await _answers(cache.ping()),
                     "bots": all(a.identity is not None for a in self.adapters.values())}
 
         http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry)
@@ -225,10 +226,19 @@ async def _every(interval: float, job: Callable[[], Awaitable[object]], what: st
             log.exception("%s failed", what)
 
 
-async def _database_ok(db: Database) -> bool:
+READINESS_TIMEOUT = 2.0
+"""Seconds one readiness check may take; a dependency that does not answer by then counts as down."""
+
+
+async def _answers(check: Awaitable[bool]) -> bool:
     try:
-        async with db.session() as session:
-            await session.execute(text("SELECT 1"))
-    except Exception:  # readiness reports the failure; the reason is in the database's own log line
+        async with asyncio.timeout(READINESS_TIMEOUT):
+            return await check
+    except Exception:  # readiness reports the failure; the reason is in the dependency's own log lines
         return False
+
+
+async def _database_ok(db: Database) -> bool:
+    async with db.session() as session:
+        await session.execute(text("SELECT 1"))
     return True
