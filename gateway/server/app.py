@@ -26,9 +26,9 @@ from gateway.approvals.parking import ApprovalFlow
 from gateway.approvals.question_store import DelegateQuestions
 from gateway.approvals.questions import QuestionFlow
 from gateway.approvals.store import Approvals
+from gateway.checks.validation import check_appliable, deployment_registry
 from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
-from gateway.config.validation import check_appliable, deployment_registry
 from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations
 from gateway.people.identities import Identities
