@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -12,6 +11,7 @@ from dataclasses import dataclass
 from adapters.base import ChatAddress, MessageRef
 from adapters.markdown.chunking import split_text
 from adapters.protocols import ChatOutput, FindsOwnPosts, PostsOnce, ShowsTyping
+from gateway.pipeline.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -135,9 +135,7 @@ class LiveReply:
 
     async def cancel(self) -> None:
         if self._flusher is not None:
-            self._flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._flusher
+            await cancel_and_wait(self._flusher)
             self._flusher = None
 
     async def _flush_later(self) -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 
 from adapters.base import Deliver, PlatformConfigError
 from adapters.protocols import Connection, Transport
+from gateway.pipeline.tasks import cancel_and_wait
 from storage.cache import Cache
 
 log = logging.getLogger(__name__)
@@ -90,6 +90,5 @@ class Supervisor:
                     return None
         finally:
             if not running.done():
-                running.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await running
+                await cancel_and_wait(running)
+
