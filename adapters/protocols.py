@@ -124,6 +124,25 @@ class ChatOutput(Protocol):
 
 
 @runtime_checkable
+class PostsOnce(Protocol):
+    """A platform that makes a post idempotent by a key the client chooses (Mattermost's `pending_post_id`)."""
+
+    async def send_once(self, address: ChatAddress, text: str, *, key: str) -> MessageRef:
+        """Post `text`; posting again with the same `key` soon after returns the first post instead."""
+        ...
+
+
+@runtime_checkable
+class FindsOwnPosts(Protocol):
+    """A platform where the bot reads back what it posted: a retried turn finds the placeholder an attempt cut
+    short left unrecorded, instead of posting a second one beside it."""
+
+    async def find_own_post(self, address: ChatAddress, text: str, *, after: str) -> MessageRef | None:
+        """The bot's own newest message in the conversation reading exactly `text`, posted after message `after`."""
+        ...
+
+
+@runtime_checkable
 class ShowsTyping(Protocol):
     """A platform that shows bots typing."""
 

@@ -20,6 +20,11 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _RETRIES = 5
+_CONFLICT_BACKOFF = 0.05
+_CONNECTION_BACKOFF = 0.1
+"""Doubling from here, five tries span about three seconds: a pool reconnect or a quick restart, no more."""
+_CONNECTION_LOST = ("08", "57P01", "57P02", "57P03")
+"""SQLSTATE class 08 (connection exception) and the shutdown codes a restarting server sends."""
 
 
 class Database:
@@ -43,15 +48,22 @@ class Database:
             yield session
 
     async def transaction(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+        """Run `work` in one transaction, again after a conflict or a lost connection (a restart, a failover).
+
+        `work` must be safe to run twice: a connection lost at COMMIT leaves unknown whether it landed.
+        """
         for attempt in range(1, _RETRIES + 1):
             try:
                 async with self.session() as session:
                     return await work(session)
             except (OperationalError, DBAPIError) as exc:
-                if attempt == _RETRIES or not _transient(exc):
+                lost = is_connection_error(exc)
+                if attempt == _RETRIES or not (lost or _conflict(exc)):
                     raise
-                log.info("transient database conflict, retrying (attempt %d): %s", attempt, exc.orig)
-            await asyncio.sleep(0.05 * attempt)
+                log.info("%s, retrying (attempt %d): %s", "database connection lost" if lost
+                         else "transient database conflict", attempt, exc.orig)
+                delay = _CONNECTION_BACKOFF * 2 ** (attempt - 1) if lost else _CONFLICT_BACKOFF * attempt
+            await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
     async def create_all(self) -> None:
@@ -82,7 +94,17 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def _transient(exc: DBAPIError) -> bool:
-    text = str(exc.orig).lower()
+def is_connection_error(exc: BaseException) -> bool:
+    """The database could not be reached, or dropped the connection: not a fault of the query."""
+    if not isinstance(exc, DBAPIError):
+        return False
+    code = getattr(exc.orig, "sqlstate", None) or ""
+    if exc.connection_invalidated or code.startswith(_CONNECTION_LOST):
+        return True
+    # psycopg names no SQLSTATE when it cannot connect at all ("connection failed: … Connection refused")
+    return not code and isinstance(exc, OperationalError) and type(exc.orig).__module__.startswith("psycopg")
+
+
+def _conflict(exc: DBAPIError) -> bool:
     code = getattr(exc.orig, "sqlstate", None)
-    return code in {"40001", "40P01"} or "database is locked" in text or exc.connection_invalidated
+    return code in {"40001", "40P01"} or "database is locked" in str(exc.orig).lower()

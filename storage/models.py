@@ -163,8 +163,12 @@ class InboxRow(Base):
     conversation_key: Mapped[str] = mapped_column(String(512))
     payload: Mapped[dict[str, Any]]
     status: Mapped[str] = mapped_column(String(16), default="pending")
-    """pending → running → done | failed; `rejected` for payloads no parser could read."""
+    """pending → running → done | failed; `waiting` (until `lease_until`) after a dependency fault; `rejected` for
+    payloads no parser could read."""
     attempts: Mapped[int] = mapped_column(default=0)
+    """Claims so far: above 1, an earlier attempt may have done part of the turn."""
+    failures: Mapped[int] = mapped_column(default=0, server_default="0")
+    """The turn's own failures; a dependency fault (Redis, the database, a platform's network) is not one."""
     lease_owner: Mapped[str | None] = mapped_column(String(128))
     lease_until: Mapped[datetime | None]
     reply_message_id: Mapped[str | None] = mapped_column(String(128))

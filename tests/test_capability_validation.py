@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from capabilities import default_registry
 from capabilities.registry import ALL_SCOPES, CapabilityDef, KeyRequirement, Registry, ToolInfo
+from gateway.checks.validation import apply_problems
 from gateway.cli.main import app
 from gateway.config.schema import GatewayConfig
-from gateway.config.validation import apply_problems
 
 MAILER = CapabilityDef(id="mailer", name="Mail", category="utility", description="Sends mail.",
                        tools=(ToolInfo(id="send_mail", summary="Send a mail.", side_effecting=True),),

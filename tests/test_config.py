@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from capabilities import default_registry
-from gateway.config.check import Report, check_file
+from gateway.checks.report import Report, check_file
 from gateway.config.schema import ConfigError, Settings, load_config, resolve_secret
 from gateway.config.secrets import SecretSource
 

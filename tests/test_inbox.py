@@ -78,3 +78,25 @@ async def test_pruning_forgets_only_old_finished_items(db: Database) -> None:
     assert await inbox.prune(older_than=timedelta(seconds=-1)) == 1
     assert await accept(inbox, "old") is True, "a pruned key is accepted again"
     assert await accept(inbox, "waiting", conversation="c2") is False
+
+
+async def test_a_deferred_item_keeps_its_place_and_its_attempts(db: Database) -> None:
+    inbox = Inbox(db)
+    await accept(inbox, "m0")
+    await accept(inbox, "m1")
+    for _ in range(MAX_ATTEMPTS + 2):  # a long outage: many claims, none the turn's fault
+        [item] = await inbox.claim("w", lease=LEASE, limit=1)
+        assert item.payload["id"] == "m0"
+        await inbox.defer("w", item, "ConnectionError: refused", delay=timedelta(seconds=-1))
+    [item] = await inbox.claim("w", lease=LEASE, limit=1)
+    assert (item.payload["id"], item.failures) == ("m0", 0)
+    assert await inbox.fail("w", item, "boom") is False, "one failure of the turn itself is not the last"
+
+
+async def test_a_waiting_item_is_not_claimed_before_its_time(db: Database) -> None:
+    inbox = Inbox(db)
+    await accept(inbox, "m0")
+    await accept(inbox, "m1")
+    [item] = await inbox.claim("w", lease=LEASE, limit=1)
+    await inbox.defer("w", item, "ConnectionError: refused", delay=timedelta(minutes=1))
+    assert await inbox.claim("w", lease=LEASE, limit=10) == [], "nor is the next message of its conversation"

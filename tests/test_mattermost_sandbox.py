@@ -81,3 +81,17 @@ async def test_channel_posts_since_a_time_are_only_the_newer_ones(mattermost: Fa
     answer = await asyncio.to_thread(driver(mattermost, TOKEN).posts.get_posts_for_channel, channel["id"],
                                      {"since": old["create_at"]})
     assert list(answer["posts"]) == [new["id"]]
+
+
+async def test_a_create_repeating_a_pending_post_id_returns_the_first_post(mattermost: FakeMattermost) -> None:
+    bot = mattermost.add_bot(TOKEN, username="helper")
+    team = mattermost.add_team("acme")
+    channel = mattermost.add_channel(team, "town-square", members=[bot])
+    client = driver(mattermost, TOKEN)
+    await asyncio.to_thread(client.login)
+    post = {"channel_id": channel["id"], "message": "…", "pending_post_id": "p" * 26}
+    first = await asyncio.to_thread(client.posts.create_post, post)
+    again = await asyncio.to_thread(client.posts.create_post, post)
+    other = await asyncio.to_thread(client.posts.create_post, {**post, "pending_post_id": "q" * 26})
+    assert again["id"] == first["id"] != other["id"]
+    assert [p["message"] for p in mattermost.posts(channel, user=bot)] == ["…", "…"]

@@ -11,10 +11,10 @@ import pytest
 from capabilities import default_registry
 from capabilities.config_errors import Problem
 from gateway.agents.models import ModelResolver
-from gateway.config.check import model_problems
+from gateway.checks.report import model_problems
+from gateway.checks.validation import apply_problems
 from gateway.config.schema import GatewayConfig
 from gateway.config.secrets import SecretSource
-from gateway.config.validation import apply_problems
 
 RESEARCHER = {"name": "researcher", "description": "Researches.", "instructions": "Research.", "model": "fast"}
 

@@ -192,6 +192,19 @@ async def test_an_undecided_call_expires_and_the_card_says_so(telegram: FakeTele
     assert answers_to_clicks(telegram)[0]["text"].startswith("Expired at ")
 
 
+async def test_a_card_nobody_clicks_expires_at_its_time_not_at_the_next_sweep(telegram: FakeTelegram,
+                                                                              database_url: str) -> None:
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with awaiting_decision(telegram, database_url, chat=chat, asker=alice, text="deploy web", tuning=NO_SWEEP,
+                                 binding={"approvals": {"expires_after": "PT3S"}}) as pending:
+        # the sweep interval is an hour here: only the card's own expiry can close it within the wait
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1].startswith("done:"), timeout=15)
+    closed = current(telegram, chat, pending.card)
+    assert closed["text"].startswith("Expired") and not closed.get("reply_markup")
+    assert pending.executed == [] and await approval_statuses(database_url) == ["expired"]
+
+
 def current(telegram: FakeTelegram, chat: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
     """`message` as the chat shows it now."""
     [found] = [m for m in telegram.bot_messages(chat["id"]) if m["message_id"] == message["message_id"]]

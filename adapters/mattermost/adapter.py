@@ -8,6 +8,8 @@ and `thread_id` is the root post id on both transports. Markdown is sent as is: 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import logging
 import time
@@ -313,8 +315,31 @@ class MattermostAdapter:
     # -- to the wire ---------------------------------------------------------------------------------
 
     async def send(self, address: ChatAddress, text: str) -> MessageRef:
+        return await self._create(address, text, pending_post_id="")
+
+    async def send_once(self, address: ChatAddress, text: str, *, key: str) -> MessageRef:
+        """Mattermost returns the post a `pending_post_id` made when it sees the id again within 30 seconds
+        (`deduplicateCreatePost` in mattermost-server `app/post.go`); the id is server-wide, so it names the bot."""
+        me = self.identity.user_id if self.identity else self.bot_id
+        digest = hashlib.sha256(f"{me}:{key}".encode()).digest()
+        return await self._create(address, text, pending_post_id=base64.b32encode(digest).decode().lower()[:26])
+
+    async def find_own_post(self, address: ChatAddress, text: str, *, after: str) -> MessageRef | None:
+        """Reads the channel's posts since post `after`: the bot's own in the same thread reading `text`."""
+        me = self.identity.user_id if self.identity else None
+        if not me:
+            return None
+        since = int((await self._api.post(after)).get("create_at") or 0)
+        posts = ((await self._api.channel_posts_since(address.channel_id, since)).get("posts") or {}).values()
+        own = [p for p in posts if p.get("user_id") == me and p.get("message") == text and not p.get("delete_at")
+               and (p.get("root_id") or None) == address.thread_id and int(p.get("create_at") or 0) > since]
+        newest = max(own, key=lambda p: int(p.get("create_at") or 0), default=None)
+        return MessageRef(address=address, message_id=str(newest["id"])) if newest else None
+
+    async def _create(self, address: ChatAddress, text: str, *, pending_post_id: str) -> MessageRef:
         try:
-            post = await self._api.create_post(address.channel_id, text, address.thread_id or "")
+            post = await self._api.create_post(address.channel_id, text, address.thread_id or "",
+                                               pending_post_id=pending_post_id)
         except Exception as exc:
             if status_of(exc) == 403:
                 raise NotInChannel(self._not_a_member(address.channel_id)) from None

@@ -145,10 +145,13 @@ class MattermostApi:
         return await self._call("GET /posts/{id}/thread", self._driver.posts.get_thread, post_id)
 
     async def create_post(self, channel_id: str, message: str, root_id: str,
-                          props: dict[str, Any] | None = None) -> dict[str, Any]:
+                          props: dict[str, Any] | None = None, *, pending_post_id: str = "") -> dict[str, Any]:
+        """`pending_post_id`: the same id again within the server's window returns the first post."""
         post: dict[str, Any] = {"channel_id": channel_id, "message": message, "root_id": root_id}
         if props:
             post["props"] = props
+        if pending_post_id:
+            post["pending_post_id"] = pending_post_id
         return await self._call("POST /posts", self._driver.posts.create_post, post)
 
     async def replace_post(self, post_id: str, message: str, props: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -311,6 +311,25 @@ class SlackAdapter:
             return []
         return await self.directory.history_items(messages)
 
+    async def find_own_post(self, address: ChatAddress, text: str, *, after: str) -> MessageRef | None:
+        """The first page of the thread (or, outside threads, the channel) since message `after`: the bot's
+        own message there reading `text` as `send` renders it."""
+        me = self.identity.user_id if self.identity else None
+        if not me:
+            return None
+        room = channel(address.channel_id)
+        if address.thread_id:
+            page = await self._call("conversations.replies", self._client.conversations_replies(
+                channel=room, ts=address.thread_id, oldest=after, limit=THREAD_PAGE))
+        else:
+            page = await self._call("conversations.history", self._client.conversations_history(
+                channel=room, oldest=after, limit=THREAD_PAGE))
+        shown = self._fit(text, TEXT_CAP)
+        own = [m for m in page.get("messages") or [] if m.get("user") == me and m.get("text") == shown
+               and float(m.get("ts") or 0) > float(after) and (m.get("thread_ts") or None) == address.thread_id]
+        newest = max(own, key=lambda m: float(m["ts"]), default=None)
+        return MessageRef(address=address, message_id=str(newest["ts"])) if newest else None
+
     async def _thread(self, channel_id: str, thread_ts: str, limit: int) -> list[Mapping[str, Any]]:
         """`conversations.replies` pages oldest first, so the newest replies are the ones kept."""
         root: Mapping[str, Any] | None = None

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import and_, exists, select, update
+from sqlalchemy import and_, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ApprovalCard, Speaker
@@ -141,6 +141,13 @@ class Approvals:
                 .values(status=verdict, decided_by=decided_by, decided_at=now).returning(ApprovalRow))
             row = result.scalar_one_or_none()
             return _approval(row, await _voters(session, approval_id)) if row is not None else None
+        return await self._db.transaction(work)
+
+    async def next_expiry(self) -> datetime | None:
+        """When the earliest pending approval expires; None when nothing is pending."""
+        async def work(session: AsyncSession) -> datetime | None:
+            due = await session.scalar(select(func.min(ApprovalRow.expires_at)).where(ApprovalRow.status == "pending"))
+            return due
         return await self._db.transaction(work)
 
     async def due_for_expiry(self, *, limit: int = 50) -> list[str]:

@@ -21,7 +21,7 @@ from gateway.server.logs import configure_logging
 
 if TYPE_CHECKING:
     from capabilities.registry import Registry
-    from gateway.config.check import Report
+    from gateway.checks.report import Report
 
 app = typer.Typer(help="chat-gateway: pydantic-ai agents in Slack, Mattermost and Telegram.", no_args_is_help=True,
                   pretty_exceptions_enable=False, cls=GatewayGroup,
@@ -140,9 +140,9 @@ def chat(agent: Annotated[str, typer.Option(help="The agent's name, as in gatewa
     The model `demo:scripted` and the capability `demo_ops` (a pretend service restart behind an approval)
     are available here too, so the flow can be tried before any model is connected.
     """
+    from gateway.checks.validation import check_appliable
     from gateway.cli.chat import run_chat
     from gateway.cli.demo import demo_capability
-    from gateway.config.validation import check_appliable
 
     registry = _registry(Settings()).with_extra(demo_capability())
     loaded = load_config(config)
@@ -280,7 +280,7 @@ def _load(path: Path) -> GatewayConfig:
 
 def _report(path: Path) -> Report:
     """Every problem of the file at `path`, as `check`, `apply` and `serve` report them."""
-    from gateway.config.check import check_file
+    from gateway.checks.report import check_file
 
     settings = Settings()
     return check_file(path, registry=_registry(settings), secrets=SecretSource.load(settings.secrets_file))
@@ -302,7 +302,7 @@ def _log_level(name: str) -> str:
 
 
 def _registry(settings: Settings) -> Registry:
-    from gateway.config.validation import deployment_registry
+    from gateway.checks.validation import deployment_registry
 
     try:
         return deployment_registry(settings)

@@ -1,1 +1,1 @@
-"""gateway.yaml: its schema, secrets by reference, URLs and the checks `gateway check` runs."""
+"""gateway.yaml: its schema, read with line numbers, secrets by reference, URLs."""

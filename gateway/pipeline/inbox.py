@@ -16,6 +16,9 @@ from storage.db import Database, insert_for
 from storage.models import InboxRow, utcnow
 
 MAX_ATTEMPTS = 3
+"""The turn's own failures an item may have before it is given up; dependency faults do not count."""
+OPEN = ("pending", "running", "waiting")
+"""An item in one of these still holds its conversation's place in line."""
 REJECT_EXCERPT = 4_096
 """Bytes of an unreadable payload kept beside its hash and size."""
 REJECT_ERROR = 1_000
@@ -31,6 +34,9 @@ class InboxItem:
     conversation_key: str
     payload: Mapping[str, Any]
     attempts: int
+    """Claims so far, this one included: above 1, an earlier attempt may have done part of the turn."""
+    failures: int
+    """The turn's own failures before this claim."""
     reply_message_id: str | None
 
 
@@ -95,10 +101,22 @@ class Inbox:
     async def complete(self, worker_id: str, item_id: int) -> None:
         await self._finish(worker_id, item_id, status="done", error=None)
 
-    async def fail(self, worker_id: str, item: InboxItem, error: str) -> None:
-        """Give the item back for another attempt, or mark it failed once attempts run out."""
-        status = "failed" if item.attempts >= MAX_ATTEMPTS else "pending"
-        await self._finish(worker_id, item.id, status=status, error=error)
+    async def fail(self, worker_id: str, item: InboxItem, error: str) -> bool:
+        """The turn itself failed: give the item back for another attempt, or mark it failed once its attempts
+        run out. True: it was given up."""
+        failures = item.failures + 1
+        status = "failed" if failures >= MAX_ATTEMPTS else "pending"
+        await self._finish(worker_id, item.id, status=status, error=error, failures=failures)
+        return status == "failed"
+
+    async def defer(self, worker_id: str, item: InboxItem, error: str, *, delay: timedelta) -> None:
+        """A dependency failed, not the turn: the item waits `delay`, keeps its place in its conversation, and
+        spends none of its attempts."""
+        async def work(session: AsyncSession) -> None:
+            await session.execute(
+                update(InboxRow).where(InboxRow.id == item.id, InboxRow.lease_owner == worker_id)
+                .values(status="waiting", error=error, lease_owner=None, lease_until=utcnow() + delay))
+        await self._db.transaction(work)
 
     async def prune(self, *, older_than: timedelta) -> int:
         """Forget finished items (and with them their dedupe keys) once no platform would redeliver them;
@@ -113,12 +131,13 @@ class Inbox:
             return int(result.rowcount or 0)
         return await self._db.transaction(work)
 
-    async def _finish(self, worker_id: str, item_id: int, *, status: str, error: str | None) -> None:
+    async def _finish(self, worker_id: str, item_id: int, *, status: str, error: str | None,
+                      **counts: int) -> None:
         async def work(session: AsyncSession) -> None:
             await session.execute(
                 update(InboxRow).where(InboxRow.id == item_id, InboxRow.lease_owner == worker_id)
                 .values(status=status, error=error, lease_owner=None, lease_until=None,
-                        finished_at=utcnow() if status != "pending" else None))
+                        finished_at=utcnow() if status != "pending" else None, **counts))
         await self._db.transaction(work)
 
     async def _insert_once(self, values: dict[str, Any]) -> bool:
@@ -137,7 +156,9 @@ def _storable_text(text: str) -> str:
 
 
 def _open_or_expired(now: Any) -> Any:
-    return or_(InboxRow.status == "pending", and_(InboxRow.status == "running", InboxRow.lease_until < now))
+    """Pending, or running under a lapsed lease, or done waiting for a dependency."""
+    return or_(InboxRow.status == "pending",
+               and_(InboxRow.status.in_(("running", "waiting")), InboxRow.lease_until < now))
 
 
 def _claimable(now: Any, limit: int, dialect: str) -> Any:
@@ -145,7 +166,7 @@ def _claimable(now: Any, limit: int, dialect: str) -> Any:
     older = aliased(InboxRow)
     head = (select(func.min(older.id))
             .where(older.conversation_key == InboxRow.conversation_key,
-                   older.status.in_(("pending", "running")))
+                   older.status.in_(OPEN))
             .scalar_subquery())
     query = (select(InboxRow.id).where(_open_or_expired(now), InboxRow.id == head)
              .order_by(InboxRow.id).limit(limit))
@@ -154,4 +175,5 @@ def _claimable(now: Any, limit: int, dialect: str) -> Any:
 
 def _item(row: InboxRow) -> InboxItem:
     return InboxItem(id=row.id, bot_name=row.bot_name, conversation_key=row.conversation_key,
-                     payload=row.payload, attempts=row.attempts, reply_message_id=row.reply_message_id)
+                     payload=row.payload, attempts=row.attempts, failures=row.failures,
+                     reply_message_id=row.reply_message_id)

@@ -3,29 +3,52 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from adapters.base import ChatAddress, MessageRef
 from adapters.markdown.chunking import split_text
-from adapters.protocols import ChatOutput, ShowsTyping
+from adapters.protocols import ChatOutput, FindsOwnPosts, PostsOnce, ShowsTyping
+from gateway.pipeline.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
 PLACEHOLDER = "…"
 
 
-class LiveReply:
-    """Owns the throttling; a retried turn passes the stored placeholder id and edits it again."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placeholder:
+    """What keeps a turn to one placeholder across its attempts.
 
-    def __init__(self, adapter: ChatOutput, address: ChatAddress, *, placeholder_id: str | None = None,
-                 on_started: Callable[[str], Awaitable[None]] | None = None) -> None:
+    An attempt killed between posting the placeholder and recording its id leaves a "…" nobody recorded.
+    Where the platform allows, the retry does not post a second one beside it: Mattermost returns the first
+    post for the same `key`, and Slack and Mattermost read back the bot's own "…" after `answering`.
+    Telegram can do neither: there the stray "…" stays (the window is one database write).
+    """
+
+    recorded_id: str | None
+    """The placeholder an earlier attempt posted and recorded; edited again instead of posting."""
+    record: Callable[[str], Awaitable[None]]
+    """Stores the id of a placeholder just posted (or found), for the next attempt."""
+    key: str
+    """The same in every attempt of the turn: the logical id of the message answered."""
+    answering: str
+    """The platform id of the message answered: a stray placeholder was posted after it."""
+    retried: bool
+    """An earlier attempt ran: it may have posted a placeholder it did not record."""
+
+
+class LiveReply:
+    """Owns the throttling; a retried turn edits the placeholder its first attempt posted."""
+
+    def __init__(self, adapter: ChatOutput, address: ChatAddress, *, placeholder: Placeholder | None = None) -> None:
         self._adapter = adapter
         self._address = address
-        self._on_started = on_started
-        self._ref = MessageRef(address=address, message_id=placeholder_id) if placeholder_id else None
+        self._placeholder = placeholder
+        recorded = placeholder.recorded_id if placeholder else None
+        self._ref = MessageRef(address=address, message_id=recorded) if recorded else None
         self._shown: str | None = None
         self._wanted = ""
         self._streamed = ""
@@ -47,12 +70,31 @@ class LiveReply:
         if self._ref is None:
             if isinstance(self._adapter, ShowsTyping):
                 await _quietly(self._adapter.show_typing(self._address))
-            self._ref = await self._adapter.send(self._address, PLACEHOLDER)
+            self._ref = await self._stray() or await self._post()
             self._shown = PLACEHOLDER
             self._last_edit = time.monotonic()
-            if self._on_started is not None:
-                await self._on_started(self._ref.message_id)
+            if self._placeholder is not None:
+                await self._placeholder.record(self._ref.message_id)
         return self._ref
+
+    async def _post(self) -> MessageRef:
+        if self._placeholder is not None and isinstance(self._adapter, PostsOnce):
+            return await self._adapter.send_once(self._address, PLACEHOLDER, key=self._placeholder.key)
+        return await self._adapter.send(self._address, PLACEHOLDER)
+
+    async def _stray(self) -> MessageRef | None:
+        """The placeholder an earlier attempt posted but never recorded, where the platform can find it."""
+        placeholder = self._placeholder
+        if placeholder is None or not placeholder.retried or not isinstance(self._adapter, FindsOwnPosts):
+            return None
+        try:
+            found = await self._adapter.find_own_post(self._address, PLACEHOLDER, after=placeholder.answering)
+        except Exception as exc:  # not finding it costs a second "…", not the answer
+            log.warning("looking for an earlier placeholder in %s failed: %s", self._address.conversation_key, exc)
+            return None
+        if found is not None:
+            log.info("adopting the placeholder an earlier attempt left in %s", self._address.conversation_key)
+        return found
 
     def update(self, text: str) -> None:
         """Show the text so far; edits are coalesced to at most one per `edit_interval`."""
@@ -93,9 +135,7 @@ class LiveReply:
 
     async def cancel(self) -> None:
         if self._flusher is not None:
-            self._flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._flusher
+            await cancel_and_wait(self._flusher)
             self._flusher = None
 
     async def _flush_later(self) -> None:

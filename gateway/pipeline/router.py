@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
-from adapters.base import ApprovalClick, Inbound
+from adapters.base import ApprovalClick, Inbound, MessageRef
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Chat, ChatOutput, FollowsThreads
 from gateway.agents.bindings import Binding, BindingStore, is_listed
@@ -17,8 +17,8 @@ from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations, speaker_line, thread_context
 from gateway.people.scope import memory_owner
 from gateway.pipeline.inbox import Inbox, InboxItem
-from gateway.pipeline.live_reply import LiveReply
-from gateway.pipeline.runtime import Answered, Parked, Runtime, Turn, TurnDeps
+from gateway.pipeline.live_reply import LiveReply, Placeholder
+from gateway.pipeline.runtime import OPERATOR_HAS_DETAILS, Answered, Parked, Runtime, Turn, TurnDeps
 from storage.cache import Cache
 
 log = logging.getLogger(__name__)
@@ -27,6 +27,7 @@ NOT_ALLOWED = "Sorry, this bot only answers people on its allowlist."
 THREAD_CONTEXT_LIMIT = 50
 """How many earlier thread messages a bot first mentioned mid-thread reads."""
 SLOW_DOWN = "You're sending messages faster than I can answer. Please wait a moment and try again."
+GIVEN_UP = f"Sorry, I could not answer this message: it failed every time I tried. {OPERATOR_HAS_DETAILS}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,6 +98,17 @@ class Router:
             return
         await self._answer(adapter, inbound, binding, item)
 
+    async def give_up(self, item: InboxItem) -> None:
+        """Tell the chat a message will not be answered: in the reply already begun, or in a new one."""
+        adapter = self._adapters.get(item.bot_name)
+        inbound = adapter.parse(item.payload) if adapter is not None else None
+        if adapter is None or not isinstance(inbound, Inbound):
+            return
+        if item.reply_message_id is None:
+            await adapter.send(inbound.address, GIVEN_UP)
+        else:
+            await adapter.edit(MessageRef(address=inbound.address, message_id=item.reply_message_id), GIVEN_UP)
+
     async def _command(self, adapter: ChatOutput, inbound: Inbound, item: InboxItem) -> None:
         """`link`, `unlink`, `forget` in a DM, or a link code typed in a group: answered here, kept out of the
         history, no model run."""
@@ -121,8 +133,10 @@ class Router:
                     prompt=speaker_line(inbound.speaker.display_name, inbound.text, group),
                     history=history, conversation_id=record.conversation_id,
                     identity_id=record.identity_id, inbox_id=item.id)
-        reply = LiveReply(adapter, inbound.address, placeholder_id=item.reply_message_id,
-                          on_started=partial(self._inbox.remember_reply, item.id))
+        placeholder = Placeholder(recorded_id=item.reply_message_id, key=inbound.logical_id,
+                                  record=partial(self._inbox.remember_reply, item.id),
+                                  answering=inbound.message_id, retried=item.attempts > 1)
+        reply = LiveReply(adapter, inbound.address, placeholder=placeholder)
         outcome = await self._runtime.run(turn, reply)
         if isinstance(outcome, Answered):
             await self._conversations.record_answer(record.conversation_id, run_id=outcome.run_id, text=outcome.text,

@@ -4,24 +4,57 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
+import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from functools import partial
 
 from gateway.pipeline.inbox import Inbox, InboxItem
+from storage.cache import UNREACHABLE
+from storage.db import is_connection_error
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[InboxItem], Awaitable[None]]
 
+FIRST_WAIT = timedelta(seconds=1)
+LONGEST_WAIT = timedelta(seconds=30)
+"""An item a dependency fault put back waits FIRST_WAIT, doubling with each fault in a row, up to LONGEST_WAIT."""
+_NETWORK_ERRNOS = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EHOSTDOWN})
+
+
+def is_dependency_fault(exc: BaseException) -> bool:
+    """Redis, the database or a platform could not be reached: the turn did nothing wrong, it just has to wait.
+
+    Follows the chain of causes, since SDKs wrap the socket error (python-telegram-bot's `NetworkError` is raised
+    from httpx's `ConnectError`, itself from the `OSError`).
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if is_connection_error(current) or isinstance(current, (*UNREACHABLE, ConnectionError, TimeoutError,
+                                                                   socket.gaierror)):
+            return True
+        if isinstance(current, OSError) and current.errno in _NETWORK_ERRNOS:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
 
 class Worker:
-    def __init__(self, inbox: Inbox, handle: Handler, *, concurrency: int = 8,
-                 lease: timedelta = timedelta(seconds=60), idle_poll: float = 1.0) -> None:
+    def __init__(self, inbox: Inbox, handle: Handler, *, give_up: Handler | None = None, concurrency: int = 8,
+                 lease: timedelta = timedelta(seconds=10), idle_poll: float = 1.0) -> None:
+        """`give_up` tells the chat of an item whose turn failed its last attempt."""
         self.worker_id = f"worker-{uuid.uuid4().hex[:12]}"
         self._inbox = inbox
         self._handle = handle
+        self._give_up = give_up
+        self._claims_failing = False
         self._concurrency = concurrency
         self._lease = lease
         self._idle_poll = idle_poll
@@ -61,26 +94,61 @@ class Worker:
             return
         try:
             items = await self._inbox.claim(self.worker_id, lease=self._lease, limit=free)
-        except Exception as exc:  # a database hiccup must not kill the worker; the next poll retries
-            log.error("claiming inbox items failed: %s", exc)
+        except Exception as exc:  # a database outage must not kill the worker; the next poll retries
+            if not self._claims_failing:
+                log.error("claiming inbox items failed, retrying at every poll until it works: %s", exc)
+            self._claims_failing = True
             return
+        if self._claims_failing:
+            log.warning("claiming inbox items works again")
+            self._claims_failing = False
         for item in items:
             self._running[item.id] = asyncio.create_task(self._process(item))
 
     async def _process(self, item: InboxItem) -> None:
         try:
-            await self._handle(item)
-        except Exception as exc:
-            log.exception("turn for inbox item %d failed (attempt %d)", item.id, item.attempts)
-            await self._inbox.fail(self.worker_id, item, f"{type(exc).__name__}: {exc}")
-        else:
-            await self._inbox.complete(self.worker_id, item.id)
+            try:
+                await self._handle(item)
+            except Exception as exc:
+                await self._settle(partial(self._after_failure, item, exc))
+            else:
+                await self._settle(partial(self._inbox.complete, self.worker_id, item.id))
         finally:
             self._running.pop(item.id, None)
             self.wake()
 
+    async def _after_failure(self, item: InboxItem, exc: Exception) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        if is_dependency_fault(exc):
+            wait = min(FIRST_WAIT * 2 ** max(0, item.attempts - item.failures - 1), LONGEST_WAIT)
+            log.warning("turn for inbox item %d waits %.0fs for a dependency: %s", item.id, wait.total_seconds(),
+                        error)
+            await self._inbox.defer(self.worker_id, item, error, delay=wait)
+            return
+        log.exception("turn for inbox item %d failed (failure %d)", item.id, item.failures + 1)
+        if await self._inbox.fail(self.worker_id, item, error) and self._give_up is not None:
+            try:
+                await self._give_up(item)
+            except Exception as notice_exc:  # the item is failed either way; the notice is a courtesy
+                log.warning("could not tell the chat inbox item %d was given up: %s", item.id, notice_exc)
+
+    async def _settle(self, record: Callable[[], Awaitable[None]]) -> None:
+        """Record how a turn ended, through a database outage: until the lease would lapse anyway, after which
+        another claim retries the turn (and a finished turn's retry edits the reply it already posted)."""
+        deadline = time.monotonic() + self._lease.total_seconds()
+        delay = FIRST_WAIT.total_seconds()
+        while True:
+            try:
+                return await record()
+            except Exception as exc:
+                if not is_dependency_fault(exc) or time.monotonic() + delay > deadline:
+                    log.error("recording the end of a turn failed; its lease will lapse and it is retried: %s", exc)
+                    return
+            await asyncio.sleep(delay)
+            delay *= 2
+
     async def _renew_leases(self) -> None:
-        interval = self._lease.total_seconds() / 3
+        interval = self._lease.total_seconds() / 4
         while True:
             await asyncio.sleep(interval)
             try:

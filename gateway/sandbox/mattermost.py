@@ -11,6 +11,7 @@ the network (`drop_connections`, `refuse_connections`, `fail_next`), and read wh
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
 import json
@@ -84,6 +85,9 @@ class _Connection:
 
 Handler = Callable[[str, web.Request, Any], Awaitable[Any]]
 
+PENDING_POST_ID_WINDOW = 30.0
+"""Seconds the server remembers a `pending_post_id` (mattermost-server `PendingPostIDsCacheTTL`)."""
+
 
 class MattermostSandbox(Sandbox):
     """An in-process Mattermost server on ``host:port`` (port 0: the OS picks one)."""
@@ -108,9 +112,13 @@ class MattermostSandbox(Sandbox):
         self._channels: dict[str, JSON] = {}
         self._channel_members: dict[str, set[str]] = {}
         self._posts: dict[str, JSON] = {}
+        self._pending: dict[str, tuple[str, float]] = {}
+        """`pending_post_id` → (the post created with it, when): a repeated create within the window returns it."""
         self._hooks: list[OutgoingWebhook] = []
         self._connections: list[_Connection] = []
         self._failures: dict[str, list[tuple[int, dict[str, str]]]] = {}
+        self._unanswered: set[str] = set()
+        self._stopping = asyncio.Event()
         self._anonymous: set[str] = set()
         self._refusing = False
         self._last_time = 0
@@ -127,6 +135,7 @@ class MattermostSandbox(Sandbox):
         self.url = await self._server.start(app, client_timeout=self._webhook_timeout)
 
     async def stop(self) -> None:
+        self._stopping.set()
         await self.drop_connections()
         await self._server.stop()
 
@@ -266,6 +275,11 @@ class MattermostSandbox(Sandbox):
         """The next ``times`` calls to ``route`` (a handler name such as ``create_post``) answer ``status``."""
         self._failures.setdefault(route, []).extend([(status, headers or {})] * times)
 
+    def answer_never(self, route: str) -> None:
+        """The next call to ``route`` is carried out, but its answer never comes: the caller dies waiting, as a
+        process killed between making a post and recording its id would."""
+        self._unanswered.add(route)
+
     def hide_user_id(self, user: JSON) -> None:
         """``GET /users/me`` answers without the ``id`` of ``user``."""
         self._anonymous.add(user["id"])
@@ -343,6 +357,9 @@ class MattermostSandbox(Sandbox):
                 return _json(error.to_json(), error.status)
             finally:
                 await self._notify()
+            if route in self._unanswered:
+                self._unanswered.discard(route)
+                await self._stopping.wait()
             return _json(result, 201 if route == "create_post" else 200)
         return endpoint
 
@@ -391,9 +408,18 @@ class MattermostSandbox(Sandbox):
                 and (term in c["name"].lower() or term in c["display_name"].lower())]
 
     async def create_post(self, user_id: str, request: web.Request, body: Any) -> JSON:
+        """A `pending_post_id` seen in the last 30 seconds returns the post it made, as the real server's
+        `deduplicateCreatePost` does; any other create is a new post."""
         body = body or {}
+        pending = str(body.get("pending_post_id") or "")
+        seen = self._pending.get(pending)
+        if pending and seen is not None and time.monotonic() - seen[1] < PENDING_POST_ID_WINDOW:
+            return copy.deepcopy(self._readable_post(user_id, seen[0]))
         post = self._create_post(user_id, str(body.get("channel_id", "")), str(body.get("message", "")),
                                  str(body.get("root_id") or ""), props=body.get("props"))
+        if pending:
+            post["pending_post_id"] = pending
+            self._pending[pending] = (post["id"], time.monotonic())
         await self._publish(post)
         return copy.deepcopy(post)
 

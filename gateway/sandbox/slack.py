@@ -128,6 +128,8 @@ class SlackSandbox(Sandbox):
         self._events: dict[str, tuple[SlackApp, JSON]] = {}
         self._tickets: dict[str, SlackApp] = {}
         self._failures: dict[str, list[int]] = {}
+        self._unanswered: set[str] = set()
+        self._stopping = asyncio.Event()
         self._ids = itertools.count(1)
         self._epoch = int(time.time())
         self._changes = ChangeSignal()
@@ -146,6 +148,7 @@ class SlackSandbox(Sandbox):
 
     async def stop(self) -> None:
         """Close every socket and stop listening."""
+        self._stopping.set()
         for app in self._apps.values():
             for socket in list(app.sockets):
                 await socket.close()
@@ -289,6 +292,11 @@ class SlackSandbox(Sandbox):
     def fail_next(self, method: str, *, retry_after: int = 1) -> None:
         """Answer the next call of ``method`` with HTTP 429 and ``Retry-After: retry_after``."""
         self._failures.setdefault(method, []).append(retry_after)
+
+    def answer_never(self, method: str) -> None:
+        """The next call of ``method`` is carried out, but its answer never comes: the caller dies waiting, as a
+        process killed between posting a message and recording its ts would."""
+        self._unanswered.add(method)
 
     async def drop_socket(self, app: SlackApp) -> None:
         """Cut every Socket Mode connection of ``app`` without a ``disconnect`` message."""
@@ -496,6 +504,9 @@ class SlackSandbox(Sandbox):
         except ApiError as error:
             body = {"ok": False, "error": error.error}
         await self._notify()
+        if method in self._unanswered:
+            self._unanswered.discard(method)
+            await self._stopping.wait()
         return web.json_response(body)
 
     def _authorize(self, method: str, token: str | None) -> SlackApp:

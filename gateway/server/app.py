@@ -6,11 +6,13 @@ import asyncio
 import contextlib
 import logging
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import uvicorn
@@ -26,9 +28,9 @@ from gateway.approvals.parking import ApprovalFlow
 from gateway.approvals.question_store import DelegateQuestions
 from gateway.approvals.questions import QuestionFlow
 from gateway.approvals.store import Approvals
+from gateway.checks.validation import check_appliable, deployment_registry
 from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
-from gateway.config.validation import check_appliable, deployment_registry
 from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations
 from gateway.people.identities import Identities
@@ -46,10 +48,15 @@ from gateway.server.supervisor import Supervisor
 from storage.cache import build_cache
 from storage.db import Database
 from storage.migrate import upgrade
+from storage.models import utcnow
 
 log = logging.getLogger(__name__)
 
 INBOX_RETENTION = timedelta(days=30)
+SOONEST = 1.0
+"""Seconds between two runs of a sweep at least."""
+RECHECK = 2.0
+"""Seconds between two looks at when a sweep's next work falls due (the next approval expiry)."""
 """Far beyond any platform's redelivery window (Slack retries for minutes, Telegram keeps updates a day)."""
 
 
@@ -57,13 +64,15 @@ INBOX_RETENTION = timedelta(days=30)
 class Tuning:
     """Timings an operator rarely changes; tests shorten them."""
 
-    worker_lease: timedelta = timedelta(seconds=60)
+    worker_lease: timedelta = timedelta(seconds=10)
+    """How long a crashed replica's turn waits before another retries it; running turns renew it every quarter."""
     worker_concurrency: int = 8
     idle_poll: float = 1.0
     shutdown_grace: float = 10.0
     poll_timeout: int = 30
     transport_first_delay: float = 5.0
-    transport_lease_ttl: float = 30.0
+    transport_lease_ttl: float = 8.0
+    """How long the loss of the replica holding a bot's transport goes unnoticed; renewed every quarter."""
     expiry_interval: float = 30.0
     """Seconds between sweeps for approvals nobody decided in time."""
 
@@ -129,24 +138,27 @@ class Gateway:
                           directories=directories, secrets=self._secrets)
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
-        flow = ApprovalFlow(approvals=Approvals(db), runtime=runtime, conversations=conversations,
+        approvals = Approvals(db)
+        flow = ApprovalFlow(approvals=approvals, runtime=runtime, conversations=conversations,
                             adapters=self.adapters, waits=[questions])
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
                         commands=DirectCommands(identities=Identities(db), memory=memory))
         tuning = self._tuning
-        self.worker = Worker(inbox, router.handle, concurrency=tuning.worker_concurrency,
+        self.worker = Worker(inbox, router.handle, give_up=router.give_up, concurrency=tuning.worker_concurrency,
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll)
         intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in)
 
         async def readiness() -> dict[str, bool]:
-            return {"database": await _database_ok(db), "cache": await cache.ping(),
+            """Each dependency by name; a False one makes `/readyz` answer 503 (and the log says why)."""
+            return {"database": await _answers(_database_ok(db)), "cache": await _answers(cache.ping()),
                     "bots": all(a.identity is not None for a in self.adapters.values())}
 
         http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry)
         await self._serve_http(http)
         self._essential.append(self._spawn(self.worker.run()))
-        self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals"))
+        self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals",
+                           until_due=partial(_seconds_until, approvals.next_expiry)))
         self._spawn(_every(3600, lambda: inbox.prune(older_than=INBOX_RETENTION), "pruning the inbox"))
         owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         for adapter in self.adapters.values():
@@ -216,19 +228,55 @@ async def _close_listeners(server: uvicorn.Server, sock: socket.socket) -> None:
     sock.close()
 
 
-async def _every(interval: float, job: Callable[[], Awaitable[object]], what: str) -> None:
+async def _every(interval: float, job: Callable[[], Awaitable[object]], what: str, *,
+                 until_due: Callable[[], Awaitable[float | None]] | None = None) -> None:
+    """Run `job` every `interval` seconds, or as soon as `until_due` says work has fallen due (an approval's
+    expiry takes effect at its time, not at the next sweep)."""
     while True:
-        await asyncio.sleep(interval)
+        await asyncio.sleep(SOONEST)  # a due item the job cannot close is retried, never in a busy loop
+        await _until_due(interval - SOONEST, until_due)
         try:
             await job()
         except Exception:  # a failed sweep is retried at the next interval
             log.exception("%s failed", what)
 
 
-async def _database_ok(db: Database) -> bool:
+async def _until_due(interval: float, until_due: Callable[[], Awaitable[float | None]] | None) -> None:
+    """Sleep `interval`, or until `until_due` says work falls due; asked again every `RECHECK` seconds, since any
+    replica may add work meanwhile."""
+    deadline = time.monotonic() + interval
+    while (left := deadline - time.monotonic()) > 0:
+        due = await _quietly(until_due) if until_due is not None else None
+        if due is not None and due <= 0:
+            return
+        await asyncio.sleep(min(left, RECHECK if until_due is not None else left, due if due is not None else left))
+
+
+async def _quietly(until_due: Callable[[], Awaitable[float | None]]) -> float | None:
     try:
-        async with db.session() as session:
-            await session.execute(text("SELECT 1"))
-    except Exception:  # readiness reports the failure; the reason is in the database's own log line
+        return await until_due()
+    except Exception:  # the job itself reports what is down; until then the plain interval holds
+        return None
+
+
+async def _seconds_until(when: Callable[[], Awaitable[datetime | None]]) -> float | None:
+    moment = await when()
+    return None if moment is None else (moment - utcnow()).total_seconds()
+
+
+READINESS_TIMEOUT = 2.0
+"""Seconds one readiness check may take; a dependency that does not answer by then counts as down."""
+
+
+async def _answers(check: Awaitable[bool]) -> bool:
+    try:
+        async with asyncio.timeout(READINESS_TIMEOUT):
+            return await check
+    except Exception:  # readiness reports the failure; the reason is in the dependency's own log lines
         return False
+
+
+async def _database_ok(db: Database) -> bool:
+    async with db.session() as session:
+        await session.execute(text("SELECT 1"))
     return True

@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 
 from adapters.base import Deliver, PlatformConfigError
 from adapters.protocols import Connection, Transport
+from gateway.pipeline.tasks import cancel_and_wait
 from storage.cache import Cache
 
 log = logging.getLogger(__name__)
 
 
 class Supervisor:
-    """Backoff from `first_delay` doubling to `max_delay`, reset after a connection that stayed healthy."""
+    """Holds a bot's transport under a lease, so one replica at a time connects.
+
+    The holder renews its lease every quarter of `lease_ttl`; a standby replica asks for the lease on that
+    same fixed interval, so it takes over within about `lease_ttl` of the holder's death. A failed
+    connection waits `first_delay`, doubling to `max_delay`, reset after one that stayed healthy: the
+    backoff is for failures only, never for waiting as a standby.
+    """
 
     def __init__(self, adapter: Connection, deliver: Deliver, *, cache: Cache, owner: str,
-                 lease_ttl: float = 30.0, first_delay: float = 5.0, max_delay: float = 60.0,
+                 lease_ttl: float = 8.0, first_delay: float = 5.0, max_delay: float = 60.0,
                  healthy_after: float = 60.0) -> None:
         self._adapter = adapter
         self._deliver = deliver
@@ -33,43 +39,50 @@ class Supervisor:
     async def run(self) -> None:
         delay = self._first_delay
         while True:
-            started = time.monotonic()
+            held_since = None
             try:
-                if not await self._connect_once():
+                transport = await self._open()
+                if transport is None:
                     return
+                await self._acquire()
+                held_since = time.monotonic()
+                await self._hold_leased(transport)
             except PlatformConfigError as exc:
                 log.error("bot %r stopped: %s", self._adapter.bot_id, exc)
                 return
             except Exception as exc:  # any connection failure retries after the backoff below
                 log.warning("bot %r: connection failed: %s: %s", self._adapter.bot_id, type(exc).__name__, exc)
-            if time.monotonic() - started >= self._healthy_after:
+            if held_since is not None and time.monotonic() - held_since >= self._healthy_after:
                 delay = self._first_delay
             await asyncio.sleep(delay)
             delay = min(delay * 2, self._max_delay)
 
-    async def _connect_once(self) -> bool:
-        """Open the bot, then hold its transport while the lease is ours. False: nothing more to hold."""
+    async def _open(self) -> Transport | None:
+        """Sign the bot in once; its transport, or None when events arrive over a webhook instead."""
         if self._adapter.identity is None:
             me = await self._adapter.open()
             log.info("bot %r connected as %s (%s)", self._adapter.bot_id, me.handle or me.display_name, me.user_id)
-        transport = self._adapter.transport
-        if transport is None:
-            return False
-        if not await self._cache.acquire_lease(self._lease, self._owner, ttl=self._lease_ttl):
-            await asyncio.sleep(self._lease_ttl / 3)
-            return True
+        return self._adapter.transport
+
+    async def _hold_leased(self, transport: Transport) -> None:
         try:
             await self._hold(transport)
             log.warning("transport of bot %r ended; reconnecting", self._adapter.bot_id)
         finally:
             await self._cache.release_lease(self._lease, self._owner)
-        return True
+
+    async def _acquire(self) -> None:
+        """Wait as a standby until the transport lease is ours, asking on a fixed interval."""
+        while True:
+            if await self._cache.acquire_lease(self._lease, self._owner, ttl=self._lease_ttl):
+                return
+            await asyncio.sleep(self._lease_ttl / 4)  # another replica's lease: nothing announces its end
 
     async def _hold(self, transport: Transport) -> None:
         running = asyncio.create_task(transport.run_transport(self._deliver))
         try:
             while True:
-                done, _ = await asyncio.wait({running}, timeout=self._lease_ttl / 3)
+                done, _ = await asyncio.wait({running}, timeout=self._lease_ttl / 4)
                 if done:
                     return running.result()
                 if not await self._cache.renew_lease(self._lease, self._owner, ttl=self._lease_ttl):
@@ -77,6 +90,5 @@ class Supervisor:
                     return None
         finally:
             if not running.done():
-                running.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await running
+                await cancel_and_wait(running)
+

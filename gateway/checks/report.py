@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from capabilities.config_errors import Problem
 from capabilities.registry import Registry
 from gateway.agents.models import ModelResolver
+from gateway.checks.validation import apply_problems, model_references
 from gateway.config.schema import (
     AgentSpec,
     ConfigError,
@@ -22,7 +23,6 @@ from gateway.config.schema import (
 )
 from gateway.config.secrets import SecretSource
 from gateway.config.source import ConfigSource, parse_problem
-from gateway.config.validation import apply_problems, model_references
 
 THINKING = "thinking"
 """The capability that only asks the model for a setting: it does nothing on a model that does not reason."""

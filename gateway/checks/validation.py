@@ -59,7 +59,7 @@ def deployment_registry(settings: Settings) -> Registry:
 
 def check_appliable(config: GatewayConfig, registry: Registry) -> None:
     """Raise `ConfigError` listing every problem of a config built in code (a file is checked by
-    `gateway/config/check.py`, with its lines), one per line, bots and agents by name."""
+    `gateway/checks/report.py`, with its lines), one per line, bots and agents by name."""
     problems = reference_problems(config) + [parse_problem(p) for p in apply_problems(config, registry)]
     if problems:
         source = ConfigSource(data=config.model_dump(mode="json"))

@@ -1,0 +1,75 @@
+"""A turn cut short between posting its placeholder and recording it leaves no "…" behind where the platform
+lets the retry find it: the process dies waiting for the post's answer, and the next attempt answers in it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+import pytest_asyncio
+
+from tests.fakes.mattermost import FakeMattermost
+from tests.fakes.slack import FakeSlack
+from tests.harness import FAST
+from tests.mattermost_harness import MattermostBot
+from tests.mattermost_harness import running_gateway as mattermost_gateway
+from tests.scripted import echoes
+from tests.slack_harness import SlackBot
+from tests.slack_harness import running_gateway as slack_gateway
+
+RETRY_SOON = replace(FAST, worker_lease=timedelta(seconds=1))
+
+
+@pytest_asyncio.fixture
+async def mattermost() -> AsyncIterator[FakeMattermost]:
+    async with FakeMattermost() as fake:
+        yield fake
+
+
+@pytest_asyncio.fixture
+async def slack() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack() as fake:
+        yield fake
+
+
+async def test_mattermost_retry_answers_in_the_placeholder_its_crashed_attempt_left(
+        mattermost: FakeMattermost, sqlite_url: str) -> None:
+    bot = MattermostBot().register(mattermost)
+    alice = mattermost.add_user("alice")
+    channel = mattermost.add_channel(mattermost.add_team("acme"), "town-square", members=[bot.user, alice])
+    mattermost.answer_never("create_post")
+    async with mattermost_gateway(mattermost, [bot], database_url=sqlite_url, model=echoes(),
+                                  tuning=RETRY_SOON) as crashing:
+        said = await mattermost.user_posts(channel, alice, f"@{bot.username} hello")
+        await mattermost.wait_for(lambda: [p["message"] for p in mattermost.posts(channel, user=bot.user)] == ["…"])
+        await crashing.abort()
+    async with mattermost_gateway(mattermost, [bot], database_url=sqlite_url, model=echoes(), tuning=RETRY_SOON):
+        await mattermost.wait_for(lambda: any(p["message"].startswith("echo:")
+                                              for p in mattermost.posts(channel, user=bot.user)))
+    assert [p["message"] for p in mattermost.posts(channel, user=bot.user, thread=said["id"])] == [
+        "echo: [alice] hello"]
+    placeholders = [c.body for c in mattermost.route_calls("create_post") if c.user_id == bot.user["id"]]
+    assert [len(body["pending_post_id"]) for body in placeholders] == [26]  # a repeat would return this post
+
+
+@pytest.mark.parametrize("where", ["dm", "channel"])
+async def test_slack_retry_answers_in_the_placeholder_its_crashed_attempt_left(
+        slack: FakeSlack, sqlite_url: str, where: str) -> None:
+    bot = SlackBot(app=slack.add_app("helper"))
+    alice = slack.add_user("alice", real_name="Alice")
+    room = slack.open_dm(alice, bot.app) if where == "dm" else slack.add_channel("general", members=[alice, bot.app])
+    slack.answer_never("chat.postMessage")
+    async with slack_gateway(slack, [bot], database_url=sqlite_url, redis_url=None, model=echoes(),
+                             tuning=RETRY_SOON) as crashing:
+        said = await slack.user_says(room, alice, "hello" if where == "dm" else f"{bot.mention} hello")
+        thread = None if where == "dm" else said["ts"]
+        await slack.wait_for(lambda: slack.texts(room, by=bot.app, thread_ts=thread) == ["…"])
+        await crashing.abort()
+    async with slack_gateway(slack, [bot], database_url=sqlite_url, redis_url=None, model=echoes(),
+                             tuning=RETRY_SOON):
+        await slack.wait_for(lambda: any(t.startswith("echo:") for t in slack.texts(room, by=bot.app,
+                                                                                     thread_ts=thread)))
+    assert slack.texts(room, by=bot.app, thread_ts=thread) == [
+        "echo: hello" if where == "dm" else "echo: [Alice] hello"]

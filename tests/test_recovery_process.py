@@ -1,0 +1,144 @@
+"""Two `gateway serve` processes on one PostgreSQL and one Redis: kill -9 the one holding the poller mid-turn,
+and the other answers that turn, exactly once, and the next message, each within seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+import yaml
+from aiohttp import web
+
+from tests.conftest import REDIS
+from tests.fakes.telegram import FakeTelegram
+from tests.harness import free_port
+
+pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+
+RECOVERY_WITHIN = 15.0
+"""Seconds, from the kill: what the README promises for a crashed turn and for a new message."""
+
+
+class StallingModel:
+    """An OpenAI-compatible chat-completions server whose first request never answers; later ones stream an echo."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        self.first_arrived = asyncio.Event()
+        self._released = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def __aenter__(self) -> StallingModel:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._complete)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        host, port = self._runner.addresses[0][:2]
+        self.url = f"http://{host}:{port}/v1"
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self._released.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _complete(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        said = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+        self.requests.append(said if isinstance(said, str) else json.dumps(said))
+        if len(self.requests) == 1:
+            self.first_arrived.set()
+            await self._released.wait()  # the process that asked is killed meanwhile
+            return web.Response(status=503)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for delta, finish in (({"role": "assistant", "content": f"echo: {self.requests[-1]}"}, None), ({}, "stop")):
+            chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "stalling",
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        return response
+
+
+@pytest_asyncio.fixture
+async def telegram() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram() as fake:
+        yield fake
+
+
+@asynccontextmanager
+async def serving(telegram: FakeTelegram, config: Path, env: dict[str, str],
+                  port: int) -> AsyncIterator[asyncio.subprocess.Process]:
+    """A `gateway serve` process, once it signed its bot in and its readiness probe answers 200."""
+    signed_in = sum(c.method == "getMe" for c in telegram.calls)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", "serve", "-c", str(config), cwd=config.parent, env=env,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    try:
+        await telegram.wait_for(lambda: sum(c.method == "getMe" for c in telegram.calls) > signed_in, timeout=30)
+        async with httpx.AsyncClient() as client, asyncio.timeout(5):
+            while (await client.get(f"http://127.0.0.1:{port}/readyz")).status_code != 200:
+                pass
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_killing_the_replica_holding_the_poller_mid_turn_recovers_within_seconds(
+        telegram: FakeTelegram, database_url: str, tmp_path: Path) -> None:
+    token = f"{uuid.uuid4().int % 10**9}:{uuid.uuid4().hex}"
+    telegram.add_bot(token, username="recovery_bot")
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    ports = [free_port(), free_port()]
+    bot_name = f"tg{uuid.uuid4().hex[:10]}"  # the transport lease in the shared Redis is named after it
+    async with StallingModel() as model, AsyncExitStack() as stack:
+        configs = []
+        for port in ports:
+            configs.append(tmp_path / f"gateway-{port}.yaml")
+            configs[-1].write_text(yaml.safe_dump({
+                "models": {"stalling": {"provider": "openai-chat", "base_url": model.url, "model": "stalling"}},
+                "agents": [{"name": "helper", "model": "stalling", "instructions": "Be brief."}],
+                "bots": [{"name": bot_name, "platform": "telegram",
+                          "token": "${TG_TOKEN}", "api_base_url": telegram.url, "agent": "helper"}],
+                "server": {"host": "127.0.0.1", "port": port},
+            }))
+        env = {**os.environ, "TG_TOKEN": token, "DATABASE_URL": database_url, "REDIS_URL": REDIS}
+        holder = await stack.enter_async_context(serving(telegram, configs[0], env, ports[0]))
+        await telegram.user_says(token, chat, alice, "one")
+        async with asyncio.timeout(20):
+            await model.first_arrived.wait()
+        await stack.enter_async_context(serving(telegram, configs[1], env, ports[1]))
+        placeholder = telegram.bot_messages(chat["id"])
+        holder.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        await telegram.user_says(token, chat, alice, "two")
+        answered: dict[str, float] = {}
+
+        def note_answers() -> bool:
+            for message in telegram.bot_messages(chat["id"]):
+                answered.setdefault(message["text"], time.monotonic() - killed)
+            return {"echo: one", "echo: two"} <= answered.keys()
+
+        await telegram.wait_for(note_answers, timeout=RECOVERY_WITHIN)
+    final: list[dict[str, Any]] = telegram.bot_messages(chat["id"])
+    assert [m["text"] for m in final] == ["echo: one", "echo: two"]
+    assert final[0]["message_id"] == placeholder[0]["message_id"]  # the placeholder was edited, not posted again
+    assert model.requests == ["one", "one", "two"]
