@@ -56,14 +56,19 @@ async def ask(telegram: FakeTelegram, bot: TelegramBot, chat: dict[str, Any], us
     return said_by(telegram, chat, bot)[-1]
 
 
-async def until_ready(gateway: Gateway) -> None:
-    """Return once the gateway's readiness probe answers 200: every bot knows who it is on its platform.
+async def until_ready(gateway: Gateway, bots: list[TelegramBot]) -> None:
+    """Return once the readiness probe answers 200 and names every bot the fake knows as connected.
 
     Called once the fake saw each bot's identity call, so this is a round trip or two, not a poll.
     """
+    known = {bot.name for bot in bots if bot.user}
     async with httpx.AsyncClient() as client, asyncio.timeout(5):
-        while (await client.get(f"{gateway.url}/readyz")).status_code != 200:
+        while not _connected(await client.get(f"{gateway.url}/readyz"), known):
             pass
+
+
+def _connected(answer: httpx.Response, bots: set[str]) -> bool:
+    return answer.status_code == 200 and all(answer.json()["bots"].get(name) for name in bots)
 
 
 def free_port() -> int:
@@ -106,5 +111,5 @@ async def running_gateway(telegram: FakeTelegram, bots: list[TelegramBot], *, da
                        migrate=True) as gateway:
         await telegram.wait_for(lambda: {c.token for c in telegram.calls if c.method == "getMe"} >= {
             bot.token for bot in bots})
-        await until_ready(gateway)
+        await until_ready(gateway, bots)
         yield gateway

@@ -41,7 +41,7 @@ from gateway.pipeline.router import Router
 from gateway.pipeline.runtime import Runtime
 from gateway.pipeline.worker import Worker
 from gateway.server.errors import StartupError
-from gateway.server.http import build_http_app
+from gateway.server.http import Readiness, build_http_app
 from gateway.server.logs import SecretRedactor
 from gateway.server.platforms import AdapterContext, build_adapter
 from gateway.server.supervisor import Supervisor
@@ -149,10 +149,13 @@ class Gateway:
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll)
         intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in)
 
-        async def readiness() -> dict[str, bool]:
-            """Each dependency by name; a False one makes `/readyz` answer 503 (and the log says why)."""
-            return {"database": await _answers(_database_ok(db)), "cache": await _answers(cache.ping()),
-                    "bots": all(a.identity is not None for a in self.adapters.values())}
+        async def readiness() -> Readiness:
+            """The database, and Redis when configured, decide; each bot is reported by whether it is connected."""
+            dependencies = {"database": await _answers(_database_ok(db))}
+            if self.settings.redis_url is not None:
+                dependencies["cache"] = await _answers(cache.ping())
+            return Readiness(dependencies=dependencies,
+                             bots={name: a.identity is not None for name, a in self.adapters.items()})
 
         http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry)
         await self._serve_http(http)

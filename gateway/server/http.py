@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -15,7 +16,22 @@ from gateway.pipeline.intake import Intake
 
 log = logging.getLogger(__name__)
 
-ReadinessCheck = Callable[[], Awaitable[dict[str, bool]]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Readiness:
+    """What `/readyz` says. A False dependency makes this replica useless and takes it out (503); a bot that is
+    not connected (a revoked token, say) is only reported, since the replica still serves every other bot."""
+
+    dependencies: Mapping[str, bool]
+    bots: Mapping[str, bool]
+
+    @property
+    def ready(self) -> bool:
+        return all(self.dependencies.values())
+
+
+ReadinessCheck = Callable[[], Awaitable[Readiness]]
 WEBHOOK_ROUTES: tuple[tuple[str, WebhookRoute], ...] = (
     ("telegram", "webhook"),
     ("mattermost", "webhook"),  # the outgoing webhook; an answer's `text` tells the channel why the bot cannot answer
@@ -48,9 +64,9 @@ def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness
 
     @app.get("/readyz")
     async def readyz() -> JSONResponse:
-        checks = await readiness()
-        return JSONResponse({"ready": all(checks.values()), "checks": checks},
-                            status_code=200 if all(checks.values()) else 503)
+        answer = await readiness()
+        return JSONResponse({"ready": answer.ready, "checks": dict(answer.dependencies), "bots": dict(answer.bots)},
+                            status_code=200 if answer.ready else 503)
 
     return app
 
