@@ -6,6 +6,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection
 
 from storage.db import Database
@@ -23,6 +24,12 @@ def alembic_config(connection: Connection | None = None) -> Config:
 async def upgrade(db: Database, revision: str = "head") -> None:
     async with db.engine.begin() as conn:
         await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), revision))
+
+
+async def current_revision(db: Database) -> str | None:
+    """The revision the database stands at; None before the first migration."""
+    async with db.engine.connect() as conn:
+        return await conn.run_sync(lambda sync: MigrationContext.configure(sync).get_current_revision())
 
 
 async def revise(db: Database, message: str) -> None:

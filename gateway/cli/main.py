@@ -1,4 +1,4 @@
-"""The `gateway` command: check, apply, serve, demo, and Slack setup."""
+"""The `gateway` command: check, apply, migrate, serve, demo, and Slack setup."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gateway.cli.database import database_errors, existing_database
+from gateway.cli.database import database_errors, existing_database, shown
 from gateway.cli.failures import CONFIG_EXIT, GatewayGroup, OperatorError
 from gateway.cli.people import identities_app, memory_app
 from gateway.config.schema import ConfigError, GatewayConfig, Settings, load_config
@@ -77,6 +77,18 @@ def apply(config: ConfigOption = Path("gateway.yaml")) -> None:
         typer.echo(f"agent {name}: version {version}")
     for bot in report.bots:
         typer.echo(f"bot {bot}: bound")
+
+
+@app.command()
+def migrate(config: Annotated[Path | None, typer.Option(
+        "--config", "-c", "--file", "-f", help="Path to gateway.yaml, checked before the schema is touched.")] = None
+            ) -> None:
+    """Bring the database schema (DATABASE_URL) up to date, once: for a deploy's one-shot job before `serve`."""
+    if config is not None:
+        _load(config)
+    settings = Settings()
+    revision = asyncio.run(_migrate(settings.database_url))
+    typer.echo(f"database at {shown(settings.database_url)}: schema at revision {revision}")
 
 
 @app.command()
@@ -321,6 +333,19 @@ async def _apply(config: GatewayConfig, settings: Settings) -> object:
         with database_errors(settings.database_url):
             await upgrade(db)
             return await BindingStore(db).apply(config)
+    finally:
+        await db.close()
+
+
+async def _migrate(url: str) -> str | None:
+    from storage.db import Database
+    from storage.migrate import current_revision, upgrade
+
+    db = Database(url)
+    try:
+        with database_errors(url):
+            await upgrade(db)
+            return await current_revision(db)
     finally:
         await db.close()
 
