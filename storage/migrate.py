@@ -7,11 +7,14 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from storage.db import Database
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+MIGRATION_LOCK = 0x6761_7465_7761_79
+"""The PostgreSQL advisory lock a migration holds: the migrate job and replicas starting beside it take turns."""
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
@@ -22,7 +25,11 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 async def upgrade(db: Database, revision: str = "head") -> None:
+    """Migrate to `revision` in one transaction; on PostgreSQL under `MIGRATION_LOCK`, so concurrent runs queue
+    and the later ones find the schema already there."""
     async with db.engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), revision))
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from storage.db import Database
-from storage.migrate import upgrade
+from storage.migrate import current_revision, upgrade
 from storage.models import Base
 
 
@@ -21,3 +24,15 @@ async def test_migrations_match_the_models(database_url: str) -> None:
     finally:
         await db.close()
     assert differences == []
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_concurrent_migrations_of_a_fresh_database_take_turns(database_url: str) -> None:
+    """The migrate job and a replica starting beside it both migrate; neither fails on the other's tables."""
+    databases = [Database(database_url) for _ in range(3)]
+    try:
+        await asyncio.gather(*(upgrade(db) for db in databases))
+        revision = await current_revision(databases[0])
+    finally:
+        await asyncio.gather(*(db.close() for db in databases))
+    assert revision == "0005"
