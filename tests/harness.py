@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -56,19 +56,18 @@ async def ask(telegram: FakeTelegram, bot: TelegramBot, chat: dict[str, Any], us
     return said_by(telegram, chat, bot)[-1]
 
 
-async def until_ready(gateway: Gateway, bots: list[TelegramBot]) -> None:
-    """Return once the readiness probe answers 200 and names every bot the fake knows as connected.
+async def until_ready(gateway: Gateway, *, refused: Collection[str] = ()) -> None:
+    """Return once the readiness probe answers 200 and names every bot connected but the `refused` ones.
 
     Called once the fake saw each bot's identity call, so this is a round trip or two, not a poll.
     """
-    known = {bot.name for bot in bots if bot.user}
     async with httpx.AsyncClient() as client, asyncio.timeout(5):
-        while not _connected(await client.get(f"{gateway.url}/readyz"), known):
+        while not _connected(await client.get(f"{gateway.url}/readyz"), refused):
             pass
 
 
-def _connected(answer: httpx.Response, bots: set[str]) -> bool:
-    return answer.status_code == 200 and all(answer.json()["bots"].get(name) for name in bots)
+def _connected(answer: httpx.Response, refused: Collection[str]) -> bool:
+    return answer.status_code == 200 and all(up for name, up in answer.json()["bots"].items() if name not in refused)
 
 
 def free_port() -> int:
@@ -111,5 +110,5 @@ async def running_gateway(telegram: FakeTelegram, bots: list[TelegramBot], *, da
                        migrate=True) as gateway:
         await telegram.wait_for(lambda: {c.token for c in telegram.calls if c.method == "getMe"} >= {
             bot.token for bot in bots})
-        await until_ready(gateway, bots)
+        await until_ready(gateway, refused={bot.name for bot in bots if not bot.user})
         yield gateway

@@ -92,7 +92,8 @@ async def serving(telegram: FakeTelegram, config: Path, env: dict[str, str],
     try:
         await telegram.wait_for(lambda: sum(c.method == "getMe" for c in telegram.calls) > signed_in, timeout=30)
         async with httpx.AsyncClient() as client, asyncio.timeout(5):
-            while (await client.get(f"http://127.0.0.1:{port}/readyz")).status_code != 200:
+            while not ((ready := await client.get(f"http://127.0.0.1:{port}/readyz")).status_code == 200
+                       and all(ready.json()["bots"].values())):
                 pass
         yield process
     finally:
