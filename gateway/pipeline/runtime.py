@@ -21,6 +21,7 @@ from pydantic_ai import (
     UsageLimits,
 )
 from pydantic_ai.exceptions import AgentRunError, ModelAPIError, UsageLimitExceeded, UserError
+from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RunUsage
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -133,7 +134,9 @@ RunOutcome = Answered | Parked | Failed
 
 class Runtime:
     def __init__(self, *, models: ModelResolver, db: Database, registry: Registry, notes: NoteStore | None = None,
-                 directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None) -> None:
+                 directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None,
+                 instrumentation: InstrumentationSettings | None = None) -> None:
+        """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none."""
         self._models = models
         self._db = db
         self._registry = registry
@@ -141,6 +144,7 @@ class Runtime:
         self._directories = dict(directories or {})
         """Each bot's channel lookups, by bot name."""
         self._secrets = secrets
+        self._instrumentation = instrumentation
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
@@ -167,7 +171,8 @@ class Runtime:
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
             assembled = assemble(deps.binding, registry=self._registry, models=self._models, run=run,
-                                 ask_user=ask_in_chat, specialists=specialists, secrets=self._secrets)
+                                 ask_user=ask_in_chat, specialists=specialists, secrets=self._secrets,
+                                 instrumentation=self._instrumentation)
             if delegated is not None:
                 assembled.delegated.incr(delegated)
             result = await self._stream(assembled, deps, reply, **run_input)

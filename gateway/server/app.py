@@ -45,6 +45,7 @@ from gateway.server.http import build_http_app
 from gateway.server.logs import SecretRedactor
 from gateway.server.platforms import AdapterContext, build_adapter
 from gateway.server.supervisor import Supervisor
+from gateway.server.tracing import build_tracing
 from storage.cache import build_cache
 from storage.db import Database
 from storage.migrate import upgrade
@@ -118,6 +119,8 @@ class Gateway:
         """Build the whole object graph here, in order (long on purpose: the wiring is read in one place)."""
         self.redactor.install()
         self._stack.callback(self.redactor.uninstall)
+        tracing = build_tracing(self.settings)
+        self._stack.push_async_callback(tracing.shutdown)
         db = Database(self.settings.database_url)
         self._stack.push_async_callback(db.close)
         await (upgrade(db) if self._migrate else db.create_all())
@@ -135,7 +138,7 @@ class Gateway:
         memory = MemoryNotes(db)
         directories = {name: adapter.directory for name, adapter in self.adapters.items()}
         runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
-                          directories=directories, secrets=self._secrets)
+                          directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation)
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
@@ -146,7 +149,7 @@ class Gateway:
                         commands=DirectCommands(identities=Identities(db), memory=memory))
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, give_up=router.give_up, concurrency=tuning.worker_concurrency,
-                             lease=tuning.worker_lease, idle_poll=tuning.idle_poll)
+                             lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer)
         intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in)
 
         async def readiness() -> dict[str, bool]:
