@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, delete, func, or_, select, update
@@ -38,6 +38,8 @@ class InboxItem:
     failures: int
     """The turn's own failures before this claim."""
     reply_message_id: str | None
+    accepted_at: datetime
+    """When intake committed it: where the turn's trace begins."""
 
 
 class Inbox:
@@ -176,4 +178,4 @@ def _claimable(now: Any, limit: int, dialect: str) -> Any:
 def _item(row: InboxRow) -> InboxItem:
     return InboxItem(id=row.id, bot_name=row.bot_name, conversation_key=row.conversation_key,
                      payload=row.payload, attempts=row.attempts, failures=row.failures,
-                     reply_message_id=row.reply_message_id)
+                     reply_message_id=row.reply_message_id, accepted_at=row.created_at)

@@ -10,7 +10,7 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 
 from opentelemetry.trace import NoOpTracer, StatusCode, Tracer
@@ -54,6 +54,10 @@ def turn_attributes(item: InboxItem) -> dict[str, str | int]:
     """What a turn's span says of it: which item, which conversation; never what anybody wrote."""
     return {"gateway.inbox_id": item.id, "gateway.conversation_key": item.conversation_key,
             "gateway.bot": item.bot_name, "gateway.attempt": item.attempts}
+
+
+def _nanoseconds(moment: datetime) -> int:
+    return int(moment.timestamp() * 1_000_000_000)
 
 
 class Worker:
@@ -120,7 +124,8 @@ class Worker:
 
     async def _process(self, item: InboxItem) -> None:
         try:
-            with self._tracer.start_as_current_span("turn", attributes=turn_attributes(item)) as span:
+            with self._tracer.start_as_current_span("turn", attributes=turn_attributes(item),
+                                                    start_time=_nanoseconds(item.accepted_at)) as span:
                 try:
                     await self._handle(item)
                 except Exception as exc:
