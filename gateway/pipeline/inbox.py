@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, delete, func, or_, select, update
@@ -65,6 +65,15 @@ class Inbox:
                   "payload": payload, "status": "rejected", "error": _storable_text(error)[:REJECT_ERROR],
                   "created_at": utcnow(), "finished_at": utcnow()}
         await self._insert_once(values)
+
+    async def backlog(self) -> tuple[int, float]:
+        """How many items wait to be claimed, and for how many seconds the oldest of them has (two aggregates)."""
+        async def work(session: AsyncSession) -> tuple[int, float]:
+            now = utcnow()
+            count, oldest = (await session.execute(
+                select(func.count(InboxRow.id), func.min(InboxRow.created_at)).where(_open_or_expired(now)))).one()
+            return int(count or 0), 0.0 if oldest is None else max(0.0, (now - _aware(oldest)).total_seconds())
+        return await self._db.transaction(work)
 
     async def claim(self, worker_id: str, *, lease: timedelta, limit: int) -> list[InboxItem]:
         """Lease the oldest open item of each idle conversation, up to `limit` items."""
@@ -155,6 +164,11 @@ class Inbox:
 def _storable_text(text: str) -> str:
     """PostgreSQL's text cannot hold NUL, which platform bytes may carry."""
     return text.replace("\x00", "\ufffd")
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands timestamps back without their zone; they were written in UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _open_or_expired(now: Any) -> Any:

@@ -37,6 +37,7 @@ from gateway.people.identities import Identities
 from gateway.people.memory import MemoryNotes
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.intake import Intake
+from gateway.pipeline.metrics import Backlog, GatewayMetrics
 from gateway.pipeline.router import Router
 from gateway.pipeline.runtime import Runtime
 from gateway.pipeline.worker import Worker
@@ -99,6 +100,8 @@ class Gateway:
         self.port: int | None = None
         self.worker: Worker | None = None
         self.redactor = SecretRedactor()
+        self.metrics = GatewayMetrics({bot.name: bot.platform for bot in config.bots})
+        """This gateway's own series (tests run several gateways in one process)."""
 
     async def __aenter__(self) -> Gateway:
         try:
@@ -146,18 +149,23 @@ class Gateway:
                             adapters=self.adapters, waits=[questions])
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
-                        commands=DirectCommands(identities=Identities(db), memory=memory))
+                        commands=DirectCommands(identities=Identities(db), memory=memory), metrics=self.metrics)
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, give_up=router.give_up, concurrency=tuning.worker_concurrency,
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer)
-        intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in)
+        intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in,
+                        metrics=self.metrics)
+
+        async def scrape() -> bytes:
+            return self.metrics.render(await _backlog(inbox, approvals))
 
         async def readiness() -> dict[str, bool]:
             """Each dependency by name; a False one makes `/readyz` answer 503 (and the log says why)."""
             return {"database": await _answers(_database_ok(db)), "cache": await _answers(cache.ping()),
                     "bots": all(a.identity is not None for a in self.adapters.values())}
 
-        http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry)
+        http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry,
+                              metrics=scrape)
         await self._serve_http(http)
         self._essential.append(self._spawn(self.worker.run()))
         self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals",
@@ -166,7 +174,8 @@ class Gateway:
         owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         for adapter in self.adapters.values():
             supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), cache=cache, owner=owner,
-                                    lease_ttl=tuning.transport_lease_ttl, first_delay=tuning.transport_first_delay)
+                                    lease_ttl=tuning.transport_lease_ttl, first_delay=tuning.transport_first_delay,
+                                    metrics=self.metrics)
             self._spawn(supervisor.run())
         for adapter in self.adapters.values():
             if isinstance(adapter, Closable):
@@ -277,6 +286,11 @@ async def _answers(check: Awaitable[bool]) -> bool:
             return await check
     except Exception:  # readiness reports the failure; the reason is in the dependency's own log lines
         return False
+
+
+async def _backlog(inbox: Inbox, approvals: Approvals) -> Backlog:
+    depth, oldest = await inbox.backlog()
+    return Backlog(inbox_depth=depth, oldest_age=oldest, approvals=await approvals.by_status())
 
 
 async def _database_ok(db: Database) -> bool:
