@@ -22,7 +22,8 @@ from typing import Any, Protocol
 
 from pydantic import SecretStr
 from pydantic_ai import Agent, DeferredToolRequests
-from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.capabilities import AbstractCapability, Instrumentation
+from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RequestUsage, RunUsage
 
 from capabilities.context import BuildContext, BuiltDelegate, Delegates, DelegationFacts, RunFacts
@@ -79,25 +80,28 @@ class AssembledAgent:
 
 def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, run: RunFacts,
              ask_user: Callable[[str], Awaitable[str]] | None = None, specialists: Sequence[Mapping[str, Any]] = (),
-             secrets: SecretLookup | None = None) -> AssembledAgent:
+             secrets: SecretLookup | None = None,
+             instrumentation: InstrumentationSettings | None = None) -> AssembledAgent:
     """The agent for one run. `ask_user` is how a synchronous delegate's question reaches the run's person
     (`allow_questions`); None: no delegate is offered `ask_parent`. `specialists` are the model-written ones a
-    parked run carried, registered again when it continues. `secrets` resolves entries' `secret_id`s."""
+    parked run carried, registered again when it continues. `secrets` resolves entries' `secret_id`s.
+    `instrumentation` gives the run and each of its delegates pydantic-ai's OpenTelemetry spans."""
     spec = binding.agent.spec
     binding_text = binding_instructions(binding.spec.instructions, run.directory, run.address.channel_id)
     instructions = [text for text in (spec.instructions, binding_text) if not isinstance(text, str) or text.strip()]
     modes = binding.spec.approvals.tool_approval
     delegated, end_run = RunUsage(), RunEnd()
+    traced = () if instrumentation is None else (Instrumentation(settings=instrumentation),)
     kept = {str(specialist["name"]): dict(specialist) for specialist in specialists if "name" in specialist}
     builder = CapabilityBuilder(registry=registry, binding_modes=modes, secrets=secrets, end_run=end_run)
     delegates = GatewayDelegates(parent=spec, pins=binding.agent.pins, versions=binding.delegate_versions,
                                  builder=builder, models=models, run=run, usage=delegated,
-                                 ask_user=ask_user).delegation(depth_left=None, specialists=kept)
+                                 ask_user=ask_user, traced=traced).delegation(depth_left=None, specialists=kept)
     built, policy = builder.build([*spec.capabilities, *_binding_grants(binding, registry)],
                                   replace(run, delegates=delegates))
     agent: Agent[Any, Output] = Agent(models.resolve(spec.model), output_type=[str, DeferredToolRequests],
                                       instructions=instructions or None, name=spec.name,
-                                      capabilities=[*built, policy])
+                                      capabilities=[*traced, *built, policy])
     return AssembledAgent(agent=agent, policy=policy, delegated=delegated, specialists=kept, end_run=end_run)
 
 
@@ -164,6 +168,8 @@ class GatewayDelegates:
     """The run's delegated usage, shared by every delegate of the tree."""
     ask_user: Callable[[str], Awaitable[str]] | None = None
     """Passed on to every level of the tree: a delegate's own delegates ask the same person."""
+    traced: tuple[AbstractCapability[Any], ...] = ()
+    """pydantic-ai's `Instrumentation` when the gateway traces, for every level of the tree; empty otherwise."""
 
     def delegation(self, *, depth_left: int | None, specialists: dict[str, dict[str, Any]]) -> Delegates:
         """This agent's delegation: its facts, and this builder. `specialists` is the run's own dict for the
@@ -219,7 +225,8 @@ class GatewayDelegates:
         built, policy = self.builder.build(entries, run)
         agent: Agent[Any, Output] = Agent(
             self.models.resolve(model), output_type=[str, DeferredToolRequests], name=name,
-            instructions=instructions or None, model_settings=model_settings, capabilities=[*built, policy, *extra])
+            instructions=instructions or None, model_settings=model_settings,
+            capabilities=[*self.traced, *built, policy, *extra])
         return BuiltDelegate(agent=agent, stable_id=policy.stable_id)
 
 

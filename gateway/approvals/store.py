@@ -143,6 +143,13 @@ class Approvals:
             return _approval(row, await _voters(session, approval_id)) if row is not None else None
         return await self._db.transaction(work)
 
+    async def by_status(self) -> dict[str, int]:
+        """How many approvals are in each status (pending, approved, denied, expired)."""
+        async def work(session: AsyncSession) -> dict[str, int]:
+            rows = await session.execute(select(ApprovalRow.status, func.count()).group_by(ApprovalRow.status))
+            return {status: int(count) for status, count in rows.all()}
+        return await self._db.transaction(work)
+
     async def next_expiry(self) -> datetime | None:
         """When the earliest pending approval expires; None when nothing is pending."""
         async def work(session: AsyncSession) -> datetime | None:

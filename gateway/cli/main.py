@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import signal
 from collections.abc import Callable
 from importlib import metadata
@@ -17,11 +18,13 @@ from gateway.cli.failures import CONFIG_EXIT, GatewayGroup, OperatorError
 from gateway.cli.people import identities_app, memory_app
 from gateway.config.schema import ConfigError, GatewayConfig, Settings, load_config
 from gateway.config.secrets import SecretSource
-from gateway.server.logs import configure_logging
+from gateway.server.logs import LogFormat, configure_logging, default_format
 
 if TYPE_CHECKING:
     from capabilities.registry import Registry
     from gateway.checks.report import Report
+
+log = logging.getLogger("gateway.serve")
 
 app = typer.Typer(help="chat-gateway: pydantic-ai agents in Slack, Mattermost and Telegram.", no_args_is_help=True,
                   pretty_exceptions_enable=False, cls=GatewayGroup,
@@ -93,12 +96,15 @@ def migrate(config: Annotated[Path | None, typer.Option(
 
 @app.command()
 def serve(config: ConfigOption = Path("gateway.yaml"),
-          log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO") -> None:
+          log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
+          log_format: Annotated[str | None, typer.Option(
+              help="json or text; JSON lines by default when stderr is not a terminal.")] = None) -> None:
     """Apply the config, then run the HTTP server, the transports and the workers until Ctrl-C."""
-    configure_logging(_log_level(log_level))
+    configure_logging(_log_level(log_level), _log_format(log_format))
     report = _report(config)
     _echo_lines(report.lines(report.errors + report.unset))
-    _echo_lines(report.lines(report.warnings, label="warning: "))
+    for line in report.lines(report.warnings):
+        log.warning("%s", line)  # a log line like any other, so a JSON collector reads it too
     if report.errors or report.unset or report.config is None:
         raise typer.Exit(2)
     asyncio.run(_serve(report.config, Settings()))
@@ -307,6 +313,14 @@ def render_config_schema() -> str:
     return json.dumps(GatewayConfig.model_json_schema(), indent=2, ensure_ascii=False)
 
 
+def _log_format(name: str | None) -> LogFormat:
+    if name is None:
+        return default_format()
+    if name.lower() not in ("json", "text"):
+        raise OperatorError(f"--log-format: {name!r} is not one of json, text", exit_code=CONFIG_EXIT)
+    return "json" if name.lower() == "json" else "text"
+
+
 def _log_level(name: str) -> str:
     if name.upper() not in LOG_LEVELS:
         raise OperatorError(f"--log-level: {name!r} is not one of {', '.join(LOG_LEVELS)}", exit_code=CONFIG_EXIT)
@@ -363,4 +377,4 @@ async def _serve(config: GatewayConfig, settings: Settings) -> None:
             stopped = asyncio.create_task(stop.wait())
             crashed = asyncio.create_task(gateway.wait())
             await asyncio.wait({stopped, crashed}, return_when=asyncio.FIRST_COMPLETED)
-            typer.echo("shutting down: finishing running turns; queued messages stay in the inbox", err=True)
+            log.info("shutting down: finishing running turns; queued messages stay in the inbox")

@@ -290,6 +290,10 @@ class Settings(BaseSettings):
     secrets_file: Path | None = Field(default=None, alias="GATEWAY_SECRETS_FILE")
     granted_scopes: str | None = Field(default=None, alias="GATEWAY_GRANTED_SCOPES")
     """Comma-separated capability scopes this deployment grants; unset grants all of them."""
+    otlp_endpoint: str | None = Field(default=None, alias="OTEL_EXPORTER_OTLP_ENDPOINT")
+    """Where traces go over OTLP/HTTP (`/v1/traces` is appended, as OpenTelemetry does); unset: no tracing."""
+    trace_content: bool = Field(default=False, alias="GATEWAY_TRACE_CONTENT")
+    """Put message text and tool arguments into the exported spans; off, spans carry only their shape."""
 
     @field_validator("database_url")
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, delete, func, or_, select, update
@@ -38,6 +38,8 @@ class InboxItem:
     failures: int
     """The turn's own failures before this claim."""
     reply_message_id: str | None
+    accepted_at: datetime
+    """When intake committed it: where the turn's trace begins."""
 
 
 class Inbox:
@@ -63,6 +65,15 @@ class Inbox:
                   "payload": payload, "status": "rejected", "error": _storable_text(error)[:REJECT_ERROR],
                   "created_at": utcnow(), "finished_at": utcnow()}
         await self._insert_once(values)
+
+    async def backlog(self) -> tuple[int, float]:
+        """How many items wait to be claimed, and for how many seconds the oldest of them has (two aggregates)."""
+        async def work(session: AsyncSession) -> tuple[int, float]:
+            now = utcnow()
+            count, oldest = (await session.execute(
+                select(func.count(InboxRow.id), func.min(InboxRow.created_at)).where(_open_or_expired(now)))).one()
+            return int(count or 0), 0.0 if oldest is None else max(0.0, (now - _aware(oldest)).total_seconds())
+        return await self._db.transaction(work)
 
     async def claim(self, worker_id: str, *, lease: timedelta, limit: int) -> list[InboxItem]:
         """Lease the oldest open item of each idle conversation, up to `limit` items."""
@@ -155,6 +166,11 @@ def _storable_text(text: str) -> str:
     return text.replace("\x00", "\ufffd")
 
 
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands timestamps back without their zone; they were written in UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def _open_or_expired(now: Any) -> Any:
     """Pending, or running under a lapsed lease, or done waiting for a dependency."""
     return or_(InboxRow.status == "pending",
@@ -176,4 +192,4 @@ def _claimable(now: Any, limit: int, dialect: str) -> Any:
 def _item(row: InboxRow) -> InboxItem:
     return InboxItem(id=row.id, bot_name=row.bot_name, conversation_key=row.conversation_key,
                      payload=row.payload, attempts=row.attempts, failures=row.failures,
-                     reply_message_id=row.reply_message_id)
+                     reply_message_id=row.reply_message_id, accepted_at=row.created_at)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from adapters.base import ApprovalClick, Deliver, Inbound, MalformedPayload
 from adapters.protocols import FollowsThreads, Parser
 from gateway.pipeline.inbox import Inbox
+from gateway.pipeline.metrics import GatewayMetrics
 
 log = logging.getLogger(__name__)
 
@@ -20,8 +21,9 @@ KEY_LIMIT = 512
 
 class Intake:
     def __init__(self, inbox: Inbox, adapters: Mapping[str, Parser], *, on_accepted: Callable[[], None],
-                 answered_in: Callable[[str], Awaitable[bool]]) -> None:
+                 answered_in: Callable[[str], Awaitable[bool]], metrics: GatewayMetrics | None = None) -> None:
         self._inbox = inbox
+        self._metrics = metrics or GatewayMetrics({})
         self._adapters = adapters
         self._on_accepted = on_accepted
         self._answered_in = answered_in
@@ -32,13 +34,19 @@ class Intake:
         Nothing here raises on platform data: a payload the parser cannot read, or whose identity the
         inbox cannot hold, is kept as rejected. Only the database failing raises, and then nothing is acked.
         """
+        self._metrics.received(bot_name)
+        outcome = await self._deliver(bot_name, payload)
+        self._metrics.acked(bot_name, outcome)
+        return outcome
+
+    async def _deliver(self, bot_name: str, payload: Mapping[str, Any]) -> IntakeResult:
         adapter = self._adapters[bot_name]
         try:
             event = adapter.parse(payload)
             if event is not None:
                 _check_storable(event)
         except MalformedPayload as exc:
-            await self.reject(bot_name, _serialized(payload), str(exc))
+            await self._reject(bot_name, _serialized(payload), str(exc))
             return "rejected"
         if isinstance(event, ApprovalClick):
             conversation = event.card.address  # decided in turn with the conversation the card belongs to
@@ -56,6 +64,11 @@ class Intake:
 
     async def reject(self, bot_name: str, body: bytes, reason: str) -> None:
         """Keep an authenticated body that cannot be read as rejected (capped, with its hash), so it can be acked."""
+        self._metrics.received(bot_name)
+        await self._reject(bot_name, body, reason)
+        self._metrics.acked(bot_name, "rejected")
+
+    async def _reject(self, bot_name: str, body: bytes, reason: str) -> None:
         log.error("bot %r received an unreadable payload, kept as rejected: %s", bot_name, reason)
         await self._inbox.reject(bot_name=bot_name, body=body, error=reason)
 

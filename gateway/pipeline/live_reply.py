@@ -54,6 +54,8 @@ class LiveReply:
         self._streamed = ""
         self._status = ""
         self._last_edit = 0.0
+        self.posted_at: float | None = None
+        """`time.monotonic()` when this attempt first showed something in the chat (posted or adopted)."""
         self._flusher: asyncio.Task[None] | None = None
 
     @property
@@ -73,6 +75,7 @@ class LiveReply:
             self._ref = await self._stray() or await self._post()
             self._shown = PLACEHOLDER
             self._last_edit = time.monotonic()
+            self.posted_at = self._last_edit
             if self._placeholder is not None:
                 await self._placeholder.record(self._ref.message_id)
         return self._ref

@@ -3,7 +3,9 @@ runtime."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -18,7 +20,8 @@ from gateway.people.conversations import Conversations, speaker_line, thread_con
 from gateway.people.scope import memory_owner
 from gateway.pipeline.inbox import Inbox, InboxItem
 from gateway.pipeline.live_reply import LiveReply, Placeholder
-from gateway.pipeline.runtime import OPERATOR_HAS_DETAILS, Answered, Parked, Runtime, Turn, TurnDeps
+from gateway.pipeline.metrics import GatewayMetrics
+from gateway.pipeline.runtime import OPERATOR_HAS_DETAILS, Answered, Parked, RunOutcome, Runtime, Turn, TurnDeps
 from storage.cache import Cache
 
 log = logging.getLogger(__name__)
@@ -60,8 +63,9 @@ class OpenQuestions(Protocol):
 class Router:
     def __init__(self, *, adapters: Mapping[str, PlatformAdapter], bindings: BindingStore, conversations: Conversations,
                  runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ParkedRuns,
-                 questions: OpenQuestions, commands: DirectCommands) -> None:
+                 questions: OpenQuestions, commands: DirectCommands, metrics: GatewayMetrics | None = None) -> None:
         self._adapters = adapters
+        self._metrics = metrics or GatewayMetrics({})
         self._bindings = bindings
         self._conversations = conversations
         self._runtime = runtime
@@ -137,7 +141,9 @@ class Router:
                                   record=partial(self._inbox.remember_reply, item.id),
                                   answering=inbound.message_id, retried=item.attempts > 1)
         reply = LiveReply(adapter, inbound.address, placeholder=placeholder)
+        started = time.monotonic()
         outcome = await self._runtime.run(turn, reply)
+        self._account(binding, item, outcome, started=started, posted_at=reply.posted_at)
         if isinstance(outcome, Answered):
             await self._conversations.record_answer(record.conversation_id, run_id=outcome.run_id, text=outcome.text,
                                                     speaker_name=binding.agent.name,
@@ -145,16 +151,40 @@ class Router:
         elif isinstance(outcome, Parked):
             await self._approval_flow.park(adapter, turn.deps, record.conversation_id, outcome)
 
+    def _account(self, binding: Binding, item: InboxItem, outcome: RunOutcome, *, started: float,
+                 posted_at: float | None) -> None:
+        """The turn's metrics and its one INFO line: no text, no ids of people, the conversation key hashed."""
+        final = time.monotonic() - started
+        first_post = None if posted_at is None else max(0.0, posted_at - started)
+        kind = "answered" if isinstance(outcome, Answered) else "parked" if isinstance(outcome, Parked) else "failed"
+        usage, model = outcome.usage, binding.agent.spec.model
+        self._metrics.turn(binding.bot_name, kind, first_post=first_post, final=final)
+        self._metrics.model_used(model, requests=usage.requests, input_tokens=usage.input_tokens,
+                                 output_tokens=usage.output_tokens)
+        fields = {"bot": binding.bot_name, "conversation": conversation_hash(item.conversation_key),
+                  "inbox_id": item.id, "run_id": outcome.run_id, "outcome": kind, "model": model,
+                  "first_post_ms": None if first_post is None else round(first_post * 1000),
+                  "final_ms": round(final * 1000), "requests": usage.requests,
+                  "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+        log.info("turn %s", " ".join(f"{name}={value}" for name, value in fields.items()), extra={"turn": fields})
+
     async def _refusal(self, inbound: Inbound, binding: Binding) -> str | None:
         """None admits the message; a text refuses it with that answer; "" refuses it silently."""
         speaker = inbound.speaker
         if binding.spec.access == "allowlist" and not is_listed(inbound.speaker, binding.spec.allow):
             log.info("bot %r refused %s: not on the allowlist", binding.bot_name, speaker.platform_user_id)
+            self._metrics.refused(binding.bot_name, "allowlist")
             return NOT_ALLOWED
         limit = binding.spec.rate_limit
         key = f"{binding.bot_name}:{speaker.platform_user_id}"
         if limit and await self._cache.hit_rate_limit(key, limit=limit.messages, window=limit.per_seconds):
             log.info("bot %r rate-limited %s", binding.bot_name, speaker.platform_user_id)
+            self._metrics.refused(binding.bot_name, "rate_limit")
             first = await self._cache.set_if_absent(f"slowdown:{key}", "1", ttl=limit.per_seconds)
             return SLOW_DOWN if first else ""
         return None
+
+
+def conversation_hash(key: str) -> str:
+    """A conversation key as logs carry it: stable, so one conversation's turns can be followed, but no chat id."""
+    return hashlib.sha256(key.encode()).hexdigest()[:16]

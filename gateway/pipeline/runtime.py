@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pydantic_ai import (
@@ -21,6 +21,7 @@ from pydantic_ai import (
     UsageLimits,
 )
 from pydantic_ai.exceptions import AgentRunError, ModelAPIError, UsageLimitExceeded, UserError
+from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RunUsage
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -103,6 +104,8 @@ class Answered:
     run_id: int
     text: str
     message_id: str
+    usage: RunUsage = field(default_factory=RunUsage)
+    """What the run spent, its delegates included."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,6 +122,7 @@ class Parked:
     placeholder_id: str | None = None
     """The reply's message when it shows only the waiting line: the first card takes it over, so a gated call
     leaves the card and the answer. None when the model wrote something of its own there."""
+    usage: RunUsage = field(default_factory=RunUsage)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,6 +130,7 @@ class Failed:
     run_id: int
     error: str
     message_id: str
+    usage: RunUsage = field(default_factory=RunUsage)
 
 
 RunOutcome = Answered | Parked | Failed
@@ -133,7 +138,9 @@ RunOutcome = Answered | Parked | Failed
 
 class Runtime:
     def __init__(self, *, models: ModelResolver, db: Database, registry: Registry, notes: NoteStore | None = None,
-                 directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None) -> None:
+                 directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None,
+                 instrumentation: InstrumentationSettings | None = None) -> None:
+        """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none."""
         self._models = models
         self._db = db
         self._registry = registry
@@ -141,6 +148,7 @@ class Runtime:
         self._directories = dict(directories or {})
         """Each bot's channel lookups, by bot name."""
         self._secrets = secrets
+        self._instrumentation = instrumentation
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
@@ -167,7 +175,8 @@ class Runtime:
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
             assembled = assemble(deps.binding, registry=self._registry, models=self._models, run=run,
-                                 ask_user=ask_in_chat, specialists=specialists, secrets=self._secrets)
+                                 ask_user=ask_in_chat, specialists=specialists, secrets=self._secrets,
+                                 instrumentation=self._instrumentation)
             if delegated is not None:
                 assembled.delegated.incr(delegated)
             result = await self._stream(assembled, deps, reply, **run_input)
@@ -186,15 +195,17 @@ class Runtime:
             waiting = ("I need a decision before I can continue:" if calls
                        else "I need an answer before I can continue:")
             await reply.finish(reply.shown_text or waiting)
-            await self._set_run(run_id, status="parked", usage=result.usage + assembled.delegated)
-            return Parked(run_id=run_id, calls=calls, questions=questions,
+            usage = result.usage + assembled.delegated
+            await self._set_run(run_id, status="parked", usage=usage)
+            return Parked(run_id=run_id, calls=calls, questions=questions, usage=usage,
                           state=ConversationTypeAdapter.dump_json(result.conversation).decode(),
                           specialists=tuple(assembled.specialists.values()),
                           placeholder_id=None if reply.shown_text.strip() else reply.message_id)
         refs = await reply.finish(result.output)
-        await self._set_run(run_id, status="answered", usage=result.usage + assembled.delegated)
+        usage = result.usage + assembled.delegated
+        await self._set_run(run_id, status="answered", usage=usage)
         await assembled.end_run()
-        return Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id)
+        return Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id, usage=usage)
 
     async def _failed(self, run_id: int, deps: TurnDeps, reply: LiveReply, exc: Exception,
                       assembled: AssembledAgent | None) -> Failed:
@@ -207,7 +218,7 @@ class Runtime:
         await self._set_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", usage=usage)
         if assembled is not None:
             await assembled.end_run()
-        return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
+        return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id, usage=usage or RunUsage())
 
     async def _stream(self, assembled: AssembledAgent, deps: TurnDeps, reply: LiveReply,
                       prompt: str | None = None, history: list[ModelMessage] | None = None,

@@ -10,8 +10,10 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
+
+from opentelemetry.trace import NoOpTracer, StatusCode, Tracer
 
 from gateway.pipeline.inbox import Inbox, InboxItem
 from storage.cache import UNREACHABLE
@@ -24,6 +26,8 @@ Handler = Callable[[InboxItem], Awaitable[None]]
 FIRST_WAIT = timedelta(seconds=1)
 LONGEST_WAIT = timedelta(seconds=30)
 """An item a dependency fault put back waits FIRST_WAIT, doubling with each fault in a row, up to LONGEST_WAIT."""
+UNTRACED: Tracer = NoOpTracer()
+"""A worker's tracer when the gateway exports no traces."""
 _NETWORK_ERRNOS = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EHOSTDOWN})
 
 
@@ -46,13 +50,26 @@ def is_dependency_fault(exc: BaseException) -> bool:
     return False
 
 
+def turn_attributes(item: InboxItem) -> dict[str, str | int]:
+    """What a turn's span says of it: which item, which conversation; never what anybody wrote."""
+    return {"gateway.inbox_id": item.id, "gateway.conversation_key": item.conversation_key,
+            "gateway.bot": item.bot_name, "gateway.attempt": item.attempts}
+
+
+def _nanoseconds(moment: datetime) -> int:
+    return int(moment.timestamp() * 1_000_000_000)
+
+
 class Worker:
     def __init__(self, inbox: Inbox, handle: Handler, *, give_up: Handler | None = None, concurrency: int = 8,
-                 lease: timedelta = timedelta(seconds=10), idle_poll: float = 1.0) -> None:
-        """`give_up` tells the chat of an item whose turn failed its last attempt."""
+                 lease: timedelta = timedelta(seconds=10), idle_poll: float = 1.0,
+                 tracer: Tracer = UNTRACED) -> None:
+        """`give_up` tells the chat of an item whose turn failed its last attempt; `tracer` opens one span per
+        item around its whole turn, the agent's own spans nested in it (`gateway/server/tracing.py`)."""
         self.worker_id = f"worker-{uuid.uuid4().hex[:12]}"
         self._inbox = inbox
         self._handle = handle
+        self._tracer = tracer
         self._give_up = give_up
         self._claims_failing = False
         self._concurrency = concurrency
@@ -107,12 +124,16 @@ class Worker:
 
     async def _process(self, item: InboxItem) -> None:
         try:
-            try:
-                await self._handle(item)
-            except Exception as exc:
-                await self._settle(partial(self._after_failure, item, exc))
-            else:
-                await self._settle(partial(self._inbox.complete, self.worker_id, item.id))
+            with self._tracer.start_as_current_span("turn", attributes=turn_attributes(item),
+                                                    start_time=_nanoseconds(item.accepted_at)) as span:
+                try:
+                    await self._handle(item)
+                except Exception as exc:
+                    span.record_exception(exc)
+                    span.set_status(StatusCode.ERROR, type(exc).__name__)
+                    await self._settle(partial(self._after_failure, item, exc))
+                else:
+                    await self._settle(partial(self._inbox.complete, self.worker_id, item.id))
         finally:
             self._running.pop(item.id, None)
             self.wake()

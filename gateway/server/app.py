@@ -37,6 +37,7 @@ from gateway.people.identities import Identities
 from gateway.people.memory import MemoryNotes
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.intake import Intake
+from gateway.pipeline.metrics import Backlog, GatewayMetrics
 from gateway.pipeline.router import Router
 from gateway.pipeline.runtime import Runtime
 from gateway.pipeline.worker import Worker
@@ -45,6 +46,7 @@ from gateway.server.http import Readiness, build_http_app
 from gateway.server.logs import SecretRedactor
 from gateway.server.platforms import AdapterContext, build_adapter
 from gateway.server.supervisor import Supervisor
+from gateway.server.tracing import build_tracing
 from storage.cache import build_cache
 from storage.db import Database
 from storage.migrate import upgrade
@@ -98,6 +100,8 @@ class Gateway:
         self.port: int | None = None
         self.worker: Worker | None = None
         self.redactor = SecretRedactor()
+        self.metrics = GatewayMetrics({bot.name: bot.platform for bot in config.bots})
+        """This gateway's own series (tests run several gateways in one process)."""
 
     async def __aenter__(self) -> Gateway:
         try:
@@ -118,6 +122,8 @@ class Gateway:
         """Build the whole object graph here, in order (long on purpose: the wiring is read in one place)."""
         self.redactor.install()
         self._stack.callback(self.redactor.uninstall)
+        tracing = build_tracing(self.settings)
+        self._stack.push_async_callback(tracing.shutdown)
         db = Database(self.settings.database_url)
         self._stack.push_async_callback(db.close)
         await (upgrade(db) if self._migrate else db.create_all())
@@ -135,7 +141,7 @@ class Gateway:
         memory = MemoryNotes(db)
         directories = {name: adapter.directory for name, adapter in self.adapters.items()}
         runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
-                          directories=directories, secrets=self._secrets)
+                          directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation)
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
@@ -143,11 +149,15 @@ class Gateway:
                             adapters=self.adapters, waits=[questions])
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
-                        commands=DirectCommands(identities=Identities(db), memory=memory))
+                        commands=DirectCommands(identities=Identities(db), memory=memory), metrics=self.metrics)
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, give_up=router.give_up, concurrency=tuning.worker_concurrency,
-                             lease=tuning.worker_lease, idle_poll=tuning.idle_poll)
-        intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in)
+                             lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer)
+        intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in,
+                        metrics=self.metrics)
+
+        async def scrape() -> bytes:
+            return self.metrics.render(await _backlog(inbox, approvals))
 
         async def readiness() -> Readiness:
             """The database, and Redis when configured, decide; each bot is reported by whether it is connected."""
@@ -157,7 +167,8 @@ class Gateway:
             return Readiness(dependencies=dependencies,
                              bots={name: a.identity is not None for name, a in self.adapters.items()})
 
-        http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry)
+        http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry,
+                              metrics=scrape)
         await self._serve_http(http)
         self._essential.append(self._spawn(self.worker.run()))
         self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals",
@@ -166,7 +177,8 @@ class Gateway:
         owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         for adapter in self.adapters.values():
             supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), cache=cache, owner=owner,
-                                    lease_ttl=tuning.transport_lease_ttl, first_delay=tuning.transport_first_delay)
+                                    lease_ttl=tuning.transport_lease_ttl, first_delay=tuning.transport_first_delay,
+                                    metrics=self.metrics)
             self._spawn(supervisor.run())
         for adapter in self.adapters.values():
             if isinstance(adapter, Closable):
@@ -277,6 +289,11 @@ async def _answers(check: Awaitable[bool]) -> bool:
             return await check
     except Exception:  # readiness reports the failure; the reason is in the dependency's own log lines
         return False
+
+
+async def _backlog(inbox: Inbox, approvals: Approvals) -> Backlog:
+    depth, oldest = await inbox.backlog()
+    return Backlog(inbox_depth=depth, oldest_age=oldest, approvals=await approvals.by_status())
 
 
 async def _database_ok(db: Database) -> bool:

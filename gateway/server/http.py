@@ -7,12 +7,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from adapters.base import MalformedPayload, VerificationError
 from adapters.protocols import Webhook, WebhookAnswer, WebhookRoute
 from capabilities.registry import Registry
 from gateway.pipeline.intake import Intake
+from gateway.pipeline.metrics import CONTENT_TYPE
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,8 @@ class Readiness:
 
 
 ReadinessCheck = Callable[[], Awaitable[Readiness]]
+Scrape = Callable[[], Awaitable[bytes]]
+"""The Prometheus exposition text as of now."""
 WEBHOOK_ROUTES: tuple[tuple[str, WebhookRoute], ...] = (
     ("telegram", "webhook"),
     ("mattermost", "webhook"),  # the outgoing webhook; an answer's `text` tells the channel why the bot cannot answer
@@ -45,7 +48,7 @@ MAX_BODY = 1024 * 1024
 
 
 def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness: ReadinessCheck,
-                   registry: Registry | None = None) -> FastAPI:
+                   registry: Registry | None = None, metrics: Scrape | None = None) -> FastAPI:
     """Every route in one list, so the HTTP surface is read in one place."""
     app = FastAPI(title="chat-gateway", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -67,6 +70,11 @@ def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness
         answer = await readiness()
         return JSONResponse({"ready": answer.ready, "checks": dict(answer.dependencies), "bots": dict(answer.bots)},
                             status_code=200 if answer.ready else 503)
+
+    if metrics is not None:
+        @app.get("/metrics")
+        async def metrics_page() -> Response:
+            return Response(await metrics(), media_type=CONTENT_TYPE)
 
     return app
 

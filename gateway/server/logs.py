@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+from datetime import UTC, datetime
+from typing import Literal
+
+LogFormat = Literal["json", "text"]
+STRUCTURED = ("turn",)
+"""`extra=` keys whose value a JSON line carries as an object of its own (the per-turn line's figures)."""
 
 
 class SecretRedactor(logging.Filter):
@@ -45,16 +52,50 @@ class SecretRedactor(logging.Filter):
             handler.removeFilter(self)
 
 
-def configure_logging(level: str = "INFO") -> None:
-    logging.basicConfig(level=level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, and the structured fields of `STRUCTURED`.
+
+    It formats what the redactor already rewrote (the filter runs on the handler before formatting).
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, object] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname, "logger": record.name, "message": record.getMessage()}
+        for key in STRUCTURED:
+            if isinstance(value := getattr(record, key, None), dict):
+                line[key] = value
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            line["exception"] = record.exc_text
+        return json.dumps(line, default=str, ensure_ascii=False)
+
+
+def default_format() -> LogFormat:
+    """JSON where a collector reads stderr (a container, systemd), text on a terminal."""
+    return "text" if sys.stderr.isatty() else "json"
+
+
+def configure_logging(level: str = "INFO", log_format: LogFormat = "text") -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json"
+                         else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
     quiet_leaky_loggers()
 
 
-def quiet_leaky_loggers() -> None:
-    """Libraries that log what must not be logged: request URLs (Telegram puts the token there), SQL parameters.
+HTTP_CLIENTS = ("httpx", "urllib3")
+"""Their one line per request is shown at DEBUG only: a model call a second must not crowd out the turns."""
 
-    slack_sdk logs whole request and response bodies at DEBUG.
+
+def quiet_leaky_loggers() -> None:
+    """Libraries that log what must not be logged: SQL parameters; slack_sdk whole request and response bodies,
+    httpcore every header exchange. The HTTP clients' request lines (Telegram puts the token in the URL, which the
+    redactor replaces) are shown only when the root logger is at DEBUG.
     """
-    for name in ("httpx", "httpcore", "aiosqlite", "sqlalchemy.engine", "slack_sdk"):
+    for name in ("httpcore", "aiosqlite", "sqlalchemy.engine", "slack_sdk"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    debugging = logging.getLogger().getEffectiveLevel() <= logging.DEBUG
+    for name in HTTP_CLIENTS:
+        logging.getLogger(name).setLevel(logging.DEBUG if debugging else logging.WARNING)

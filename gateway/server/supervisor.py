@@ -8,6 +8,7 @@ import time
 
 from adapters.base import Deliver, PlatformConfigError
 from adapters.protocols import Connection, Transport
+from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.tasks import cancel_and_wait
 from storage.cache import Cache
 
@@ -25,8 +26,9 @@ class Supervisor:
 
     def __init__(self, adapter: Connection, deliver: Deliver, *, cache: Cache, owner: str,
                  lease_ttl: float = 8.0, first_delay: float = 5.0, max_delay: float = 60.0,
-                 healthy_after: float = 60.0) -> None:
+                 healthy_after: float = 60.0, metrics: GatewayMetrics | None = None) -> None:
         self._adapter = adapter
+        self._metrics = metrics or GatewayMetrics({})
         self._deliver = deliver
         self._cache = cache
         self._owner = owner
@@ -43,6 +45,7 @@ class Supervisor:
             try:
                 transport = await self._open()
                 if transport is None:
+                    self._metrics.transport(self._adapter.bot_id, connected=True)  # webhooks: signed in is all
                     return
                 await self._acquire()
                 held_since = time.monotonic()
@@ -65,10 +68,15 @@ class Supervisor:
         return self._adapter.transport
 
     async def _hold_leased(self, transport: Transport) -> None:
+        bot = self._adapter.bot_id
+        self._metrics.lease_changed(bot, "acquired")
+        self._metrics.transport(bot, connected=True)
         try:
             await self._hold(transport)
-            log.warning("transport of bot %r ended; reconnecting", self._adapter.bot_id)
+            log.warning("transport of bot %r ended; reconnecting", bot)
         finally:
+            self._metrics.transport(bot, connected=False)
+            self._metrics.lease_changed(bot, "lost")
             await self._cache.release_lease(self._lease, self._owner)
 
     async def _acquire(self) -> None:

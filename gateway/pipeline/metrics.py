@@ -1,0 +1,107 @@
+"""What `/metrics` shows: one registry per gateway, fed through this object's methods, never through globals."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import generate_latest
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0)
+"""Seconds: a placeholder is up in a fraction of one, a tool-heavy answer takes minutes."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backlog:
+    """What is read from the database at scrape time, shared by every replica."""
+
+    inbox_depth: int
+    """Items waiting to be claimed (pending, or running under a lapsed lease)."""
+    oldest_age: float
+    """Seconds the oldest of them has waited; 0 when there is none."""
+    approvals: Mapping[str, int] = field(default_factory=dict)
+    """Approvals by status: pending, approved, denied, expired."""
+
+
+class GatewayMetrics:
+    """Series by bot and platform, by model, by outcome: never by chat or user, so cardinality stays small."""
+
+    def __init__(self, platforms: Mapping[str, str]) -> None:
+        """`platforms` is each bot's platform, by bot name."""
+        self._platforms = dict(platforms)
+        self.registry = CollectorRegistry(auto_describe=True)
+        bot = ["bot", "platform"]
+        self._received = Counter("gateway_messages_received", "Payloads a transport or webhook handed in.", bot,
+                                 registry=self.registry)
+        self._acked = Counter("gateway_messages_acked", "Payloads made durable (or dropped) and acknowledged, "
+                              "by outcome: accepted, duplicate, ignored, rejected.", [*bot, "outcome"],
+                              registry=self.registry)
+        self._answered = Counter("gateway_messages_answered", "Turns that ended in an answer.", bot,
+                                 registry=self.registry)
+        self._refused = Counter("gateway_messages_refused", "Messages refused before any model run, by reason: "
+                                "allowlist, rate_limit.", [*bot, "reason"], registry=self.registry)
+        self._turns = Counter("gateway_turns", "Turns run, by outcome: answered, parked, failed.", [*bot, "outcome"],
+                              registry=self.registry)
+        self._first_post = Histogram("gateway_turn_first_post_seconds", "From the turn's start to its first post "
+                                     "in the chat (the placeholder).", bot, buckets=LATENCY_BUCKETS,
+                                     registry=self.registry)
+        self._final = Histogram("gateway_turn_final_text_seconds", "From the turn's start to the final text "
+                                "(answer, waiting line or failure notice) in the chat.", bot,
+                                buckets=LATENCY_BUCKETS, registry=self.registry)
+        self._model_requests = Counter("gateway_model_requests", "Requests to the model, by model.", ["model"],
+                                       registry=self.registry)
+        self._tokens = Counter("gateway_model_tokens", "Tokens used, by model and kind: input, output.",
+                               ["model", "kind"], registry=self.registry)
+        self._connected = Gauge("gateway_transport_connected", "1 while this replica holds the bot's transport "
+                                "(or its webhook bot is signed in), else 0.", bot, registry=self.registry)
+        self._lease_changes = Counter("gateway_transport_lease_changes", "Times this replica took or lost a bot's "
+                                      "transport lease, by change: acquired, lost.", [*bot, "change"],
+                                      registry=self.registry)
+        self._depth = Gauge("gateway_inbox_depth", "Inbox items waiting to be claimed.", registry=self.registry)
+        self._oldest = Gauge("gateway_inbox_oldest_age_seconds", "Seconds the oldest claimable inbox item has "
+                             "waited.", registry=self.registry)
+        self._approvals = Gauge("gateway_approvals", "Approvals in the database by status: pending, approved, "
+                                "denied, expired.", ["status"], registry=self.registry)
+
+    def received(self, bot: str) -> None:
+        self._received.labels(*self._of(bot)).inc()
+
+    def acked(self, bot: str, outcome: str) -> None:
+        self._acked.labels(*self._of(bot), outcome).inc()
+
+    def refused(self, bot: str, reason: str) -> None:
+        self._refused.labels(*self._of(bot), reason).inc()
+
+    def turn(self, bot: str, outcome: str, *, first_post: float | None, final: float) -> None:
+        """One finished turn; `first_post` and `final` are seconds from its start."""
+        labels = self._of(bot)
+        self._turns.labels(*labels, outcome).inc()
+        if outcome == "answered":
+            self._answered.labels(*labels).inc()
+        if first_post is not None:
+            self._first_post.labels(*labels).observe(first_post)
+        self._final.labels(*labels).observe(final)
+
+    def model_used(self, model: str, *, requests: int, input_tokens: int, output_tokens: int) -> None:
+        self._model_requests.labels(model).inc(requests)
+        self._tokens.labels(model, "input").inc(input_tokens)
+        self._tokens.labels(model, "output").inc(output_tokens)
+
+    def transport(self, bot: str, *, connected: bool) -> None:
+        self._connected.labels(*self._of(bot)).set(1 if connected else 0)
+
+    def lease_changed(self, bot: str, change: str) -> None:
+        self._lease_changes.labels(*self._of(bot), change).inc()
+
+    def render(self, backlog: Backlog) -> bytes:
+        """The exposition text, with the database's figures as of now."""
+        self._depth.set(backlog.inbox_depth)
+        self._oldest.set(backlog.oldest_age)
+        for status in ("pending", "approved", "denied", "expired", *backlog.approvals):
+            self._approvals.labels(status).set(backlog.approvals.get(status, 0))
+        return generate_latest(self.registry)
+
+    def _of(self, bot: str) -> tuple[str, str]:
+        return bot, self._platforms.get(bot, "unknown")

@@ -1,0 +1,52 @@
+"""OpenTelemetry traces over OTLP/HTTP, one trace per turn; off unless an endpoint is configured.
+
+The tracer provider belongs to one `Gateway` (never the process-wide one), so several gateways in one process
+each export their own spans, and stopping a gateway flushes what it still holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import NoOpTracer, Tracer
+from pydantic_ai.models.instrumented import InstrumentationSettings
+
+from gateway.config.schema import Settings
+
+TRACER_NAME = "chat-gateway"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tracing:
+    """What the wiring hands down: the tracer for the turn spans, and pydantic-ai's settings for the agent's own
+    spans (None: agents are not instrumented)."""
+
+    tracer: Tracer
+    instrumentation: InstrumentationSettings | None
+    provider: TracerProvider | None = None
+
+    async def shutdown(self) -> None:
+        """Export what is still batched and stop; in a thread, since the exporter's requests block."""
+        if self.provider is not None:
+            await asyncio.to_thread(self.provider.shutdown)
+
+
+def build_tracing(settings: Settings) -> Tracing:
+    """Traces to `OTEL_EXPORTER_OTLP_ENDPOINT` (the exporter reads `OTEL_EXPORTER_OTLP_HEADERS` itself, which is
+    how Logfire's token travels), or no tracing at all. Message text and tool arguments leave the process only
+    when `GATEWAY_TRACE_CONTENT` opts in."""
+    if not settings.otlp_endpoint:
+        return Tracing(tracer=NoOpTracer(), instrumentation=None)
+    resource = Resource.create({SERVICE_NAME: TRACER_NAME}).merge(OTELResourceDetector().detect())
+    provider = TracerProvider(resource=resource)
+    endpoint = settings.otlp_endpoint.rstrip("/") + "/v1/traces"
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    return Tracing(tracer=provider.get_tracer(TRACER_NAME), provider=provider,
+                   instrumentation=InstrumentationSettings(tracer_provider=provider,
+                                                           include_content=settings.trace_content,
+                                                           include_binary_content=settings.trace_content))

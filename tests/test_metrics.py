@@ -1,0 +1,79 @@
+"""`/metrics` after a conversation: the series an operator graphs, each gateway with its own registry."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest_asyncio
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.fakes.telegram import FakeTelegram
+from tests.harness import TelegramBot, ask, running_gateway
+from tests.scripted import echoes
+
+
+@pytest_asyncio.fixture
+async def telegram() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram() as fake:
+        yield fake
+
+
+def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+async def scrape(url: str) -> str:
+    async with httpx.AsyncClient() as client:
+        response = await client.get(f"{url}/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    return response.text
+
+
+async def test_metrics_show_a_conversation_by_bot_and_model(telegram: FakeTelegram, database_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    other = TelegramBot(binding={"access": "allowlist", "allow": ["nobody"]}).register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [bot, other], database_url=database_url, redis_url=None,
+                               model=echoes()) as gateway:
+        assert await ask(telegram, bot, chat, alice, "hello") == "echo: hello"
+        assert await ask(telegram, bot, chat, alice, "again") == "echo: again"
+        assert "only answers people on its allowlist" in await ask(telegram, other, chat, alice, "hi")
+        text = await scrape(gateway.url)
+    found = samples(text)
+    ours = frozenset({("bot", bot.name), ("platform", "telegram")})
+    theirs = frozenset({("bot", other.name), ("platform", "telegram")})
+    assert found[("gateway_messages_received_total", ours)] == 2
+    assert found[("gateway_messages_acked_total", ours | {("outcome", "accepted")})] == 2
+    assert found[("gateway_messages_answered_total", ours)] == 2
+    assert found[("gateway_messages_refused_total", theirs | {("reason", "allowlist")})] == 1
+    assert found[("gateway_turns_total", ours | {("outcome", "answered")})] == 2
+    assert found[("gateway_turn_first_post_seconds_count", ours)] == 2
+    assert found[("gateway_turn_final_text_seconds_count", ours)] == 2
+    assert found[("gateway_turn_final_text_seconds_sum", ours)] > 0
+    model = frozenset({("model", "function:scripted")})
+    assert found[("gateway_model_requests_total", model)] == 2
+    assert found[("gateway_model_tokens_total", model | {("kind", "input")})] > 0
+    assert found[("gateway_transport_connected", ours)] == 1
+    assert found[("gateway_transport_lease_changes_total", ours | {("change", "acquired")})] == 1
+    assert found[("gateway_inbox_depth", frozenset())] == 0
+    assert found[("gateway_inbox_oldest_age_seconds", frozenset())] == 0
+    assert found[("gateway_approvals", frozenset({("status", "pending")}))] == 0
+    assert str(chat["id"]) not in text and str(alice["id"]) not in text, "no chat or user ids as labels"
+
+
+async def test_each_gateway_counts_only_its_own(telegram: FakeTelegram, sqlite_url: str, tmp_path) -> None:
+    first, second = TelegramBot().register(telegram), TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [first], database_url=sqlite_url, redis_url=None, model=echoes()) as one, \
+            running_gateway(telegram, [second], database_url=f"sqlite:///{tmp_path / 'second.db'}", redis_url=None,
+                            model=echoes()) as two:
+        await ask(telegram, first, chat, alice, "hello")
+        text_one, text_two = await scrape(one.url), await scrape(two.url)
+    assert first.name in text_one and first.name not in text_two
+    assert ("gateway_messages_answered_total", frozenset({("bot", second.name), ("platform", "telegram")})) \
+        not in samples(text_two)
