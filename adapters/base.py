@@ -15,6 +15,10 @@ Platform = Literal["slack", "mattermost", "telegram"]
 Addressed = Literal["mention", "reply", "direct", "thread", "command"]
 """Why the bot answers a message; `None` on an `Inbound` means it was not addressed."""
 
+ApiTrouble = Callable[[str, Literal["rate_limited", "error"]], None]
+"""Told of each platform API call that got a 429 (`rate_limited`) or failed (`error`), by its method name:
+the Bot API method, the Slack Web API method, or Mattermost's `VERB /route`. A closed set, fit for a label."""
+
 ChannelLookup = Literal["get_channel_info", "list_channel_members", "search_channels", "read_channel_history"]
 
 CHANNEL_LOOKUPS: Mapping[Platform, frozenset[ChannelLookup]] = {

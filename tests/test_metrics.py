@@ -8,14 +8,31 @@ import httpx
 import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests import mattermost_harness, slack_harness
+from tests.fakes.mattermost import FakeMattermost
+from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, ask, running_gateway
+from tests.mattermost_harness import MattermostBot
 from tests.scripted import echoes
+from tests.slack_harness import SlackBot
 
 
 @pytest_asyncio.fixture
 async def telegram() -> AsyncIterator[FakeTelegram]:
     async with FakeTelegram() as fake:
+        yield fake
+
+
+@pytest_asyncio.fixture
+async def slack() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack() as fake:
+        yield fake
+
+
+@pytest_asyncio.fixture
+async def mattermost() -> AsyncIterator[FakeMattermost]:
+    async with FakeMattermost() as fake:
         yield fake
 
 
@@ -77,3 +94,49 @@ async def test_each_gateway_counts_only_its_own(telegram: FakeTelegram, sqlite_u
     assert first.name in text_one and first.name not in text_two
     assert ("gateway_messages_answered_total", frozenset({("bot", second.name), ("platform", "telegram")})) \
         not in samples(text_two)
+
+
+def trouble(platform: str, method: str, kind: str) -> tuple[str, frozenset[tuple[str, str]]]:
+    return ("gateway_platform_api_trouble_total",
+            frozenset({("platform", platform), ("method", method), ("kind", kind)}))
+
+
+async def test_a_telegram_429_is_counted_by_method(telegram: FakeTelegram, sqlite_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=echoes()) as gateway:
+        telegram.fail_next("sendMessage", retry_after=1)  # PTB reads 0 as no RetryAfter
+        assert await ask(telegram, bot, chat, alice, "hello") == "echo: hello"
+        found = samples(await scrape(gateway.url))
+    assert found[trouble("telegram", "sendMessage", "rate_limited")] == 1
+    assert trouble("telegram", "sendMessage", "error") not in found
+
+
+async def test_a_slack_429_is_counted_by_method(slack: FakeSlack, sqlite_url: str) -> None:
+    bot = SlackBot(app=slack.add_app("helper"))
+    alice = slack.add_user("alice")
+    dm = slack.open_dm(alice, bot.app)
+    slack.fail_next("chat.postMessage", retry_after=0)
+    async with slack_harness.running_gateway(slack, [bot], database_url=sqlite_url, redis_url=None,
+                                             model=echoes()) as gateway:
+        await slack.user_says(dm, alice, "hi")
+        await slack.wait_for(lambda: slack.texts(dm, by=bot.app) == ["echo: hi"])
+        found = samples(await scrape(gateway.url))
+    assert found[trouble("slack", "chat.postMessage", "rate_limited")] == 1
+    assert trouble("slack", "chat.postMessage", "error") not in found
+
+
+async def test_a_mattermost_429_is_counted_by_method(mattermost: FakeMattermost, sqlite_url: str) -> None:
+    bot = MattermostBot()
+    bot.register(mattermost)
+    alice = mattermost.add_user("alice")
+    dm = mattermost.direct_channel(alice, bot.user)
+    mattermost.fail_next("create_post", 429, headers={"Retry-After": "0"})
+    async with mattermost_harness.running_gateway(mattermost, [bot], database_url=sqlite_url,
+                                                  model=echoes()) as gateway:
+        await mattermost.user_posts(dm, alice, "hi")
+        await mattermost.wait_for(lambda: [p["message"] for p in mattermost.posts(dm, user=bot.user)] == ["echo: hi"])
+        found = samples(await scrape(gateway.url))
+    assert found[trouble("mattermost", "POST /posts", "rate_limited")] == 1
+    assert trouble("mattermost", "POST /posts", "error") not in found

@@ -13,6 +13,7 @@ from adapters.slack.manifest import BOT_EVENTS
 from gateway.cli.main import app
 from gateway.config.schema import ConfigError, load_config
 from gateway.config.secrets import SecretSource
+from gateway.pipeline.metrics import GatewayMetrics
 from gateway.server.logs import SecretRedactor
 from gateway.server.platforms import AdapterContext, build_adapter
 
@@ -84,7 +85,7 @@ async def test_swapped_tokens_are_refused_naming_the_field_but_not_the_secret(tm
     config = load_config(write_config(tmp_path, {"app_token": "${SLACK_APP_TOKEN}"}))
     secrets = SecretSource(environ={"SLACK_BOT_TOKEN": "xapp-1-A1-secretvalue", "SLACK_APP_TOKEN": "xoxb-1-2"})
     context = AdapterContext(secrets=secrets, redactor=SecretRedactor(), bindings=None,  # type: ignore[arg-type]
-                             public_url=None, poll_timeout=1)
+                             public_url=None, poll_timeout=1, api_trouble=GatewayMetrics({}).api_trouble)
     with pytest.raises(ConfigError) as refused:
         await build_adapter(0, config.bots[0], context)
     assert "bots[0].token: ${SLACK_BOT_TOKEN} holds an app-level token" in str(refused.value)

@@ -21,6 +21,7 @@ from websockets.exceptions import ConnectionClosedOK
 
 from adapters.base import (
     Addressed,
+    ApiTrouble,
     ApprovalCard,
     ApprovalClick,
     ApprovalOutcome,
@@ -143,16 +144,16 @@ class MattermostAdapter:
 
     def __init__(self, *, bot_id: str, token: str, server_url: str, transport: str = "websocket",
                  webhook_token: str | None = None, team: str | None = None, action_url: str | None = None,
-                 action_key: str | None = None) -> None:
+                 action_key: str | None = None, on_api_trouble: ApiTrouble | None = None) -> None:
         """`action_url` is where Mattermost sends approval button clicks (needs `server.public_url`);
-        `action_key` signs each button's context."""
+        `action_key` signs each button's context; `on_api_trouble` hears of each REST call's 429 or failure."""
         self.bot_id = bot_id
         self._action_url = action_url
         self._action_key = action_key
         self.server_url = server_url
         self._webhook_token = webhook_token
         self._team = team
-        self._api = MattermostApi(server_url=server_url, token=token)
+        self._api = MattermostApi(server_url=server_url, token=token, on_api_trouble=on_api_trouble)
         self._people = MattermostPeople(self._api, workspace=urlsplit(server_url).netloc)
         self.directory = MattermostDirectory(self._api, self._people, team=team)
         self.identity: BotIdentity | None = None

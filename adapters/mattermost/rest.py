@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import requests
@@ -26,7 +26,7 @@ from mattermostdriver.exceptions import (
     ResourceNotFound,
 )
 
-from adapters.base import PlatformConfigError
+from adapters.base import ApiTrouble, PlatformConfigError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -78,7 +78,9 @@ def websocket_url(server_url: str) -> str:
 class MattermostApi:
     """The REST calls the adapter makes, each awaited in a thread."""
 
-    def __init__(self, *, server_url: str, token: str, request_timeout: float = REQUEST_TIMEOUT) -> None:
+    def __init__(self, *, server_url: str, token: str, request_timeout: float = REQUEST_TIMEOUT,
+                 on_api_trouble: ApiTrouble | None = None) -> None:
+        self._on_api_trouble = on_api_trouble
         parts = urlsplit(server_url)
         host = parts.hostname or ""
         self._driver = Driver({
@@ -172,17 +174,29 @@ class MattermostApi:
     # -- plumbing ------------------------------------------------------------------------------------
 
     async def _call(self, what: str, function: Callable[..., Any], *args: Any, attempts: int = 5) -> Any:
-        """Run one driver call in a thread; wait out a 429 as the server asks, up to `attempts` times."""
+        """Run one driver call in a thread; wait out a 429 as the server asks, up to `attempts` times.
+
+        Each 429 and each other failure is told to `on_api_trouble`, with `what` as the method.
+        """
         for attempt in range(1, attempts + 1):
             try:
                 return _json(what, await asyncio.to_thread(function, *args))
             except requests.HTTPError as exc:
-                if status_of(exc) != 429 or attempt == attempts:
+                limited = status_of(exc) == 429
+                self._trouble(what, "rate_limited" if limited else "error")
+                if not limited or attempt == attempts:
                     raise
                 delay = _retry_after(exc.response.headers if exc.response is not None else {})
                 log.warning("mattermost asked to wait %.0fs (429) before %s", delay, what)
+            except (requests.RequestException, NotMattermost):
+                self._trouble(what, "error")
+                raise
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
+
+    def _trouble(self, what: str, kind: Literal["rate_limited", "error"]) -> None:
+        if self._on_api_trouble is not None:
+            self._on_api_trouble(what, kind)
 
 
 def _json(what: str, result: Any) -> Any:

@@ -30,6 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.base import (
     Addressed,
+    ApiTrouble,
     ApprovalCard,
     ApprovalClick,
     ApprovalOutcome,
@@ -90,14 +91,16 @@ class SlackAdapter:
 
     def __init__(self, *, bot_id: str, token: str, transport: Literal["socket", "http"] = "socket",
                  app_token: str | None = None, signing_secret: str | None = None,
-                 api_base_url: str | None = None, allow_bots: bool = False) -> None:
+                 api_base_url: str | None = None, allow_bots: bool = False,
+                 on_api_trouble: ApiTrouble | None = None) -> None:
         self.bot_id = bot_id
+        self._on_api_trouble = on_api_trouble
         self._app_token = app_token
         self._signing_secret = signing_secret
         self._allow_bots = allow_bots
         base = f"{(api_base_url or DEFAULT_API).rstrip('/')}/api/"
         # Only 429 is retried, as Slack asks: a post retried after a lost answer would be a double post.
-        self._client = AsyncWebClient(token=token, base_url=base, retry_handlers=[_RetryAfter(bot_id)])
+        self._client = AsyncWebClient(token=token, base_url=base, retry_handlers=[_RetryAfter(bot_id, on_api_trouble)])
         self._session: aiohttp.ClientSession | None = None
         self._people = People(self._user)
         self._team_id = ""
@@ -377,10 +380,16 @@ class SlackAdapter:
         return SlackPerson.from_user(response["user"])
 
     async def _call(self, method: str, request: Any, *, setting: str = "token") -> Any:
-        """Await one Web API call; a refused credential becomes a `PlatformConfigError` naming the setting."""
+        """Await one Web API call; a refused credential becomes a `PlatformConfigError` naming the setting.
+
+        A failure is told to `on_api_trouble`; a 429 that outlasted the retries counts as `rate_limited`
+        (the retried ones were told by `_RetryAfter`).
+        """
         try:
             return await request
         except SlackApiError as exc:
+            if self._on_api_trouble is not None:
+                self._on_api_trouble(method, "rate_limited" if exc.response.status_code == 429 else "error")
             error = exc.response.get("error")
             if error in AUTH_ERRORS:
                 raise PlatformConfigError(f"slack refused {method} for bot {self.bot_id!r} ({error}); check "
@@ -400,11 +409,12 @@ class SlackAdapter:
 
 
 class _RetryAfter(AsyncRetryHandler):
-    """Retries a 429 after the `Retry-After` Slack sent (capped), on every Web API call."""
+    """Retries a 429 after the `Retry-After` Slack sent (capped), on every Web API call, telling `on_api_trouble`."""
 
-    def __init__(self, bot_id: str) -> None:
+    def __init__(self, bot_id: str, on_api_trouble: ApiTrouble | None) -> None:
         super().__init__(max_retry_count=RATE_LIMIT_RETRIES)
         self._bot_id = bot_id
+        self._on_api_trouble = on_api_trouble
 
     async def _can_retry_async(self, *, state: RetryState, request: HttpRequest,
                                response: HttpResponse | None = None, error: Exception | None = None) -> bool:
@@ -414,8 +424,10 @@ class _RetryAfter(AsyncRetryHandler):
                                              response: HttpResponse | None = None,
                                              error: Exception | None = None) -> None:
         delay = min(_retry_after(response.headers if response else {}), MAX_RETRY_AFTER)
-        log.warning("slack asked bot %r to wait %.0fs before %s (429)", self._bot_id, delay,
-                    request.url.rsplit("/", 1)[-1])
+        method = request.url.split("?", 1)[0].rsplit("/", 1)[-1]
+        if self._on_api_trouble is not None:
+            self._on_api_trouble(method, "rate_limited")
+        log.warning("slack asked bot %r to wait %.0fs before %s (429)", self._bot_id, delay, method)
         await asyncio.sleep(delay)
         state.next_attempt_requested = True
         state.increment_current_attempt()

@@ -13,12 +13,13 @@ from typing import Any, Literal, TypeVar
 
 from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message, MessageEntity, Update
 from telegram.constants import ChatAction, ChatType, MessageLimit, ParseMode
-from telegram.error import BadRequest, InvalidToken, RetryAfter, TimedOut
+from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError, TimedOut
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning, PTBUserWarning
 
 from adapters.base import (
     Addressed,
+    ApiTrouble,
     ApprovalCard,
     ApprovalClick,
     ApprovalOutcome,
@@ -72,11 +73,12 @@ class TelegramAdapter:
 
     def __init__(self, *, bot_id: str, token: str, api_base_url: str | None = None,
                  webhook_url: str | None = None, webhook_secret: str | None = None,
-                 poll_timeout: int = 30) -> None:
+                 poll_timeout: int = 30, on_api_trouble: ApiTrouble | None = None) -> None:
         base = (api_base_url or DEFAULT_API).rstrip("/")
         self.bot_id = bot_id
         self.webhook_url = webhook_url
         self._webhook_secret = webhook_secret
+        self._on_api_trouble = on_api_trouble
         self._bot = Bot(token, base_url=f"{base}/bot", base_file_url=f"{base}/file/bot",
                         request=HTTPXRequest(connection_pool_size=16))
         self.identity: BotIdentity | None = None
@@ -87,7 +89,7 @@ class TelegramAdapter:
 
     async def open(self) -> BotIdentity:
         try:
-            await self._call(self._bot.initialize)
+            await self._call("getMe", self._bot.initialize)
         except InvalidToken as exc:
             raise PlatformConfigError(f"telegram refused the token of bot {self.bot_id!r}: {exc}") from None
         me = self._bot.bot
@@ -209,7 +211,7 @@ class TelegramAdapter:
         async def post(body: str, parse_mode: str | None) -> Message:
             return await self._bot.send_message(chat_id=address.channel_id, text=body, parse_mode=parse_mode,
                                                 message_thread_id=thread)
-        message = await self._formatted(post, text)
+        message = await self._formatted("sendMessage", post, text)
         return MessageRef(address=address, message_id=str(message.message_id))
 
     async def edit(self, ref: MessageRef, text: str) -> None:
@@ -218,14 +220,14 @@ class TelegramAdapter:
                                                      message_id=int(ref.message_id), text=body,
                                                      parse_mode=parse_mode)
         try:
-            await self._formatted(change, text)
+            await self._formatted("editMessageText", change, text)
         except BadRequest as exc:
             if "message is not modified" not in exc.message.lower():
                 raise
 
     async def show_typing(self, address: ChatAddress) -> None:
         thread = int(address.thread_id) if address.thread_id else None
-        await self._call(lambda: self._bot.send_chat_action(chat_id=address.channel_id,
+        await self._call("sendChatAction", lambda: self._bot.send_chat_action(chat_id=address.channel_id,
                                                             action=ChatAction.TYPING,
                                                             message_thread_id=thread))
 
@@ -235,7 +237,7 @@ class TelegramAdapter:
         async def post(body: str, parse_mode: str | None) -> Message:
             return await self._bot.send_message(chat_id=address.channel_id, text=body, parse_mode=parse_mode,
                                                 message_thread_id=thread, reply_markup=_buttons(card))
-        message = await self._formatted(post, card.summary)
+        message = await self._formatted("sendMessage", post, card.summary)
         return MessageRef(address=address, message_id=str(message.message_id))
 
     async def update_approval(self, ref: MessageRef, state: ApprovalCard | ApprovalOutcome) -> None:
@@ -246,38 +248,50 @@ class TelegramAdapter:
         async def change(body: str, parse_mode: str | None) -> Any:
             return await self._bot.edit_message_text(chat_id=ref.address.channel_id, message_id=int(ref.message_id),
                                                      text=body, parse_mode=parse_mode, reply_markup=_buttons(state))
-        await self._formatted(change, state.summary)
+        await self._formatted("editMessageText", change, state.summary)
 
     async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
         """Every callback query is answered, or the user's button keeps spinning; refusals as an alert."""
         query_id = str(click.raw["callback_query"]["id"])
-        await self._call(lambda: self._bot.answer_callback_query(query_id, text=notice[:200], show_alert=refused))
+        await self._call("answerCallbackQuery",
+                         lambda: self._bot.answer_callback_query(query_id, text=notice[:200], show_alert=refused))
 
-    async def _formatted(self, call: Callable[[str, str | None], Awaitable[T]], text: str) -> T:
+    async def _formatted(self, method: str, call: Callable[[str, str | None], Awaitable[T]], text: str) -> T:
         """Send as HTML; when Telegram cannot parse the entities, send the plain text instead."""
         try:
-            return await self._call(lambda: call(render_telegram_html(text), ParseMode.HTML))
+            return await self._call(method, lambda: call(render_telegram_html(text), ParseMode.HTML))
         except BadRequest as exc:
             if "can't parse entities" not in exc.message.lower():
                 raise
             log.warning("telegram rejected the formatting for bot %r; sending plain text", self.bot_id)
-            return await self._call(lambda: call(render_telegram_plain(text), None))
+            return await self._call(method, lambda: call(render_telegram_plain(text), None))
 
-    async def _call(self, request: Callable[[], Awaitable[T]], *, attempts: int = 5) -> T:
-        """Run one Bot API call, waiting out 429 `retry_after` as Telegram asks."""
+    async def _call(self, method: str, request: Callable[[], Awaitable[T]], *, attempts: int = 5) -> T:
+        """Run one Bot API call (`method`, as the Bot API names it), waiting out 429 `retry_after` as Telegram asks.
+
+        Each 429 and each other failure is told to `on_api_trouble`.
+        """
         for attempt in range(1, attempts + 1):
             try:
                 return await request()
             except RetryAfter as exc:
+                self._trouble(method, "rate_limited")
                 if attempt == attempts:
                     raise
                 delay = _retry_after(exc)
                 log.warning("telegram asked bot %r to wait %.0fs (429)", self.bot_id, delay)
+            except TelegramError:
+                self._trouble(method, "error")
+                raise
             await asyncio.sleep(min(delay, MAX_RETRY_AFTER))
         raise AssertionError("unreachable")
 
+    def _trouble(self, method: str, kind: Literal["rate_limited", "error"]) -> None:
+        if self._on_api_trouble is not None:
+            self._on_api_trouble(method, kind)
+
     async def _register_webhook(self) -> None:
-        await self._call(lambda: self._bot.set_webhook(url=self.webhook_url or "",
+        await self._call("setWebhook", lambda: self._bot.set_webhook(url=self.webhook_url or "",
                                                        secret_token=self._webhook_secret,
                                                        allowed_updates=list(ALLOWED_UPDATES)))
         log.info("telegram webhook registered for bot %r", self.bot_id)
@@ -298,7 +312,7 @@ class Polling:
         Updates are fetched as raw JSON so that one unreadable update reaches the parser (and is kept
         as rejected) instead of failing the whole batch inside `Bot.get_updates`.
         """
-        await self._call(lambda: self._bot.delete_webhook(drop_pending_updates=False))
+        await self._call("deleteWebhook", lambda: self._bot.delete_webhook(drop_pending_updates=False))
         offset: int | None = None
         while True:
             poll = partial(self._bot.do_api_request, "getUpdates",
@@ -306,7 +320,7 @@ class Polling:
                                        "allowed_updates": list(ALLOWED_UPDATES)},
                            read_timeout=self._poll_timeout + 10)
             try:
-                updates = await self._call(poll)
+                updates = await self._call("getUpdates", poll)
             except TimedOut:
                 continue
             for update in updates:

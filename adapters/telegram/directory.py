@@ -17,7 +17,8 @@ from telegram.error import BadRequest, Forbidden
 from adapters.base import CHANNEL_LOOKUPS, ChannelInfo, ChannelLookup, DirectoryRefused, HistoryItem, Speaker
 
 T = TypeVar("T")
-Call = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
+Call = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
+"""The adapter's Bot API runner, given the method name."""
 
 
 class TelegramDirectory:
@@ -29,21 +30,22 @@ class TelegramDirectory:
         """The adapter's Bot API runner, which waits out 429s."""
 
     async def channel_info(self, channel_id: str) -> ChannelInfo:
-        chat: ChatFullInfo = await self._ask(lambda: self._bot.get_chat(channel_id))
+        chat: ChatFullInfo = await self._ask("getChat", lambda: self._bot.get_chat(channel_id))
         direct = chat.type == ChatType.PRIVATE
-        count = 2 if direct else await self._ask(lambda: self._bot.get_chat_member_count(channel_id))
+        count = 2 if direct else await self._ask("getChatMemberCount",
+                                                 lambda: self._bot.get_chat_member_count(channel_id))
         name = chat.title or " ".join(p for p in (chat.first_name, chat.last_name) if p) or str(chat.id)
         return ChannelInfo(channel_id=str(chat.id), name=name, purpose=chat.description or chat.bio or None,
                            member_count=count, is_direct=direct)
 
     async def channel_members(self, channel_id: str, *, limit: int) -> list[Speaker]:
         """A group's administrators; in a private chat, the person the bot talks to."""
-        chat: ChatFullInfo = await self._ask(lambda: self._bot.get_chat(channel_id))
+        chat: ChatFullInfo = await self._ask("getChat", lambda: self._bot.get_chat(channel_id))
         if chat.type == ChatType.PRIVATE:
             person = Speaker(platform="telegram", platform_user_id=str(chat.id), handle=chat.username,
                              display_name=" ".join(p for p in (chat.first_name, chat.last_name) if p))
             return [person][:limit]
-        admins = await self._ask(lambda: self._bot.get_chat_administrators(channel_id))
+        admins = await self._ask("getChatAdministrators", lambda: self._bot.get_chat_administrators(channel_id))
         return [_speaker(member.user) for member in admins][:limit]
 
     async def search_channels(self, query: str, *, limit: int) -> list[ChannelInfo]:
@@ -54,9 +56,9 @@ class TelegramDirectory:
         """Not in `supports`: the Bot API cannot read earlier messages of a chat."""
         return []
 
-    async def _ask(self, request: Callable[[], Awaitable[T]]) -> T:
+    async def _ask(self, method: str, request: Callable[[], Awaitable[T]]) -> T:
         try:
-            return await self._call(request)
+            return await self._call(method, request)
         except (BadRequest, Forbidden) as exc:
             raise DirectoryRefused(exc.message) from None
 

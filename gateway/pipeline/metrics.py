@@ -64,6 +64,9 @@ class GatewayMetrics:
                              "waited.", registry=self.registry)
         self._approvals = Gauge("gateway_approvals", "Approvals in the database by status: pending, approved, "
                                 "denied, expired.", ["status"], registry=self.registry)
+        self._api_trouble = Counter("gateway_platform_api_trouble", "Platform API calls that got a 429 "
+                                    "(rate_limited) or failed (error), by the platform's method name.",
+                                    ["platform", "method", "kind"], registry=self.registry)
 
     def received(self, bot: str) -> None:
         self._received.labels(*self._of(bot)).inc()
@@ -94,6 +97,10 @@ class GatewayMetrics:
 
     def lease_changed(self, bot: str, change: str) -> None:
         self._lease_changes.labels(*self._of(bot), change).inc()
+
+    def api_trouble(self, platform: str, method: str, kind: str) -> None:
+        """An adapter's `ApiTrouble`, once bound to its platform."""
+        self._api_trouble.labels(platform, method, kind).inc()
 
     def render(self, backlog: Backlog) -> bytes:
         """The exposition text, with the database's figures as of now."""

@@ -134,7 +134,8 @@ class Gateway:
         bindings = BindingStore(db)
         await bindings.apply(self.config)
         context = AdapterContext(secrets=self._secrets, redactor=self.redactor, bindings=bindings,
-                                 public_url=self.config.server.public_url, poll_timeout=self._tuning.poll_timeout)
+                                 public_url=self.config.server.public_url, poll_timeout=self._tuning.poll_timeout,
+                                 api_trouble=self.metrics.api_trouble)
         for index, bot in enumerate(self.config.bots):
             self.adapters[bot.name] = await build_adapter(index, bot, context)
         inbox = Inbox(db)

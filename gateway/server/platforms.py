@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Literal
 
 from adapters.mattermost.adapter import MattermostAdapter
 from adapters.platforms import PlatformAdapter
@@ -21,6 +24,8 @@ class AdapterContext:
     bindings: BindingStore
     public_url: str | None
     poll_timeout: int
+    api_trouble: Callable[[str, str, Literal["rate_limited", "error"]], None]
+    """`GatewayMetrics.api_trouble`: (platform, method, kind); each adapter gets it bound to its platform."""
 
     def secret(self, reference: str, *, field: str) -> str:
         """Resolve a `${ENV_VAR}` reference and keep its value out of every log line."""
@@ -50,7 +55,8 @@ async def _telegram(index: int, bot: TelegramBotSpec, context: AdapterContext) -
         secret = await context.bindings.webhook_secret(bot.name)
         context.redactor.add(secret)
     return TelegramAdapter(bot_id=bot.name, token=token, api_base_url=bot.api_base_url, webhook_url=webhook_url,
-                           webhook_secret=secret, poll_timeout=context.poll_timeout)
+                           webhook_secret=secret, poll_timeout=context.poll_timeout,
+                           on_api_trouble=partial(context.api_trouble, "telegram"))
 
 
 async def _mattermost(index: int, bot: MattermostBotSpec, context: AdapterContext) -> MattermostAdapter:
@@ -62,7 +68,8 @@ async def _mattermost(index: int, bot: MattermostBotSpec, context: AdapterContex
     action_key = await context.bindings.webhook_secret(bot.name)  # signs approval buttons; shared by replicas
     context.redactor.add(action_key)
     return MattermostAdapter(bot_id=bot.name, token=token, server_url=bot.api_base_url, transport=bot.transport,
-                             webhook_token=webhook_token, team=bot.team, action_url=action_url, action_key=action_key)
+                             webhook_token=webhook_token, team=bot.team, action_url=action_url, action_key=action_key,
+                             on_api_trouble=partial(context.api_trouble, "mattermost"))
 
 
 def _slack(index: int, bot: SlackBotSpec, context: AdapterContext) -> SlackAdapter:
@@ -79,4 +86,4 @@ def _slack(index: int, bot: SlackBotSpec, context: AdapterContext) -> SlackAdapt
                           "the app-level token (xapp-…) from the app's Basic Information page")
     return SlackAdapter(bot_id=bot.name, token=token, transport=bot.transport, app_token=app_token,
                         signing_secret=signing_secret, api_base_url=bot.api_base_url,
-                        allow_bots=bot.binding.allow_bots)
+                        allow_bots=bot.binding.allow_bots, on_api_trouble=partial(context.api_trouble, "slack"))
