@@ -1,4 +1,4 @@
-"""Shared fixtures: a fresh database per test on SQLite and PostgreSQL, and both caches."""
+"""Shared fixtures: a fresh database per test on SQLite and PostgreSQL, both caches, and the platform fakes."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from pydantic_ai import models
 
 from storage.cache import LocalCache, RedisCache
 from storage.db import Database
+from tests.fakes.mattermost import FakeMattermost
+from tests.fakes.slack import FakeSlack
+from tests.fakes.telegram import FakeTelegram
 
 models.ALLOW_MODEL_REQUESTS = False
 
@@ -68,3 +71,24 @@ async def cache(redis_url: str | None) -> AsyncIterator[RedisCache | LocalCache]
         instance = RedisCache(redis_url, prefix=f"test-{uuid.uuid4().hex[:8]}:")
     yield instance
     await instance.close()
+
+
+@pytest_asyncio.fixture
+async def telegram() -> AsyncIterator[FakeTelegram]:
+    """A fresh local Telegram server on an OS-assigned port."""
+    async with FakeTelegram() as fake:
+        yield fake
+
+
+@pytest_asyncio.fixture
+async def slack() -> AsyncIterator[FakeSlack]:
+    """A fresh local Slack server on an OS-assigned port."""
+    async with FakeSlack() as fake:
+        yield fake
+
+
+@pytest_asyncio.fixture
+async def mattermost() -> AsyncIterator[FakeMattermost]:
+    """A fresh local Mattermost server on an OS-assigned port."""
+    async with FakeMattermost() as fake:
+        yield fake

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
-import pytest_asyncio
 from typer.testing import CliRunner
 
 from gateway.cli.main import app
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, running_gateway
 from tests.scripted import answers
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def test_gateway_capabilities_prints_the_registry_as_a_table() -> None:

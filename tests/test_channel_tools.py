@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from pydantic_ai import DeferredToolRequests, ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -19,12 +17,6 @@ from tests.harness import TelegramBot, running_gateway
 from tests.scripted import calls_then_answers, scripted
 
 ALL = ["get_channel_info", "list_channel_members", "search_channels", "read_channel_history"]
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def calls_then_reports(*calls: tuple[str, dict[str, Any]]) -> FunctionModel:

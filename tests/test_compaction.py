@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from pydantic_ai import FunctionToolset, ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.capabilities import Capability
 from pydantic_ai.messages import ToolReturnPart
@@ -173,12 +172,6 @@ async def test_a_summary_says_what_it_summarizes_while_it_runs(strategy: str) ->
 async def test_clearing_tool_results_says_nothing() -> None:
     model, _ = watching(calls_then_answers(("fetch_report", {"name": "a"}), ("fetch_report", {"name": "b"})))
     assert await run_noticed({"strategy": "tiered", "keep_tool_pairs": 0}, model) == []
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def test_the_chat_shows_the_summary_and_the_run_row_books_it(telegram: FakeTelegram,

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest_asyncio
 from pydantic_ai import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 from sqlalchemy import select
@@ -22,12 +20,6 @@ from tests.scripted import calls_then_answers, scripted
 from tests.test_telegram_approvals import texts
 
 TASK = ("task", {"description": "write a line", "subagent_type": "writer"})
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def writer(instructions: str) -> dict[str, Any]:

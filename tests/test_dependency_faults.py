@@ -68,12 +68,6 @@ async def own_redis() -> AsyncIterator[OwnRedis]:
         server.stop()
 
 
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
 def answers_in(telegram: FakeTelegram, chat_id: int) -> list[str]:
     return [m["text"] for m in telegram.bot_messages(chat_id)]
 

@@ -4,12 +4,10 @@ the run row records it, the log has one line (a traceback only for a bug of ours
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from pydantic_ai.models import Model
 from sqlalchemy import select
 
@@ -25,12 +23,6 @@ CONFIGURATION = ("Sorry, I cannot answer: this bot's model is not set up correct
                  "The operator can find the details in the gateway's log.")
 INTERNAL = ("Sorry, something went wrong on our side while answering (an internal error). "
             "The operator can find the details in the gateway's log.")
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

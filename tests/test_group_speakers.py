@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest_asyncio
 from pydantic_ai import ModelMessage
 from sqlalchemy import select
 
@@ -13,12 +10,6 @@ from storage.models import IdentityRow, MessageRow
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, running_gateway
 from tests.scripted import scripted, user_prompts
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def test_the_history_of_a_group_names_the_speaker_of_every_user_turn(

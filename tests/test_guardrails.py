@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest_asyncio
 from pydantic_ai import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 from sqlalchemy import select
@@ -19,12 +16,6 @@ from tests.harness import TelegramBot, running_gateway
 from tests.scripted import calls_then_answers, last_prompt, scripted
 
 KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def run_statuses(database_url: str) -> list[str]:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest_asyncio
 from sqlalchemy import func, select
 
 from gateway.people.identities import CODE_ALPHABET
@@ -21,24 +19,6 @@ from tests.people_harness import identity_rows, memory_gateway, obeys, order, st
 from tests.slack_harness import SlackBot
 
 _CODE = re.compile(rf"\b[{CODE_ALPHABET}]{{8}}\b")
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
-@pytest_asyncio.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as fake:
-        yield fake
-
-
-@pytest_asyncio.fixture
-async def mattermost() -> AsyncIterator[FakeMattermost]:
-    async with FakeMattermost() as fake:
-        yield fake
 
 
 async def tell_slack(slack: FakeSlack, bot: SlackBot, dm: dict[str, Any], user: dict[str, Any], text: str) -> str:

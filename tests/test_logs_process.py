@@ -7,22 +7,14 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest_asyncio
 import yaml
 
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import free_port
 
 TOKEN = "434343:json-logs-token-value"
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def serve_one_turn(telegram: FakeTelegram, tmp_path: Path, *options: str) -> str:

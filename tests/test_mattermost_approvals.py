@@ -10,8 +10,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-import pytest_asyncio
-
 from gateway.server.app import Gateway, Tuning
 from tests.fakes.mattermost import FakeMattermost
 from tests.gated_tools import deploy_registry
@@ -24,12 +22,6 @@ DEPLOY = [{"id": "deploy"}]
 DEPLOY_WEB: tuple[tuple[str, dict[str, object]], ...] = (("deploy_service", {"service": "web"}),)
 NO_SWEEP = replace(FAST, expiry_interval=3600.0)
 """The expiry sweep never runs during a test: whatever expires, a click expired."""
-
-
-@pytest_asyncio.fixture
-async def mattermost() -> AsyncIterator[FakeMattermost]:
-    async with FakeMattermost() as fake:
-        yield fake
 
 
 def cards(mattermost: FakeMattermost, channel: dict[str, Any], bot: MattermostBot) -> list[dict[str, Any]]:

@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest_asyncio
 
 from tests.fakes.mattermost import FakeMattermost
 from tests.gated_tools import deploy_registry
 from tests.mattermost_harness import MattermostBot, running_gateway
 from tests.records import approval_statuses
 from tests.scripted import calls_then_answers
-
-
-@pytest_asyncio.fixture
-async def mattermost() -> AsyncIterator[FakeMattermost]:
-    async with FakeMattermost() as fake:
-        yield fake
 
 
 def card_in(mattermost: FakeMattermost, channel: dict[str, Any], bot: MattermostBot) -> list[dict[str, Any]]:

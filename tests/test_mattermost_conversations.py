@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from tests.fakes.mattermost import FakeMattermost
 from tests.mattermost_harness import MattermostBot, running_gateway
@@ -24,12 +22,6 @@ class World:
     channel: dict[str, Any]
     alice: dict[str, Any]
     bob: dict[str, Any]
-
-
-@pytest_asyncio.fixture
-async def mattermost() -> AsyncIterator[FakeMattermost]:
-    async with FakeMattermost() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from tests.fakes.mattermost import FakeMattermost
 from tests.mattermost_harness import MattermostBot, hook_up, running_gateway, webhook_url
@@ -26,12 +25,6 @@ class World:
     team: dict[str, Any]
     channel: dict[str, Any]
     alice: dict[str, Any]
-
-
-@pytest_asyncio.fixture
-async def mattermost() -> AsyncIterator[FakeMattermost]:
-    async with FakeMattermost() as fake:
-        yield fake
 
 
 def world_with(mattermost: FakeMattermost, bot: MattermostBot) -> World:

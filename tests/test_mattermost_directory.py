@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -13,12 +12,6 @@ from adapters.mattermost.adapter import MattermostAdapter
 from tests.fakes.mattermost import FakeMattermost
 
 TOKEN = "d" * 26
-
-
-@pytest_asyncio.fixture
-async def mattermost() -> AsyncIterator[FakeMattermost]:
-    async with FakeMattermost() as fake:
-        yield fake
 
 
 @pytest_asyncio.fixture

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 from mattermostdriver import Driver
 from mattermostdriver.exceptions import NoAccessTokenProvided
 from websockets.asyncio.client import connect
@@ -15,12 +13,6 @@ from websockets.asyncio.client import connect
 from tests.fakes.mattermost import FakeMattermost
 
 TOKEN = "b" * 26
-
-
-@pytest_asyncio.fixture
-async def mattermost() -> AsyncIterator[FakeMattermost]:
-    async with FakeMattermost() as fake:
-        yield fake
 
 
 def driver(mattermost: FakeMattermost, token: str) -> Driver:

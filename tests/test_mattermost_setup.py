@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import yaml
 from typer.testing import CliRunner
 
@@ -97,11 +95,6 @@ def test_the_webhook_transport_needs_the_webhook_token(tmp_path: Path) -> None:
 
 
 # -- the doctor ----------------------------------------------------------------------------------
-
-@pytest_asyncio.fixture
-async def mattermost() -> AsyncIterator[FakeMattermost]:
-    async with FakeMattermost() as fake:
-        yield fake
 
 
 def doctor_config(mattermost: FakeMattermost, bot: MattermostBot) -> GatewayConfig:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest_asyncio
 from pydantic_ai.tools import ToolDefinition
 
 from capabilities.context import MemoryOwner
@@ -17,12 +14,6 @@ from tests.people_harness import identity_rows, memory_gateway, obeys, order, st
 from tests.scripted import scripted
 
 SECRET = "Alice is allergic to peanuts"
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def test_a_note_written_in_a_dm_is_not_reachable_in_a_group_with_the_same_person(

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
-import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests import mattermost_harness, slack_harness
@@ -16,24 +13,6 @@ from tests.harness import TelegramBot, ask, running_gateway
 from tests.mattermost_harness import MattermostBot
 from tests.scripted import echoes
 from tests.slack_harness import SlackBot
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
-@pytest_asyncio.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as fake:
-        yield fake
-
-
-@pytest_asyncio.fixture
-async def mattermost() -> AsyncIterator[FakeMattermost]:
-    async with FakeMattermost() as fake:
-        yield fake
 
 
 def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

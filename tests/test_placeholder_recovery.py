@@ -3,12 +3,10 @@ lets the retry find it: the process dies waiting for the post's answer, and the 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-import pytest_asyncio
 
 from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.slack import FakeSlack
@@ -20,18 +18,6 @@ from tests.slack_harness import SlackBot
 from tests.slack_harness import running_gateway as slack_gateway
 
 RETRY_SOON = replace(FAST, worker_lease=timedelta(seconds=1))
-
-
-@pytest_asyncio.fixture
-async def mattermost() -> AsyncIterator[FakeMattermost]:
-    async with FakeMattermost() as fake:
-        yield fake
-
-
-@pytest_asyncio.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as fake:
-        yield fake
 
 
 async def test_mattermost_retry_answers_in_the_placeholder_its_crashed_attempt_left(

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest_asyncio
 from pydantic_ai import ModelMessage, ModelRequest, UserPromptPart
 from pydantic_ai.models.function import AgentInfo
 
@@ -21,12 +19,6 @@ from tests.test_telegram_approvals import buttons, cards, texts
 PLAN = {"items": [{"content": "Deploy web", "status": "in_progress"}, {"content": "Tell the team"}]}
 DONE = {"items": [{"content": "Deploy web", "status": "completed"}, {"content": "Tell the team",
                                                                        "status": "cancelled"}]}
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def last(returned: list[str]) -> str:

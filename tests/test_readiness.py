@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, ask, running_gateway
 from tests.scripted import echoes
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def test_a_revoked_token_is_reported_and_the_replica_keeps_serving(

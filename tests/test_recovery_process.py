@@ -17,7 +17,6 @@ from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 import yaml
 from aiohttp import web
 
@@ -73,12 +72,6 @@ class StallingModel:
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
         await response.write(b"data: [DONE]\n\n")
         return response
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 @asynccontextmanager

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-import pytest_asyncio
 from pydantic_ai.models.function import FunctionModel
 
 from gateway.server.app import Gateway
@@ -19,12 +17,6 @@ from tests.harness import FAST, TelegramBot, running_gateway
 from tests.scripted import echoes
 
 pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def texts(telegram: FakeTelegram, chat_id: int) -> list[str]:

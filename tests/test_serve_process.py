@@ -6,23 +6,15 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-import pytest_asyncio
 import yaml
 
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import free_port
 
 TOKEN = "424242:serve-process-token-value"
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def test_serve_answers_then_shuts_down_cleanly_on_ctrl_c(telegram: FakeTelegram, tmp_path: Path) -> None:

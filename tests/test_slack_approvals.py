@@ -11,7 +11,6 @@ from typing import Any, Literal
 from urllib.parse import urlencode
 
 import pytest
-import pytest_asyncio
 
 from gateway.server.app import Tuning
 from tests.fakes.slack import FakeSlack
@@ -26,12 +25,6 @@ DEPLOY_WEB: tuple[tuple[str, dict[str, object]], ...] = (("deploy_service", {"se
 APPROVE, DENY = "approval:approve", "approval:deny"
 NO_SWEEP = replace(FAST, expiry_interval=3600.0)
 """The expiry sweep never runs during a test: whatever expires, a click expired."""
-
-
-@pytest_asyncio.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as fake:
-        yield fake
 
 
 def cards(slack: FakeSlack, channel: dict, bot: SlackBot, thread_ts: str | None = None) -> list[dict[str, Any]]:

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 from pydantic_ai import ModelMessage
 
 from tests.fakes.slack import FakeSlack
 from tests.scripted import echoes, scripted, user_prompts
 from tests.slack_harness import SlackBot, running_gateway
-
-
-@pytest_asyncio.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as fake:
-        yield fake
 
 
 def remembering(seen: list[list[str]]):

@@ -6,12 +6,10 @@ import itertools
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import httpx
 import pytest
-import pytest_asyncio
 from sqlalchemy import func, select
 
 from storage.db import Database
@@ -20,12 +18,6 @@ from tests.fakes.slack import FakeSlack, SlackApp
 from tests.harness import FAST
 from tests.scripted import echoes, scripted
 from tests.slack_harness import SlackBot, running_gateway
-
-
-@pytest_asyncio.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as fake:
-        yield fake
 
 
 async def inbox_count(database_url: str) -> int:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest_asyncio
 from pydantic_ai.models.function import FunctionModel
 
 from tests.fakes.slack import FakeSlack
@@ -13,12 +11,6 @@ from tests.scripted import calls_then_answers
 from tests.slack_harness import SlackBot, running_gateway
 
 ALL = ["get_channel_info", "list_channel_members", "search_channels", "read_channel_history"]
-
-
-@pytest_asyncio.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as fake:
-        yield fake
 
 
 def calls_then_reports(*calls: tuple[str, dict[str, Any]]) -> FunctionModel:

@@ -16,12 +16,6 @@ from tests.fakes.slack import FakeSlack, SlackApp
 
 
 @pytest_asyncio.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as fake:
-        yield fake
-
-
-@pytest_asyncio.fixture
 async def app(slack: FakeSlack) -> SlackApp:
     return slack.add_app("helper")
 

@@ -6,7 +6,6 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest_asyncio
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.messages import ToolReturnPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
@@ -26,12 +25,6 @@ def asking(*, expires_after: int | None = None) -> dict[str, Any]:
 
 
 CAPABILITIES = [{"id": "subagents", "config": {"allow_questions": True, "inline": [RESEARCHER]}}]
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def _returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:

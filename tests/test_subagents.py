@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from pydantic_ai import (
     AgentRunResult,
     DeferredToolRequests,
@@ -433,12 +432,6 @@ async def test_without_any_delegate_the_capability_is_not_attached() -> None:
     binding = lead({})
     await ask(built(binding, {"parent": parent}), binding)
     assert seen[0].function_tools == [] and "Delegation" not in (seen[0].instructions or "")
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def test_in_a_chat_a_delegates_gated_call_is_shown_approved_and_run_and_its_usage_is_booked(

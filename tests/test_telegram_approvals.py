@@ -11,7 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 from sqlalchemy import select, update
 from typer.testing import CliRunner
 
@@ -29,12 +28,6 @@ DEPLOY = [{"id": "deploy"}]
 DEPLOY_WEB: tuple[tuple[str, dict[str, object]], ...] = (("deploy_service", {"service": "web"}),)
 NO_SWEEP = replace(FAST, expiry_interval=3600.0)
 """The expiry sweep never runs during a test: whatever expires, a click expired."""
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def cards(telegram: FakeTelegram, chat_id: int) -> list[dict[str, Any]]:

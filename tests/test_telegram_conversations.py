@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 from sqlalchemy import select
 
 from storage.db import Database
@@ -13,12 +10,6 @@ from storage.models import MessageRow, RunRow
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, running_gateway
 from tests.scripted import echoes, scripted, user_prompts
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def bot_texts(telegram: FakeTelegram, chat_id: int, thread_id: int | None = None) -> list[str]:

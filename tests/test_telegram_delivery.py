@@ -6,13 +6,11 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import timedelta
 
 import httpx
 import pytest
-import pytest_asyncio
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models.function import FunctionModel
 from sqlalchemy import func, select
@@ -24,12 +22,6 @@ from tests.fakes.telegram import FakeTelegram
 from tests.harness import FAST, TelegramBot, running_gateway
 from tests.records import inbox_rows
 from tests.scripted import answers, echoes, fails, waits_for
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def bot_texts(telegram: FakeTelegram, chat_id: int) -> list[str]:

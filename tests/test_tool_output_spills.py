@@ -4,10 +4,8 @@ is deleted when the run ends (answered or failed), never when it parks."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest_asyncio
 from pydantic_ai import FunctionToolset, ModelMessage, ModelRequest
 from pydantic_ai.capabilities import Capability
 from pydantic_ai.messages import ToolReturnPart
@@ -28,12 +26,6 @@ from tests.test_telegram_approvals import buttons, cards, texts
 LOG = "\n".join(f"line {n}: {'ok ' * 20}" for n in range(400))
 """About 26,000 characters: past the default threshold of 10,000."""
 CAPABILITIES = [{"id": "logs"}, {"id": "deploy"}, {"id": "tool_output_limits"}]
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def registry(executed: list[str]) -> Registry:

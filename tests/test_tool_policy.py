@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest_asyncio
-
 from tests.capability_runs import assembled, binding_with, recording, run, tool_defs
 from tests.fakes.telegram import FakeTelegram
 from tests.gated_tools import deploy_registry
@@ -15,12 +11,6 @@ from tests.test_telegram_approvals import buttons, cards, texts
 
 RENAMED = [{"id": "deploy", "tool_overrides": {"deploy_service": {"name": "ship_it",
                                                                   "description": "Ship a service to customers."}}}]
-
-
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def test_a_renamed_tool_keeps_its_approval_gate(telegram: FakeTelegram, sqlite_url: str) -> None:

@@ -59,12 +59,6 @@ async def collector() -> AsyncIterator[Collector]:
         await runner.cleanup()
 
 
-@pytest_asyncio.fixture
-async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
 def value(attribute: AnyValue) -> object:
     return getattr(attribute, attribute.WhichOneof("value"))
 
@@ -111,4 +105,3 @@ async def test_the_operator_can_opt_in_to_exporting_what_was_said(
     await one_turn(telegram, sqlite_url, {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
                                           "GATEWAY_TRACE_CONTENT": "true"})
     assert any(SECRET_WORDS.encode() in body for body in collector.bodies)
-
