@@ -58,7 +58,8 @@ async def test_metrics_show_a_conversation_by_bot_and_model(telegram: FakeTelegr
     assert found[("gateway_inbox_depth", frozenset())] == 0
     assert found[("gateway_inbox_oldest_age_seconds", frozenset())] == 0
     assert found[("gateway_approvals", frozenset({("status", "pending")}))] == 0
-    assert str(chat["id"]) not in text and str(alice["id"]) not in text, "no chat or user ids as labels"
+    label_values = {value for _, labels in found for _, value in labels}
+    assert str(chat["id"]) not in label_values and str(alice["id"]) not in label_values, "no chat or user ids as labels"
 
 
 async def test_each_gateway_counts_only_its_own(telegram: FakeTelegram, sqlite_url: str, tmp_path) -> None:
