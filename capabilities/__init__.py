@@ -7,8 +7,11 @@ from capabilities import (
     clock,
     compaction,
     guardrails,
+    knowledge,
     memory_files,
     planning,
+    skills,
+    standing_context,
     subagents,
     system_reminders,
     thinking,
@@ -27,6 +30,9 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     tool_output_limits.CAPABILITY,
     channel_tools.CAPABILITY,
     subagents.CAPABILITY,
+    knowledge.CAPABILITY,
+    skills.CAPABILITY,
+    standing_context.CAPABILITY,
 )
 
 

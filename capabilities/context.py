@@ -7,8 +7,8 @@ wiring bug: `BuildContext` raises `MissingStore` naming both, and the run does n
 capability silently missing. What is legitimately absent is typed `... | None` and says when.
 
 Slots kept for what comes next, typed and wired but not yet filled by any capability: the entry's
-resolved `secret`, the `resources` an agent spec binds by name, and the run's `outbox` for files
-posted into the chat.
+resolved `secret`, the generic `resources` mapping, and the run's `outbox` for files posted into the chat.
+What an agent spec binds by name for `knowledge`, `context` and `skills` arrives in fields of its own.
 """
 
 from __future__ import annotations
@@ -197,6 +197,69 @@ class Delegates:
     builder: DelegateBuilder
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Passage:
+    """One chunk of a document that matched a knowledge search, as the search ranks it."""
+
+    collection: str
+    document: str
+    """The document's title (its first Markdown heading, else its file name)."""
+    source: str
+    """Where the document came from when it was added (its path), for the answer to name."""
+    chunk: int
+    """The chunk's place in its document, from 1."""
+    chunks: int
+    """How many chunks the document was cut into."""
+    text: str
+    """The passage, with the words that matched in `**bold**`."""
+
+
+class DocumentSearch(Protocol):
+    """Searches the chunks of the given collections (`gateway/agents/knowledge.py`): one seam for every ranker."""
+
+    async def search(self, collections: Sequence[str], query: str, *, limit: int) -> list[Passage]:
+        """The best `limit` passages for `query`, best first; raises `QueryProblem` for a query with nothing to
+        look for, `SearchUnavailable` when the store behind it cannot answer."""
+        ...
+
+
+class QueryProblem(ValueError):
+    """A query the search cannot run (no word to look for): the model can write a better one."""
+
+
+class SearchUnavailable(Exception):
+    """The store behind a search did not answer (an outage, a timeout): worth one more try, never "nothing found"."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KnowledgeScope:
+    """What one run may search: the collections its agent spec binds, decided by the server, and the search."""
+
+    collections: tuple[str, ...]
+    search: DocumentSearch
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextFile:
+    """A standing context file an agent spec binds by name, its text read for the run."""
+
+    name: str
+    description: str
+    mode: Literal["inject", "link"]
+    """`inject`: placed in the instructions; `link`: reached through `read_context`."""
+    format: str
+    """What the text is written in (`markdown`, `text`, `yaml`, …), for the model to read it right."""
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillFolder:
+    """A folder of `SKILL.md` skills an agent spec binds by name."""
+
+    name: str
+    path: str
+
+
 class MissingStore(LookupError):
     """A capability needs a store this run was not wired with: a bug in the gateway's wiring, not in the spec."""
 
@@ -234,6 +297,13 @@ class RunFacts:
     """What the agent spec binds by name; no capability reads one yet."""
     outbox: Outbox | None = None
     """Where a run's files go to be posted into the chat; None until the gateway has a durable outbox."""
+    knowledge: KnowledgeScope | None = None
+    """The document collections the agent spec binds that hold something to search, with the search over them;
+    None when it binds none, or none with a document in it (`knowledge` is then not attached)."""
+    context_files: tuple[ContextFile, ...] = ()
+    """The standing context files the agent spec binds, read for this run (`context`)."""
+    skill_folders: tuple[SkillFolder, ...] = ()
+    """The skill folders the agent spec binds (`skills`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,7 +5,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    DDL,
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    event,
+)
 from sqlalchemy.ext.asyncio import AsyncAttrs
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -304,3 +316,72 @@ class ConversationStateRow(Base):
     capability: Mapped[str] = mapped_column(String(64))
     data: Mapped[dict[str, Any]]
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class KnowledgeDocumentRow(Base):
+    """A document added to a knowledge collection (`gateway knowledge add`); adding it again replaces it."""
+
+    __tablename__ = "knowledge_documents"
+    __table_args__ = (UniqueConstraint("collection", "source"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    collection: Mapped[str] = mapped_column(String(64))
+    source: Mapped[str] = mapped_column(String(1024))
+    """The path it was added from: what an answer cites beside the title."""
+    title: Mapped[str] = mapped_column(String(512))
+    chunks: Mapped[int] = mapped_column(Integer)
+    characters: Mapped[int] = mapped_column(Integer)
+    added_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class KnowledgeChunkRow(Base):
+    """One overlapping chunk of a document: the unit a search ranks and cites.
+
+    The full-text index is the database's own, kept up by it on every write: on PostgreSQL a generated
+    `search` tsvector (`simple` configuration) under a GIN index, on SQLite the FTS5 table
+    `knowledge_chunks_fts` kept by triggers. Neither is mapped here; `KNOWLEDGE_INDEX_DDL` creates them.
+    """
+
+    __tablename__ = "knowledge_chunks"
+    __table_args__ = (Index("ix_knowledge_chunks_collection", "collection"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey("knowledge_documents.id", ondelete="CASCADE"), index=True)
+    collection: Mapped[str] = mapped_column(String(64))
+    """The document's collection, here too so that a search filters before it ranks."""
+    position: Mapped[int] = mapped_column(Integer)
+    """The chunk's place in its document, from 1."""
+    text: Mapped[str] = mapped_column(Text)
+
+
+KNOWLEDGE_INDEX_DDL: dict[str, tuple[str, ...]] = {
+    "postgresql": (
+        "ALTER TABLE knowledge_chunks ADD COLUMN search tsvector "
+        "GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED",
+        "CREATE INDEX ix_knowledge_chunks_search ON knowledge_chunks USING gin (search)",
+    ),
+    "sqlite": (
+        "CREATE VIRTUAL TABLE knowledge_chunks_fts USING fts5(text, content='knowledge_chunks', content_rowid='id', "
+        "tokenize='unicode61 remove_diacritics 0')",
+        "CREATE TRIGGER knowledge_chunks_ai AFTER INSERT ON knowledge_chunks BEGIN "
+        "INSERT INTO knowledge_chunks_fts(rowid, text) VALUES (new.id, new.text); END",
+        "CREATE TRIGGER knowledge_chunks_ad AFTER DELETE ON knowledge_chunks BEGIN "
+        "INSERT INTO knowledge_chunks_fts(knowledge_chunks_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
+        "CREATE TRIGGER knowledge_chunks_au AFTER UPDATE ON knowledge_chunks BEGIN "
+        "INSERT INTO knowledge_chunks_fts(knowledge_chunks_fts, rowid, text) VALUES ('delete', old.id, old.text); "
+        "INSERT INTO knowledge_chunks_fts(rowid, text) VALUES (new.id, new.text); END",
+    ),
+}
+"""The full-text index of `knowledge_chunks` per dialect (migration 0006 writes the same statements)."""
+
+DATABASE_KEPT = frozenset({"search", "ix_knowledge_chunks_search", "knowledge_chunks_fts",
+                           *(f"knowledge_chunks_fts_{shadow}" for shadow in ("data", "idx", "docsize", "config"))})
+"""Schema objects of the full-text index that the models do not map, by name (column, index, FTS5 tables)."""
+
+
+def mapped_schema(_object: Any, name: str | None, _kind: str, _reflected: bool, _compare_to: Any) -> bool:
+    """Alembic's `include_object`: compare everything but the full-text index's own objects."""
+    return name not in DATABASE_KEPT
+
+
+for _dialect, _statements in KNOWLEDGE_INDEX_DDL.items():
+    for _statement in _statements:
+        event.listen(KnowledgeChunkRow.__table__, "after_create", DDL(_statement).execute_if(dialect=_dialect))

@@ -43,6 +43,14 @@ class SecretLookup(Protocol):
     def get(self, name: str) -> str | None: ...
 
 
+ResourceBinder = Callable[[AgentSpec, RunFacts], RunFacts]
+"""Puts what an agent spec binds by name (collections, context files, skill folders) into a run's facts."""
+
+
+def _unbound(_spec: AgentSpec, run: RunFacts) -> RunFacts:
+    return run
+
+
 class MissingSecret(LookupError):
     """A capability entry names a secret this deployment does not hold."""
 
@@ -81,11 +89,13 @@ class AssembledAgent:
 def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, run: RunFacts,
              ask_user: Callable[[str], Awaitable[str]] | None = None, specialists: Sequence[Mapping[str, Any]] = (),
              secrets: SecretLookup | None = None,
-             instrumentation: InstrumentationSettings | None = None) -> AssembledAgent:
+             instrumentation: InstrumentationSettings | None = None,
+             bind: ResourceBinder = _unbound) -> AssembledAgent:
     """The agent for one run. `ask_user` is how a synchronous delegate's question reaches the run's person
     (`allow_questions`); None: no delegate is offered `ask_parent`. `specialists` are the model-written ones a
     parked run carried, registered again when it continues. `secrets` resolves entries' `secret_id`s.
-    `instrumentation` gives the run and each of its delegates pydantic-ai's OpenTelemetry spans."""
+    `instrumentation` gives the run and each of its delegates pydantic-ai's OpenTelemetry spans. `bind` resolves
+    the resources each spec names, the agent's own and each delegate's, into its run's facts."""
     spec = binding.agent.spec
     binding_text = binding_instructions(binding.spec.instructions, run.directory, run.address.channel_id)
     instructions = [text for text in (spec.instructions, binding_text) if not isinstance(text, str) or text.strip()]
@@ -96,9 +106,10 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, run
     builder = CapabilityBuilder(registry=registry, binding_modes=modes, secrets=secrets, end_run=end_run)
     delegates = GatewayDelegates(parent=spec, pins=binding.agent.pins, versions=binding.delegate_versions,
                                  builder=builder, models=models, run=run, usage=delegated,
-                                 ask_user=ask_user, traced=traced).delegation(depth_left=None, specialists=kept)
+                                 ask_user=ask_user, traced=traced, bind=bind).delegation(depth_left=None,
+                                                                                         specialists=kept)
     built, policy = builder.build([*spec.capabilities, *_binding_grants(binding, registry)],
-                                  replace(run, delegates=delegates))
+                                  replace(bind(spec, run), delegates=delegates))
     agent: Agent[Any, Output] = Agent(models.resolve(spec.model), output_type=[str, DeferredToolRequests],
                                       instructions=instructions or None, name=spec.name,
                                       capabilities=[*traced, *built, policy])
@@ -170,6 +181,8 @@ class GatewayDelegates:
     """Passed on to every level of the tree: a delegate's own delegates ask the same person."""
     traced: tuple[AbstractCapability[Any], ...] = ()
     """pydantic-ai's `Instrumentation` when the gateway traces, for every level of the tree; empty otherwise."""
+    bind: ResourceBinder = _unbound
+    """A pinned delegate runs on its own spec's collections, context files and skills, not its caller's."""
 
     def delegation(self, *, depth_left: int | None, specialists: dict[str, dict[str, Any]]) -> Delegates:
         """This agent's delegation: its facts, and this builder. `specialists` is the run's own dict for the
@@ -200,7 +213,7 @@ class GatewayDelegates:
         bound = {entry.id for entry in spec.capabilities}
         entries = [*spec.capabilities, *(entry for entry in self._lent(share) if entry.id not in bound)]
         child = replace(self, parent=spec, pins=version.pins).delegation(depth_left=depth_left, specialists={})
-        return self._built(spec.name, spec.model, spec.instructions, entries, extra, delegates=child)
+        return self._built(spec.name, spec.model, spec.instructions, entries, extra, delegates=child, spec=spec)
 
     def build_specialist(self, *, name: str, instructions: str, model: str, model_settings: Any = None,
                          share: Sequence[str], extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
@@ -220,8 +233,11 @@ class GatewayDelegates:
 
     def _built(self, name: str, model: str, instructions: str, entries: list[CapabilityEntry],
                extra: Sequence[AbstractCapability[Any]], *, delegates: Delegates | None,
-               model_settings: Any = None) -> BuiltDelegate:
-        run = replace(self.run, state=None, resuming=False, delegates=delegates)
+               model_settings: Any = None, spec: AgentSpec | None = None) -> BuiltDelegate:
+        """`spec`: a pinned delegate's own, whose resources it gets; a specialist keeps its caller's, which is
+        all that its lent capabilities may reach."""
+        own = self.run if spec is None else self.bind(spec, self.run)
+        run = replace(own, state=None, resuming=False, delegates=delegates)
         built, policy = self.builder.build(entries, run)
         agent: Agent[Any, Output] = Agent(
             self.models.resolve(model), output_type=[str, DeferredToolRequests], name=name,

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from capabilities.config_errors import Problem
 from capabilities.registry import Registry
 from gateway.agents.models import ModelResolver
+from gateway.checks.resources import USED_BY
 from gateway.checks.validation import apply_problems, model_references
 from gateway.config.schema import (
     AgentSpec,
@@ -108,6 +109,7 @@ def silent_settings(config: GatewayConfig, models: ModelResolver) -> list[Proble
     problems = []
     for i, agent in enumerate(config.agents):
         problems += _thinking_without_reasoning(config, agent, i, models)
+        problems += _bound_without_resources(agent, i)
     for i, bot in enumerate(config.bots):
         binding = bot.binding
         if binding.allow and binding.access == "open":
@@ -134,6 +136,15 @@ def _thinking_without_reasoning(config: GatewayConfig, agent: AgentSpec, index: 
     return [Problem(loc=("agents", index, "capabilities", entry[0]),
                     message=f"'thinking' does nothing on {model}: pydantic-ai does not know that model as "
                             "one that reasons, so no thinking setting is sent; remove it, or use a reasoning model")]
+
+
+def _bound_without_resources(agent: AgentSpec, index: int) -> list[Problem]:
+    """`knowledge`, `context` or `skills` bound with nothing named for it: it is not attached at all."""
+    return [Problem(loc=("agents", index, "capabilities", j),
+                    message=f"{entry.id!r} is not attached: the agent names no {section}; list the ones it uses "
+                            f"in agents[].{section}, or remove the capability")
+            for j, entry in enumerate(agent.capabilities) if entry.enabled
+            for section, capability in USED_BY.items() if entry.id == capability and not getattr(agent, section)]
 
 
 def _agent_problems(source: ConfigSource, registry: Registry) -> list[Problem]:

@@ -83,6 +83,12 @@ class AgentSpec(_Strict):
     capabilities: list[CapabilityEntry] = Field(default_factory=list)
     subagents: list[str] = Field(default_factory=list)
     """Other agents of this config this one may delegate to, by name (the `subagents` capability)."""
+    collections: list[str] = Field(default_factory=list)
+    """The top-level `collections` this agent searches, by name (the `knowledge` capability)."""
+    context_files: list[str] = Field(default_factory=list)
+    """The top-level `context_files` this agent is given, by name (the `context` capability)."""
+    skill_folders: list[str] = Field(default_factory=list)
+    """The top-level `skill_folders` whose skills this agent may load, by name (the `skills` capability)."""
 
     @field_validator("capabilities", mode="before")
     @classmethod
@@ -263,11 +269,51 @@ class ServerSpec(_Strict):
     """Where the platforms reach this server; webhook transports need it."""
 
 
+_RESOURCE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class CollectionSpec(_Strict):
+    """A collection of documents for `knowledge` search; `gateway knowledge add NAME PATH…` fills it."""
+
+    name: str = Field(pattern=_RESOURCE_NAME)
+    description: str = ""
+
+
+class ContextFileSpec(_Strict):
+    """A standing context file: placed in the instructions (`inject`) or read on demand (`link`)."""
+
+    name: str = Field(pattern=_RESOURCE_NAME)
+    description: str = Field(min_length=1)
+    """One line on what the file holds: what `list_context` shows the model."""
+    mode: Literal["inject", "link"] = "link"
+    format: str = Field(default="markdown", pattern=r"^[A-Za-z0-9_.+-]{1,32}$")
+    path: str | None = None
+    """A UTF-8 text file, relative to the directory the gateway runs in; or give `text`."""
+    text: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ContextFileSpec:
+        if (self.path is None) == (self.text is None):
+            raise ValueError("give exactly one of path (a file) or text (the content inline)")
+        return self
+
+
+class SkillFolderSpec(_Strict):
+    """A folder of skills, each a subfolder with a `SKILL.md` (YAML front matter: name, description)."""
+
+    name: str = Field(pattern=_RESOURCE_NAME)
+    path: str
+    """Relative to the directory the gateway runs in."""
+
+
 class GatewayConfig(_Strict):
     models: dict[str, ModelProfile] = Field(default_factory=dict)
     agents: list[AgentSpec]
     bots: list[BotSpec]
     server: ServerSpec = ServerSpec()
+    collections: list[CollectionSpec] = Field(default_factory=list)
+    context_files: list[ContextFileSpec] = Field(default_factory=list)
+    skill_folders: list[SkillFolderSpec] = Field(default_factory=list)
 
     @field_validator("agents")
     @classmethod
@@ -352,6 +398,15 @@ def _listing_agents(data: dict[str, Any]) -> Callable[[Problem], Problem]:
 def reference_problems(config: GatewayConfig) -> list[Problem]:
     """What each setting refers to exists: agent and bot names, the public URL and tokens a transport needs."""
     problems = _unique("agents", [a.name for a in config.agents]) + _unique("bots", [b.name for b in config.bots])
+    for section in RESOURCE_SECTIONS:
+        defined = [item.name for item in getattr(config, section)]
+        problems += _unique(section, defined)
+        for i, agent in enumerate(config.agents):
+            for k, name in enumerate(getattr(agent, section)):
+                if name not in defined:
+                    problems.append(Problem(loc=("agents", i, section, k),
+                                            message=f"{name!r} is not defined in the top-level {section} "
+                                                    f"({_names(defined)}); define it there, or remove it here"))
     agents = {a.name for a in config.agents}
     for i, bot in enumerate(config.bots):
         if bot.agent not in agents:
@@ -363,6 +418,10 @@ def reference_problems(config: GatewayConfig) -> list[Problem]:
                                             "reaches this server at"))
         problems += [Problem(loc=("bots", i, field), message=missing) for field, missing in bot.missing_settings()]
     return problems
+
+
+RESOURCE_SECTIONS = ("collections", "context_files", "skill_folders")
+"""Top-level definitions an agent spec binds by name, under a field of the same name."""
 
 
 def resolve_secret(reference: str, secrets: SecretSource, *, field: str) -> SecretStr:

@@ -33,6 +33,7 @@ from capabilities.subagents.questions import ask_in_chat, asked
 from gateway.agents.assembly import AssembledAgent, SecretLookup, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.models import ModelResolver
+from gateway.agents.resources import BoundResources, Resources
 from gateway.agents.run_state import RunSpills, StoredConversationState
 from gateway.config.schema import AgentSpec, BindingSpec, ConfigError
 from gateway.pipeline.live_reply import LiveReply
@@ -139,8 +140,9 @@ RunOutcome = Answered | Parked | Failed
 class Runtime:
     def __init__(self, *, models: ModelResolver, db: Database, registry: Registry, notes: NoteStore | None = None,
                  directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None,
-                 instrumentation: InstrumentationSettings | None = None) -> None:
-        """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none."""
+                 instrumentation: InstrumentationSettings | None = None, resources: Resources | None = None) -> None:
+        """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none.
+        `resources`: the config's collections, context files and skill folders, bound per spec; None: none."""
         self._models = models
         self._db = db
         self._registry = registry
@@ -149,6 +151,7 @@ class Runtime:
         """Each bot's channel lookups, by bot name."""
         self._secrets = secrets
         self._instrumentation = instrumentation
+        self._resources = resources
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
@@ -174,9 +177,10 @@ class Runtime:
                        resuming=resuming)
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
+            bound = await self._resources.for_run() if self._resources is not None else BoundResources()
             assembled = assemble(deps.binding, registry=self._registry, models=self._models, run=run,
                                  ask_user=ask_in_chat, specialists=specialists, secrets=self._secrets,
-                                 instrumentation=self._instrumentation)
+                                 instrumentation=self._instrumentation, bind=bound.bind)
             if delegated is not None:
                 assembled.delegated.incr(delegated)
             result = await self._stream(assembled, deps, reply, **run_input)

@@ -24,6 +24,7 @@ from adapters.protocols import Closable
 from capabilities.registry import Registry
 from gateway.agents.bindings import BindingStore
 from gateway.agents.models import ModelResolver
+from gateway.agents.resources import Resources
 from gateway.approvals.parking import ApprovalFlow
 from gateway.approvals.question_store import DelegateQuestions
 from gateway.approvals.questions import QuestionFlow
@@ -142,7 +143,8 @@ class Gateway:
         memory = MemoryNotes(db)
         directories = {name: adapter.directory for name, adapter in self.adapters.items()}
         runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
-                          directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation)
+                          directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation,
+                          resources=Resources(self.config, db))
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)

@@ -1,0 +1,132 @@
+"""`skills`: written-down know-how the agent loads one skill at a time, from `pydantic-ai-skills` 1.x.
+
+Skills come from the skill folders the agent spec binds (`RunFacts.skill_folders`), each a folder of
+subfolders with a `SKILL.md` (YAML front matter `name` and `description`, then the instructions) and
+resource files beside it. `run_skill_script` is never offered, and scripts are dropped from the skills, so
+nothing the model reads points at a tool it does not have: running code has one path, the sandbox. The
+library's tool texts are replaced where they describe its Python rather than what the model is handed
+(`list_skills` answers JSON, not "a dictionary"). 1.x is pinned (`>=1.4,<2`): 2.x replaced `list_skills`
+and `load_skill` with pydantic-ai's `load_capability`, and the drift test reports such a change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai.capabilities import Capability
+from pydantic_ai.toolsets import WrapperToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+from pydantic_ai_skills import Skill, SkillsToolset
+from pydantic_ai_skills.directory import discover_skills
+
+from capabilities.context import BuildContext, SkillFolder
+from capabilities.failures import RETRY_BUDGET, retry_or_text
+from capabilities.registry import CapabilityDef, NoConfig, ToolInfo
+from capabilities.tool_text import ToolText, described
+
+NEVER_OFFERED = frozenset({"run_skill_script"})
+"""Remote code execution without a sandbox: excluded by construction, not merely left undescribed."""
+
+INSTRUCTIONS = """\
+You have skills: written-down procedures of this organization, each for one kind of task.
+
+<available_skills>
+{skills_list}
+</available_skills>
+
+When a task falls within a skill's domain, call load_skill with its exact name first and follow its
+instructions; read a resource it lists with read_skill_resource only after loading the skill, by the exact
+name it gives. Load only the skills the task needs."""
+
+TEXTS = {
+    "list_skills": ToolText(
+        summary="List the skills you can load, each with what it is for. The same list is in your instructions; "
+                "use this to check it again.",
+        returns="A JSON object mapping each skill's exact name to its one-line description; `{}` when no skill "
+                "is available."),
+    "load_skill": ToolText(
+        summary="Load one skill's full instructions. Call it before doing a task the skill covers, and before "
+                "reading any of its resources.",
+        returns="The skill as XML: its name, description, the resources it offers (`<resource name=…>`) and its "
+                "instructions (`<instructions>`). An unknown name gets a message listing the skills that exist.",
+        args={"skill_name": "The skill's exact name as listed, e.g. `refunds`."}),
+    "read_skill_resource": ToolText(
+        summary="Read one supplementary file of a skill (a template, a reference table) that the skill's "
+                "instructions point to. Load the skill first.",
+        returns="The resource's text. An unknown skill or resource name gets a message listing the names that "
+                "exist.",
+        args={"skill_name": "The skill's exact name, as for load_skill.",
+              "resource_name": "The resource's exact name as load_skill listed it, e.g. `TEMPLATE.md`.",
+              "args": "Leave it out: file resources take no arguments."}),
+}
+
+
+class SkillProblem(ValueError):
+    """A skill folder that cannot be used: what is wrong, and how to fix it."""
+
+
+def load_skills(folders: Sequence[SkillFolder]) -> list[Skill]:
+    """The skills of `folders`, without scripts, each under a `skill://NAME` address rather than a server path.
+    Raises `SkillProblem` for a missing folder, a folder without skills, a skill without name or description,
+    or one name in two places."""
+    skills: dict[str, Skill] = {}
+    for folder in folders:
+        path = Path(folder.path)
+        if not path.is_dir():
+            raise SkillProblem(f"{folder.path!r} is not a folder; create it, or correct the path")
+        try:
+            found = discover_skills(path, validate=True)
+        except ValueError as exc:
+            raise SkillProblem(f"{_shown(str(exc), path)}; give every SKILL.md front matter with a name and "
+                               "a description") from None
+        if not found:
+            raise SkillProblem(f"{folder.path!r} holds no skill; put each skill in a subfolder with a SKILL.md")
+        for skill in found:
+            if not skill.description.strip():
+                raise SkillProblem(f"skill {skill.name!r} has no description; add `description:` to its SKILL.md "
+                                   "front matter (one line on when to use it)")
+            if skill.name in skills:
+                raise SkillProblem(f"skill {skill.name!r} is defined twice; give each skill a name of its own")
+            skills[skill.name] = dataclasses.replace(skill, scripts=[], uri=f"skill://{skill.name}")
+    return list(skills.values())
+
+
+def _shown(message: str, root: Path) -> str:
+    """The library's message with the folder's absolute path shortened to the configured one."""
+    return message.replace(str(root.expanduser().resolve()), str(root))
+
+
+@dataclass
+class RetriesAsText(WrapperToolset[Any]):
+    """The library raises a retry for an unknown name on every attempt; the last one answers with the text, so a
+    mistaken name never ends the run (`capabilities/failures.py`)."""
+
+    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any],
+                        tool: ToolsetTool[Any]) -> Any:
+        try:
+            return await super().call_tool(name, tool_args, ctx, tool)
+        except ModelRetry as retry:
+            return retry_or_text(ctx, retry.message)
+
+
+def build(context: BuildContext[NoConfig]) -> Capability[Any] | None:
+    if not context.run.skill_folders:
+        return None
+    skills = load_skills(context.run.skill_folders)
+    library = SkillsToolset(skills=skills, exclude_tools=set(NEVER_OFFERED), instruction_template=INSTRUCTIONS,
+                            max_retries=RETRY_BUDGET, id="skills")
+    return Capability(toolsets=[RetriesAsText(described(library, TEXTS))])
+
+
+CAPABILITY = CapabilityDef(
+    id="skills", name="Skills", category="knowledge",
+    description="Written-down procedures the agent loads one at a time when a task calls for one.",
+    tools=(ToolInfo(id="list_skills", summary="Lists the skills that can be loaded."),
+           ToolInfo(id="load_skill", summary="Loads one skill's instructions."),
+           ToolInfo(id="read_skill_resource", summary="Reads a supplementary file of a loaded skill.")),
+    scopes=frozenset({"knowledge:read"}), build=build)

@@ -1,0 +1,288 @@
+"""Knowledge collections in the database: documents cut into overlapping chunks, searched by full text.
+
+The search is the database's own: PostgreSQL ranks a generated `tsvector` ('simple' configuration, so words
+match whole and unstemmed) with `websearch_to_tsquery`, `ts_rank_cd` and `ts_headline`; SQLite ranks its
+FTS5 table with `bm25()` and `snippet()`, the query translated from the same web-search syntax. Both answer
+in one shape, `Passage`, with the matched words in bold.
+
+Rankers are a seam: `KnowledgeSearch` fuses what each `Ranker` returns by reciprocal rank, so an embedding
+ranker (pgvector) is one more entry in that list. Today there is one, full text, and the tool says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from sqlalchemy import bindparam, delete, func, select, text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from capabilities.context import Passage, QueryProblem, SearchUnavailable
+from storage.db import Database
+from storage.models import KnowledgeChunkRow, KnowledgeDocumentRow
+
+CHUNK_SIZE = 1_200
+"""Characters per chunk, about a screen of prose: big enough to carry an answer, small enough to rank."""
+CHUNK_OVERLAP = 200
+"""Characters a chunk repeats of the one before, so a sentence cut at a boundary is whole in one of them."""
+RRF_K = 60
+"""Reciprocal rank fusion's constant (Cormack et al.): a passage scores 1 / (RRF_K + rank) per ranker."""
+READABLE = frozenset({".md", ".markdown", ".txt", ".text", ".rst"})
+"""What `gateway knowledge add` reads: Markdown and plain text."""
+_HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
+_WORD = re.compile(r"\w", re.UNICODE)
+
+
+class Ranker(Protocol):
+    """One way of ranking chunks for a query (full text today; embeddings would be another)."""
+
+    async def rank(self, collections: Sequence[str], query: str, *, limit: int) -> list[Passage]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeSearch:
+    """`capabilities.context.DocumentSearch`: the rankers' lists fused by reciprocal rank."""
+
+    rankers: tuple[Ranker, ...]
+
+    async def search(self, collections: Sequence[str], query: str, *, limit: int) -> list[Passage]:
+        if not collections:
+            return []
+        try:
+            rankings = [await ranker.rank(collections, query, limit=limit) for ranker in self.rankers]
+        except (SQLAlchemyError, OSError, TimeoutError) as exc:
+            raise SearchUnavailable(type(exc).__name__) from exc
+        return fuse(rankings, limit=limit)
+
+
+def fuse(rankings: Sequence[Sequence[Passage]], *, limit: int) -> list[Passage]:
+    """Reciprocal rank fusion: a passage ranked well by several rankers beats one ranked first by one."""
+    if len(rankings) == 1:
+        return list(rankings[0][:limit])
+    scores: dict[tuple[str, str, int], float] = {}
+    first: dict[tuple[str, str, int], Passage] = {}
+    for ranking in rankings:
+        for rank, passage in enumerate(ranking, start=1):
+            key = (passage.collection, passage.source, passage.chunk)
+            scores[key] = scores.get(key, 0.0) + 1 / (RRF_K + rank)
+            first.setdefault(key, passage)
+    return [first[key] for key in sorted(scores, key=lambda k: -scores[k])][:limit]
+
+
+@dataclass(frozen=True, slots=True)
+class FullTextRanker:
+    """The database's full-text index: PostgreSQL `tsvector`, or SQLite FTS5."""
+
+    db: Database
+
+    async def rank(self, collections: Sequence[str], query: str, *, limit: int) -> list[Passage]:
+        if self.db.dialect == "postgresql":
+            statement, match = _POSTGRES, query
+            if not _WORD.search(query):
+                raise QueryProblem(_NO_WORDS)
+        else:
+            statement, match = _SQLITE, fts5_query(query)
+        params = {"query": match, "collections": list(collections), "limit": limit}
+
+        async def work(session: AsyncSession) -> list[Passage]:
+            rows = (await session.execute(statement, params)).all()
+            return [Passage(collection=r.collection, document=r.title, source=r.source, chunk=r.position,
+                            chunks=r.chunks, text=r.passage) for r in rows]
+        return await self.db.transaction(work)
+
+
+_NO_WORDS = "The query has no word to look for; write the words a matching passage would contain."
+
+_POSTGRES = text("""
+SELECT c.collection, c.position, d.title, d.source, d.chunks,
+       ts_headline('simple', c.text, q.query,
+                   'StartSel=**, StopSel=**, MaxWords=60, MinWords=25, MaxFragments=2, FragmentDelimiter=" … "')
+         AS passage
+FROM knowledge_chunks AS c
+JOIN knowledge_documents AS d ON d.id = c.document_id
+CROSS JOIN websearch_to_tsquery('simple', :query) AS q(query)
+WHERE c.collection IN :collections AND c.search @@ q.query
+ORDER BY ts_rank_cd(c.search, q.query) DESC, c.id
+LIMIT :limit
+""").bindparams(bindparam("collections", expanding=True))
+
+_SQLITE = text("""
+SELECT c.collection, c.position, d.title, d.source, d.chunks,
+       snippet(knowledge_chunks_fts, 0, '**', '**', ' … ', 48) AS passage
+FROM knowledge_chunks_fts AS f
+JOIN knowledge_chunks AS c ON c.id = f.rowid
+JOIN knowledge_documents AS d ON d.id = c.document_id
+WHERE knowledge_chunks_fts MATCH :query AND c.collection IN :collections
+ORDER BY bm25(knowledge_chunks_fts), c.id
+LIMIT :limit
+""").bindparams(bindparam("collections", expanding=True))
+
+
+def fts5_query(query: str) -> str:
+    """PostgreSQL's web-search syntax as an FTS5 query: `"a phrase"`, `or` between alternatives, `-word` to
+    exclude; every other word is required. Words are quoted, so nothing the model writes is FTS5 syntax.
+
+    FTS5 binds NOT tighter than AND, and AND tighter than OR, as `websearch_to_tsquery` binds `!`, `&`, `|`,
+    so `a b or c -d` means (a and b) or (c and not d) in both."""
+    groups: list[tuple[list[str], list[str]]] = [([], [])]
+    for phrase, word in _TOKEN.findall(query):
+        if not phrase and word.lower() == "or":
+            if groups[-1][0]:
+                groups.append(([], []))
+            continue
+        negative = not phrase and word.startswith("-")
+        term = phrase if phrase else word.removeprefix("-")
+        if not _WORD.search(term):
+            continue
+        groups[-1][1 if negative else 0].append('"' + term.replace('"', '""') + '"')
+    rendered = [" ".join(positive) + "".join(f" NOT {term}" for term in negative)
+                for positive, negative in groups if positive]
+    if not rendered:
+        raise QueryProblem(_NO_WORDS)
+    return " OR ".join(rendered)
+
+
+def chunk(content: str, *, size: int = CHUNK_SIZE, overlap: int = CHUNK_OVERLAP) -> list[str]:
+    """Cut `content` into chunks of about `size` characters at paragraph breaks (at spaces inside a long
+    paragraph), each repeating the last `overlap` characters or so of the one before."""
+    pieces = [piece for paragraph in re.split(r"\n\s*\n", content.strip())
+              for piece in _split_long(paragraph.strip(), size) if piece]
+    chunks: list[str] = []
+    current = ""
+    for piece in pieces:
+        if current and len(current) + 2 + len(piece) > size:
+            chunks.append(current)
+            current = _tail(current, overlap)
+        current = f"{current}\n\n{piece}" if current else piece
+    if current and (not chunks or not chunks[-1].endswith(current)):
+        chunks.append(current)
+    return chunks
+
+
+def _split_long(paragraph: str, size: int) -> list[str]:
+    pieces: list[str] = []
+    while len(paragraph) > size:
+        cut = paragraph.rfind(" ", 0, size)
+        cut = size if cut <= 0 else cut
+        pieces.append(paragraph[:cut].strip())
+        paragraph = paragraph[cut:].strip()
+    return [*pieces, paragraph]
+
+
+def _tail(chunk_text: str, overlap: int) -> str:
+    """The end of a chunk to repeat, starting at a word."""
+    if overlap <= 0 or len(chunk_text) <= overlap:
+        return "" if overlap <= 0 else chunk_text
+    tail = chunk_text[-overlap:]
+    space = tail.find(" ")
+    return tail[space + 1:] if 0 <= space < len(tail) - 1 else tail
+
+
+def title_of(path: Path, content: str) -> str:
+    """A Markdown document's first `# ` heading, else the file's name."""
+    heading = _HEADING.search(content) if path.suffix.lower() in {".md", ".markdown"} else None
+    return heading.group(1).strip()[:512] if heading else path.name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DocumentInfo:
+    collection: str
+    source: str
+    title: str
+    chunks: int
+    characters: int
+
+
+class UnreadableDocument(ValueError):
+    """A path `gateway knowledge add` cannot take: not text, not a kind it reads, or not there."""
+
+
+def documents_at(paths: Sequence[Path]) -> list[Path]:
+    """The files to add: each file named, and the readable files under each folder named, sorted."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in READABLE)
+        elif path.is_file():
+            if path.suffix.lower() not in READABLE:
+                raise UnreadableDocument(f"{path}: only Markdown and plain text can be added "
+                                         f"({', '.join(sorted(READABLE))})")
+            found.append(path)
+        else:
+            raise UnreadableDocument(f"{path}: no such file or folder")
+    return found
+
+
+def read_document(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UnreadableDocument(f"{path}: not UTF-8 text") from None
+
+
+class KnowledgeStore:
+    """Adds, lists and removes the documents of collections (`gateway knowledge`)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, collection: str, source: str, title: str, content: str) -> DocumentInfo:
+        """Store a document as chunks, replacing one already added from the same source."""
+        pieces = chunk(content)
+
+        async def work(session: AsyncSession) -> DocumentInfo:
+            await _delete(session, collection, source)
+            document = KnowledgeDocumentRow(collection=collection, source=source, title=title, chunks=len(pieces),
+                                            characters=len(content))
+            session.add(document)
+            await session.flush()
+            session.add_all(KnowledgeChunkRow(document_id=document.id, collection=collection, position=i,
+                                              text=piece) for i, piece in enumerate(pieces, start=1))
+            return _info(document)
+        return await self._db.transaction(work)
+
+    async def documents(self, collection: str | None = None) -> list[DocumentInfo]:
+        async def work(session: AsyncSession) -> list[DocumentInfo]:
+            query = select(KnowledgeDocumentRow).order_by(KnowledgeDocumentRow.collection, KnowledgeDocumentRow.source)
+            if collection is not None:
+                query = query.where(KnowledgeDocumentRow.collection == collection)
+            return [_info(row) for row in (await session.execute(query)).scalars()]
+        return await self._db.transaction(work)
+
+    async def remove(self, collection: str, source: str | None = None) -> int:
+        """Delete one document of a collection (by its source), or every document of it; the count deleted."""
+        return await self._db.transaction(lambda session: _delete(session, collection, source))
+
+    async def searchable(self, collections: Sequence[str]) -> frozenset[str]:
+        """Those of `collections` that hold at least one chunk."""
+        if not collections:
+            return frozenset()
+
+        async def work(session: AsyncSession) -> frozenset[str]:
+            rows = await session.execute(select(KnowledgeChunkRow.collection, func.count()).where(
+                KnowledgeChunkRow.collection.in_(list(collections))).group_by(KnowledgeChunkRow.collection))
+            return frozenset(name for name, count in rows.all() if count)
+        return await self._db.transaction(work)
+
+
+async def _delete(session: AsyncSession, collection: str, source: str | None) -> int:
+    """Delete a collection's documents (one, when `source` names it) with their chunks; the count deleted.
+    Chunks go first and explicitly, so SQLite's FTS5 triggers see every row that leaves."""
+    documents = select(KnowledgeDocumentRow.id).where(KnowledgeDocumentRow.collection == collection)
+    if source is not None:
+        documents = documents.where(KnowledgeDocumentRow.source == source)
+    ids = list((await session.execute(documents)).scalars())
+    if ids:
+        await session.execute(delete(KnowledgeChunkRow).where(KnowledgeChunkRow.document_id.in_(ids)))
+        await session.execute(delete(KnowledgeDocumentRow).where(KnowledgeDocumentRow.id.in_(ids)))
+    return len(ids)
+
+
+def _info(row: KnowledgeDocumentRow) -> DocumentInfo:
+    return DocumentInfo(collection=row.collection, source=row.source, title=row.title, chunks=row.chunks,
+                        characters=row.characters)

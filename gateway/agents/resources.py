@@ -1,0 +1,79 @@
+"""What gateway.yaml defines at the top level for agents to bind by name: collections, context files, skill folders.
+
+An agent spec names what it uses (`agents[].collections`, `.context_files`, `.skill_folders`); the server
+resolves those names before each run into `RunFacts`, so no capability, and no model, ever chooses a
+collection, a file or a folder. Only collections that hold a document are handed on: `knowledge` is not
+attached to a search that would always come back empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from capabilities.context import ContextFile, DocumentSearch, KnowledgeScope, RunFacts, SkillFolder
+from gateway.agents.knowledge import FullTextRanker, KnowledgeSearch, KnowledgeStore
+from gateway.config.schema import AgentSpec, ConfigError, ContextFileSpec, GatewayConfig
+from storage.db import Database
+
+
+class UnreadableContextFile(ConfigError):
+    """A context file's path cannot be read as UTF-8 text (the config names the field; `gateway check` refuses it)."""
+
+
+def read_context_file(spec: ContextFileSpec) -> ContextFile:
+    """The file with its text: inline, or read from its path now."""
+    if spec.text is not None:
+        content = spec.text
+    else:
+        path = Path(spec.path or "")
+        try:
+            content = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UnreadableContextFile(f"context file {spec.name!r}: {spec.path!r} does not exist") from None
+        except IsADirectoryError:
+            raise UnreadableContextFile(f"context file {spec.name!r}: {spec.path!r} is a folder, not a file") from None
+        except UnicodeDecodeError:
+            raise UnreadableContextFile(f"context file {spec.name!r}: {spec.path!r} is not UTF-8 text") from None
+    return ContextFile(name=spec.name, description=spec.description, mode=spec.mode, format=spec.format,
+                       text=content)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BoundResources:
+    """The deployment's definitions as they stand for one run, ready to bind into any agent of it."""
+
+    searchable: frozenset[str] = frozenset()
+    """The defined collections that hold at least one document."""
+    search: DocumentSearch | None = None
+    context_files: dict[str, ContextFile] = field(default_factory=dict)
+    skill_folders: dict[str, SkillFolder] = field(default_factory=dict)
+
+    def bind(self, spec: AgentSpec, run: RunFacts) -> RunFacts:
+        """`run` with what `spec` names, and nothing else: an agent reaches only its own spec's resources."""
+        collections = tuple(name for name in spec.collections if name in self.searchable)
+        knowledge = KnowledgeScope(collections=collections, search=self.search) \
+            if collections and self.search is not None else None
+        files = tuple(self.context_files[n] for n in spec.context_files if n in self.context_files)
+        folders = tuple(self.skill_folders[n] for n in spec.skill_folders if n in self.skill_folders)
+        return replace(run, knowledge=knowledge, context_files=files, skill_folders=folders)
+
+
+class Resources:
+    """Resolves the config's definitions for each run: context files read afresh, collections counted."""
+
+    def __init__(self, config: GatewayConfig, db: Database) -> None:
+        self._config = config
+        self._store = KnowledgeStore(db)
+        self._search = KnowledgeSearch((FullTextRanker(db),))
+
+    async def for_run(self) -> BoundResources:
+        config = self._config
+        bound = {name for agent in config.agents for name in agent.collections}
+        searchable = await self._store.searchable(sorted(bound)) if bound else frozenset()
+        named = {name for agent in config.agents for name in agent.context_files}
+        return BoundResources(searchable=searchable, search=self._search,
+                              context_files={spec.name: read_context_file(spec) for spec in config.context_files
+                                             if spec.name in named},
+                              skill_folders={spec.name: SkillFolder(name=spec.name, path=spec.path)
+                                             for spec in config.skill_folders})
