@@ -12,6 +12,7 @@ and `load_skill` with pydantic-ai's `load_capability`, and the drift test report
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +81,9 @@ def load_skills(folders: Sequence[SkillFolder]) -> list[Skill]:
         if not path.is_dir():
             raise SkillProblem(f"{folder.path!r} is not a folder; create it, or correct the path")
         try:
-            found = discover_skills(path, validate=True)
+            with warnings.catch_warnings():  # its metadata warnings: what matters is refused below, by name
+                warnings.simplefilter("ignore", UserWarning)
+                found = discover_skills(path, validate=True)
         except ValueError as exc:
             raise SkillProblem(f"{_shown(str(exc), path)}; give every SKILL.md front matter with a name and "
                                "a description") from None

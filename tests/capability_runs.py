@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic_ai import AgentRunResult, ModelMessage, ModelResponse, TextPart
@@ -13,7 +14,16 @@ from pydantic_ai.tools import ToolDefinition
 
 from adapters.base import ChannelInfo, ChatAddress, HistoryItem, Speaker
 from capabilities import default_registry
-from capabilities.context import ConversationState, MemoryOwner, NoteStore, RunFacts, SpillStore
+from capabilities.context import (
+    ContextFile,
+    ConversationState,
+    KnowledgeScope,
+    MemoryOwner,
+    NoteStore,
+    RunFacts,
+    SkillFolder,
+    SpillStore,
+)
 from capabilities.registry import Registry
 from gateway.agents.assembly import AssembledAgent, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
@@ -101,11 +111,13 @@ def binding_with(capabilities: Iterable[Mapping[str, Any]] = (), *, binding: Map
 def assembled(binding: Binding, model: Model, *, registry: Registry | None = None, notes: NoteStore | None = None,
               owner: MemoryOwner | None = None, spills: SpillStore | None = None, directory: Any = None,
               state: ConversationState | None = None, resuming: bool = False,
-              notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM) -> AssembledAgent:
-    """Assembled as the runtime does; spills go to memory unless `spills` says where."""
+              notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM,
+              facts: Mapping[str, Any] | None = None) -> AssembledAgent:
+    """Assembled as the runtime does; spills go to memory unless `spills` says where. `facts` are further
+    `RunFacts` fields (the resources a spec binds: `knowledge`, `context_files`, `skill_folders`)."""
     models = ModelResolver({}, SecretSource(environ={}), fixed={"scripted": model})
     run = run_facts(binding, address=address, owner=owner, notes=notes, spills=spills or RunMemoryStore(),
-                    directory=directory, state=state, resuming=resuming, notice=notice)
+                    directory=directory, state=state, resuming=resuming, notice=notice, **(facts or {}))
     return assemble(binding, registry=registry or default_registry(), models=models, run=run)
 
 
@@ -144,6 +156,8 @@ class Case:
     id: str
     capability: str
     config: Mapping[str, Any] = field(default_factory=dict)
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    """The resources the spec binds for it, as `RunFacts` fields."""
 
     def binding(self) -> Binding:
         if self.capability == "channel_tools":
@@ -151,6 +165,18 @@ class Case:
         return binding_with([{"id": self.capability, "config": dict(self.config)}])
 
 
+@dataclass(frozen=True, slots=True)
+class NoSearch:
+    """A `DocumentSearch` that finds nothing: enough to attach `knowledge`."""
+
+    async def search(self, collections: Any, query: str, *, limit: int) -> list[Any]:
+        return []
+
+
+SKILLS = Path(__file__).parent / "data" / "skills"
+HANDBOOK = KnowledgeScope(collections=("handbook",), search=NoSearch())
+GLOSSARY = ContextFile(name="glossary", description="Terms we use.", mode="link", format="markdown",
+                       text="SLA: service level agreement.")
 SPECIALIST = {"name": "researcher", "description": "Researches a topic and reports findings.",
               "instructions": "Research the topic; cite sources.", "model": "scripted"}
 ALL_LOOKUPS = ["get_channel_info", "list_channel_members", "search_channels", "read_channel_history"]
@@ -174,6 +200,9 @@ CASES = (
     Case(id="subagents-menu", capability="subagents",
          config={"inline": [SPECIALIST], "models": {"fast": {"model": "scripted", "description": "quick drafts"}}}),
     Case(id="subagents-dynamic", capability="subagents", config={"allow_dynamic": True}),
+    Case(id="knowledge", capability="knowledge", facts={"knowledge": HANDBOOK}),
+    Case(id="skills", capability="skills", facts={"skill_folders": (SkillFolder(name="team", path=str(SKILLS)),)}),
+    Case(id="context-link", capability="context", facts={"context_files": (GLOSSARY,)}),
 )
 """Every registered capability, under the configs that change what it offers."""
 
@@ -188,7 +217,7 @@ async def offered_tool_defs(case: Case) -> dict[str, ToolDefinition]:
         model, seen = recording()
         binding = case.binding()
         agent = assembled(binding, model, notes=MemoryNotes(db), directory=FakeDirectory(),
-                          state=MemoryState())
+                          state=MemoryState(), facts=case.facts)
         await run(agent, "hi", binding=binding)
         return tool_defs(seen)
     finally:

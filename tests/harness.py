@@ -79,8 +79,10 @@ def free_port() -> int:
 def gateway_config(telegram: FakeTelegram, bots: list[TelegramBot], *, port: int = 0,
                    instructions: str = "You are a helpful assistant.",
                    capabilities: list[dict[str, Any]] | None = None,
-                   agent: Mapping[str, Any] | None = None, agents: list[dict[str, Any]] | None = None) -> GatewayConfig:
-    """`agent` adds fields to the bound agent's spec; `agents` are further agents (delegates, say)."""
+                   agent: Mapping[str, Any] | None = None, agents: list[dict[str, Any]] | None = None,
+                   top: Mapping[str, Any] | None = None) -> GatewayConfig:
+    """`agent` adds fields to the bound agent's spec; `agents` are further agents (delegates, say); `top` adds
+    top-level sections (`collections`, `context_files`, `skill_folders`)."""
     public_url = f"http://127.0.0.1:{port}" if port else None
     return GatewayConfig.model_validate({
         "agents": [{"name": "assistant", "model": "function:scripted", "instructions": instructions,
@@ -89,6 +91,7 @@ def gateway_config(telegram: FakeTelegram, bots: list[TelegramBot], *, port: int
                   "api_base_url": telegram.url, "transport": bot.transport, "agent": "assistant",
                   "binding": bot.binding} for bot in bots],
         "server": {"host": "127.0.0.1", "port": port, "public_url": public_url},
+        **(top or {}),
     })
 
 
@@ -99,12 +102,13 @@ async def running_gateway(telegram: FakeTelegram, bots: list[TelegramBot], *, da
                           capabilities: list[dict[str, Any]] | None = None, agent: Mapping[str, Any] | None = None,
                           agents: list[dict[str, Any]] | None = None,
                           models: Mapping[str, Model] | None = None,
-                          environment: Mapping[str, str] | None = None) -> AsyncIterator[Gateway]:
+                          environment: Mapping[str, str] | None = None,
+                          top: Mapping[str, Any] | None = None) -> AsyncIterator[Gateway]:
     """`models` are further scripted models by name, for the `agents` and specialists that name them;
     `environment` holds further process settings by variable name (`OTEL_EXPORTER_OTLP_ENDPOINT`, say)."""
     webhook = any(bot.transport == "webhook" for bot in bots)
     config = gateway_config(telegram, bots, port=free_port() if webhook else 0, instructions=instructions,
-                            capabilities=capabilities, agent=agent, agents=agents)
+                            capabilities=capabilities, agent=agent, agents=agents, top=top)
     secrets = SecretSource(environ={f"TOKEN_{bot.name.upper()}": bot.token for bot in bots})
     settings = Settings(database_url=database_url, redis_url=redis_url, **(environment or {}))
     resolver = ModelResolver(config.models, secrets, fixed={"function:scripted": model, **(models or {})})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator
 
 import pytest
@@ -101,7 +102,7 @@ def test_long_text_is_cut_into_chunks_that_overlap() -> None:
     paragraphs = [f"Paragraph {i} " + "word " * 60 for i in range(12)]
     chunks = chunk("\n\n".join(paragraphs), size=1_200, overlap=200)
     assert len(chunks) > 1 and all(len(c) <= 1_400 for c in chunks)
-    for before, after in zip(chunks, chunks[1:], strict=False):
+    for before, after in itertools.pairwise(chunks):
         assert after[:100] in before, "each chunk starts with the end of the one before"
     assert all(f"Paragraph {i} " in "".join(chunks) for i in range(12))
 

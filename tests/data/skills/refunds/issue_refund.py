@@ -1,0 +1,1 @@
+print("this script must never run")
