@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -50,23 +50,27 @@ class SlackBot:
 
 
 def slack_config(slack: FakeSlack, bots: list[SlackBot], *, port: int = 0,
-                 capabilities: list[dict[str, Any]] | None = None) -> GatewayConfig:
+                 capabilities: list[dict[str, Any]] | None = None, agent: Mapping[str, Any] | None = None,
+                 top: Mapping[str, Any] | None = None) -> GatewayConfig:
+    """`agent` adds fields to the agent's spec; `top` adds top-level sections (`collections`, say)."""
     public_url = f"http://127.0.0.1:{port}" if port else None
     return GatewayConfig.model_validate({
         "agents": [{"name": "assistant", "model": "function:scripted", "instructions": "You are a helpful assistant.",
-                    "capabilities": capabilities or []}],
+                    "capabilities": capabilities or [], **(agent or {})}],
         "bots": [bot.spec(slack) for bot in bots],
         "server": {"host": "127.0.0.1", "port": port, "public_url": public_url},
+        **(top or {}),
     })
 
 
 @asynccontextmanager
 async def running_gateway(slack: FakeSlack, bots: list[SlackBot], *, database_url: str, redis_url: str | None,
                           model: Model, tuning: Tuning = FAST, registry: Registry | None = None,
-                          capabilities: list[dict[str, Any]] | None = None) -> AsyncIterator[Gateway]:
+                          capabilities: list[dict[str, Any]] | None = None, agent: Mapping[str, Any] | None = None,
+                          top: Mapping[str, Any] | None = None) -> AsyncIterator[Gateway]:
     """A gateway serving `bots`: Socket Mode bots connected, Events API bots' request URLs pointed at it."""
     port = free_port() if any(bot.transport == "http" for bot in bots) else 0
-    config = slack_config(slack, bots, port=port, capabilities=capabilities)
+    config = slack_config(slack, bots, port=port, capabilities=capabilities, agent=agent, top=top)
     secrets = SecretSource(environ={key: value for bot in bots for key, value in bot.secrets().items()})
     for bot in bots:
         bot.app.request_url = f"http://127.0.0.1:{port}/slack/{bot.name}/events" if bot.transport == "http" else None

@@ -88,7 +88,7 @@ def test_a_skill_without_a_description_is_refused_with_the_fix(tmp_path: Path) -
 
 def test_a_skill_without_a_name_is_refused_with_the_fix(tmp_path: Path) -> None:
     write_skill(tmp_path, "anonymous", "description: Does things.")
-    with pytest.raises(SkillProblem, match='missing the required "name" field.*give every SKILL.md front matter'):
+    with pytest.raises(SkillProblem, match=r'missing the required "name" field.*give every SKILL\.md front matter'):
         load_skills([SkillFolder(name="x", path=str(tmp_path))])
 
 
