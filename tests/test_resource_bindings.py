@@ -66,7 +66,8 @@ def test_an_unknown_name_is_refused_with_the_names_that_exist(here: Path, sectio
 def test_a_missing_context_file_is_refused_naming_the_path(here: Path) -> None:
     (here / "escalation.md").unlink()
     code, output = check(here, config())
-    assert code == 2 and "context_files['escalation'].path: context file 'escalation': 'escalation.md' does not exist" in output
+    assert code == 2
+    assert "context_files['escalation'].path: context file 'escalation': 'escalation.md' does not exist" in output
 
 
 def test_an_inject_file_over_the_stated_size_is_refused_with_the_fix(here: Path) -> None:
