@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,18 +70,21 @@ async def running_gateway(mattermost: FakeMattermost, bots: list[MattermostBot],
                           model: Model, redis_url: str | None = None, tuning: Tuning = FAST,
                           connected: bool = True, public: bool = False, registry: Registry | None = None,
                           capabilities: list[dict[str, Any]] | None = None,
-                          port: int | None = None) -> AsyncIterator[Gateway]:
+                          port: int | None = None, agent: Mapping[str, Any] | None = None,
+                          top: Mapping[str, Any] | None = None) -> AsyncIterator[Gateway]:
     """A gateway serving `bots`; with `connected`, every websocket bot holds its event stream on entry.
 
     `public` gives the gateway a `server.public_url`, which approval buttons need; on `port` when given,
-    so that a restarted gateway answers at the URL its earlier cards point to.
+    so that a restarted gateway answers at the URL its earlier cards point to. `agent` adds fields to the
+    agent's spec; `top` adds top-level sections (`collections`, say).
     """
     port = (port or free_port()) if public else 0
     config = GatewayConfig.model_validate({
         "agents": [{"name": "assistant", "model": "function:scripted", "instructions": "You are helpful.",
-                    "capabilities": capabilities or []}],
+                    "capabilities": capabilities or [], **(agent or {})}],
         "bots": [bot.spec(mattermost.url) for bot in bots],
         "server": {"host": "127.0.0.1", "port": port, "public_url": f"http://127.0.0.1:{port}" if public else None},
+        **(top or {}),
     })
     secrets = SecretSource(environ={k: v for bot in bots for k, v in bot.env().items()})
     settings = Settings(database_url=database_url, redis_url=redis_url)

@@ -18,7 +18,13 @@ from storage.db import Database
 from storage.migrate import upgrade
 from tests.bound_runs import Seen, calling
 from tests.capability_runs import ROOM, assembled, binding_with, recording, run, tool_defs
+from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.slack import FakeSlack
+from tests.fakes.telegram import FakeTelegram
+from tests.harness import TelegramBot, ask
+from tests.harness import running_gateway as telegram_gateway
+from tests.mattermost_harness import MattermostBot
+from tests.mattermost_harness import running_gateway as mattermost_gateway
 from tests.slack_harness import SlackBot, running_gateway
 
 REFUNDS = "# Refund policy\n\nCustomers may ask for a refund within 30 days. Gift cards are never refunded."
@@ -119,17 +125,26 @@ async def test_the_tool_text_says_what_the_search_matches() -> None:
     assert set(tool.parameters_json_schema["properties"]) == {"query", "top_k"}, "no argument names a collection"
 
 
-async def test_a_slack_answer_cites_the_passages_the_search_returned(slack: FakeSlack, database_url: str) -> None:
+async def filled_database(database_url: str) -> None:
+    """The database a gateway will serve from, migrated and holding both collections."""
     db = Database(database_url)
     try:
         await upgrade(db)
         await fill(db)
     finally:
         await db.close()
+
+
+CITED = "[1] Refund policy (handbook/refunds.md, part 1 of 1)\n"
+SEARCH_THEN_CITE = ([("search_documents", {"query": "refund"})], "Within 30 days [1]. Source:")
+
+
+async def test_a_slack_answer_cites_the_passages_the_search_returned(slack: FakeSlack, database_url: str) -> None:
+    await filled_database(database_url)
     bot = SlackBot(app=slack.add_app("helper"))
     alice = slack.add_user("alice", real_name="Alice")
     general = slack.add_channel("general", members=[alice, bot.app])
-    model, seen = calling([("search_documents", {"query": "refund"})], answer="Within 30 days [1]. Source:")
+    model, seen = calling(*SEARCH_THEN_CITE)
     async with running_gateway(slack, [bot], database_url=database_url, redis_url=None, model=model,
                                capabilities=[{"id": "knowledge"}], agent={"collections": ["handbook"]},
                                top=HANDBOOK_AND_BOARD):
@@ -139,3 +154,34 @@ async def test_a_slack_answer_cites_the_passages_the_search_returned(slack: Fake
     assert "**refund**" in seen.returns[0] and "board" not in seen.returns[0]
     [answer] = slack.texts(general, by=bot.app, thread_ts=said["ts"])
     assert answer.startswith("Within 30 days [1]. Source: [1] Refund policy (handbook/refunds.md")
+
+
+async def test_a_telegram_answer_cites_the_passages_the_search_returned(telegram: FakeTelegram,
+                                                                        database_url: str) -> None:
+    await filled_database(database_url)
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    model, seen = calling(*SEARCH_THEN_CITE)
+    async with telegram_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=model,
+                                capabilities=[{"id": "knowledge"}], agent={"collections": ["handbook"]},
+                                top=HANDBOOK_AND_BOARD):
+        answer = await ask(telegram, bot, telegram.private_chat(alice), alice, "how long do refunds take?")
+    assert seen.returns[0].startswith(CITED) and "board" not in seen.returns[0]
+    assert answer.startswith("Within 30 days [1]. Source: [1] Refund policy")
+
+
+async def test_a_mattermost_answer_cites_the_passages_the_search_returned(mattermost: FakeMattermost,
+                                                                          database_url: str) -> None:
+    await filled_database(database_url)
+    bot = MattermostBot().register(mattermost)
+    alice = mattermost.add_user("alice", first_name="Alice")
+    channel = mattermost.add_channel(mattermost.add_team("acme"), "town-square", members=[bot.user, alice])
+    model, seen = calling(*SEARCH_THEN_CITE)
+    async with mattermost_gateway(mattermost, [bot], database_url=database_url, model=model,
+                                  capabilities=[{"id": "knowledge"}], agent={"collections": ["handbook"]},
+                                  top=HANDBOOK_AND_BOARD):
+        await mattermost.user_posts(channel, alice, "@helper how long do refunds take?")
+        await mattermost.wait_for(lambda: any("[1]" in p["message"] for p in mattermost.posts(channel, user=bot.user)))
+    assert seen.returns[0].startswith(CITED) and "board" not in seen.returns[0]
+    [answer] = [p["message"] for p in mattermost.posts(channel, user=bot.user)]
+    assert answer.startswith("Within 30 days [1]. Source: [1] Refund policy")
