@@ -9,9 +9,16 @@ from typing import Any
 import pytest
 from pydantic_ai import AgentRunResult
 
+from capabilities import default_registry
 from capabilities.context import ContextFile
+from gateway.agents.assembly import assemble
+from gateway.agents.bindings import AgentDefinition, Binding
+from gateway.agents.models import ModelResolver
+from gateway.agents.resources import BoundResources
+from gateway.config.schema import AgentSpec, BindingSpec
+from gateway.config.secrets import SecretSource
 from tests.bound_runs import Seen, calling
-from tests.capability_runs import assembled, binding_with, run
+from tests.capability_runs import assembled, binding_with, deps_for, run, run_facts
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, ask, running_gateway
 
@@ -96,3 +103,26 @@ async def test_a_chat_turn_reads_a_linked_file_with_the_injected_one_in_the_inst
     assert seen.returns == ["sev1: page the on-call lead\n"]
     assert "SLA: service level agreement." in (seen.instructions[0] or "")
     assert answer.startswith("Per the matrix: sev1: page the on-call lead")
+
+
+async def test_a_pinned_delegate_gets_its_own_specs_files_and_not_its_callers() -> None:
+    lead_spec = AgentSpec.model_validate({"name": "lead", "model": "parent", "subagents": ["writer"],
+                                          "context_files": ["glossary"],
+                                          "capabilities": ["subagents", "context"]})
+    writer_spec = AgentSpec.model_validate({"name": "writer", "model": "child", "description": "Writes.",
+                                            "context_files": ["style"], "capabilities": ["context"]})
+    style = ContextFile(name="style", description="House style.", mode="inject", format="markdown",
+                        text="Write short sentences.")
+    bound = BoundResources(context_files={"glossary": GLOSSARY, "style": style})
+    binding = Binding(bot_name="helper", agent=AgentDefinition(name="lead", version=1, spec=lead_spec,
+                                                               pins={"writer": 1}),
+                      spec=BindingSpec(), delegate_versions={("writer", 1): AgentDefinition(
+                          name="writer", version=1, spec=writer_spec)})
+    parent, lead_seen = calling([("task", {"description": "draft it", "subagent_type": "writer"})])
+    child, writer_seen = calling([])
+    models = ModelResolver({}, SecretSource(environ={}), fixed={"parent": parent, "child": child})
+    agent = assemble(binding, registry=default_registry(), models=models, run=run_facts(binding), bind=bound.bind)
+    await agent.agent.run("go", deps=deps_for(binding))
+    assert "SLA: service level agreement." in (lead_seen.instructions[0] or "")
+    writer_instructions = writer_seen.instructions[0] or ""
+    assert "Write short sentences." in writer_instructions and "SLA" not in writer_instructions
