@@ -120,6 +120,7 @@ def test_knowledge_add_list_and_remove_fill_what_the_agent_searches(here: Path, 
     (docs / "refunds.md").write_text("# Refund policy\n\nRefunds within 30 days.")
     (docs / "policies" / "travel.txt").write_text("Trains over planes below 600 km.")
     (docs / "logo.png").write_bytes(b"\x89PNG")
+    (docs / "expenses.pdf").write_bytes(tiny_pdf(["Expenses are paid monthly.", "Receipts within 14 days."]))
     database = Database(database_url)
     asyncio.run(upgrade(database))
     asyncio.run(database.close())
@@ -129,17 +130,36 @@ def test_knowledge_add_list_and_remove_fill_what_the_agent_searches(here: Path, 
                                                                  "collections: first\n")
     code, output = run_cli("knowledge", "add", "handbook", "docs")
     assert code == 0, output
-    assert output.splitlines() == ["added docs/policies/travel.txt to handbook: 'travel.txt', 1 chunk(s)",
+    assert output.splitlines() == ["added docs/expenses.pdf to handbook: 'expenses.pdf', 1 chunk(s)",
+                                   "added docs/policies/travel.txt to handbook: 'travel.txt', 1 chunk(s)",
                                    "added docs/refunds.md to handbook: 'Refund policy', 1 chunk(s)"]
     code, output = run_cli("knowledge", "list")
     assert code == 0 and "docs/refunds.md" in output and "Refund policy" in output
     assert asyncio.run(searched(database_url, "trains")) == ["docs/policies/travel.txt"]
+    assert asyncio.run(searched(database_url, "receipts")) == ["docs/expenses.pdf"]
 
     code, output = run_cli("knowledge", "remove", "handbook", "docs/policies/travel.txt")
     assert (code, output) == (0, "removed 1 document(s) from handbook\n")
     assert asyncio.run(searched(database_url, "trains")) == []
-    assert run_cli("knowledge", "remove", "handbook", "--yes") == (0, "removed 1 document(s) from handbook\n")
+    assert run_cli("knowledge", "remove", "handbook", "--yes") == (0, "removed 2 document(s) from handbook\n")
     assert run_cli("knowledge", "list")[1].startswith("no documents yet")
+
+
+def tiny_pdf(lines: list[str]) -> bytes:
+    """A one-page PDF whose text layer holds `lines` (Helvetica), with a correct cross-reference table."""
+    stream = "BT /F1 12 Tf 72 720 Td " + " ".join(f"({line}) Tj 0 -16 Td" for line in lines) + " ET"
+    objects = ["<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+               "/Resources << /Font << /F1 5 0 R >> >> >>",
+               f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream",
+               "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    out, offsets = "%PDF-1.4\n", []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n" + "".join(f"{o:010d} 00000 n \n" for o in offsets)
+    return (out + f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n").encode("latin-1")
 
 
 async def searched(database_url: str, query: str) -> list[str]:

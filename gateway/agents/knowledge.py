@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from pypdf import PdfReader
+from pypdf.errors import PdfReadError
 from sqlalchemy import bindparam, delete, func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -31,8 +33,8 @@ CHUNK_OVERLAP = 200
 """Characters a chunk repeats of the one before, so a sentence cut at a boundary is whole in one of them."""
 RRF_K = 60
 """Reciprocal rank fusion's constant (Cormack et al.): a passage scores 1 / (RRF_K + rank) per ranker."""
-READABLE = frozenset({".md", ".markdown", ".txt", ".text", ".rst"})
-"""What `gateway knowledge add` reads: Markdown and plain text."""
+READABLE = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".pdf"})
+"""What `gateway knowledge add` reads: Markdown, plain text, and the text layer of PDFs (pypdf)."""
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
 _WORD = re.compile(r"\w", re.UNICODE)
@@ -210,7 +212,7 @@ def documents_at(paths: Sequence[Path]) -> list[Path]:
             found += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in READABLE)
         elif path.is_file():
             if path.suffix.lower() not in READABLE:
-                raise UnreadableDocument(f"{path}: only Markdown and plain text can be added "
+                raise UnreadableDocument(f"{path}: only Markdown, plain text and PDF can be added "
                                          f"({', '.join(sorted(READABLE))})")
             found.append(path)
         else:
@@ -219,6 +221,13 @@ def documents_at(paths: Sequence[Path]) -> list[Path]:
 
 
 def read_document(path: Path) -> str:
+    """The document's text; a PDF's pages one after another, a blank line between them."""
+    if path.suffix.lower() == ".pdf":
+        try:
+            pages = PdfReader(path).pages
+            return "\n\n".join(text for page in pages if (text := page.extract_text().strip()))
+        except PdfReadError as exc:
+            raise UnreadableDocument(f"{path}: not a readable PDF ({exc})") from None
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
