@@ -81,6 +81,8 @@ async def test_a_query_without_words_is_a_problem_the_model_can_fix(documents: t
     _db, search = documents
     with pytest.raises(QueryProblem):
         await search.search(("handbook",), '-- "" !!', limit=5)
+    with pytest.raises(QueryProblem):
+        await search.search(("handbook",), "-refund", limit=5)
 
 
 async def test_removing_a_document_takes_it_out_of_the_index(documents: tuple[Database, KnowledgeSearch]) -> None:

@@ -83,12 +83,8 @@ class FullTextRanker:
     db: Database
 
     async def rank(self, collections: Sequence[str], query: str, *, limit: int) -> list[Passage]:
-        if self.db.dialect == "postgresql":
-            statement, match = _POSTGRES, query
-            if not _WORD.search(query):
-                raise QueryProblem(_NO_WORDS)
-        else:
-            statement, match = _SQLITE, fts5_query(query)
+        translated = fts5_query(query)  # refuses, on both, a query with no word to find (only `-word`s, say)
+        statement, match = (_POSTGRES, query) if self.db.dialect == "postgresql" else (_SQLITE, translated)
         params = {"query": match, "collections": list(collections), "limit": limit}
 
         async def work(session: AsyncSession) -> list[Passage]:
