@@ -17,6 +17,7 @@ from gateway.config.schema import (
     AgentSpec,
     ConfigError,
     GatewayConfig,
+    capability_secrets,
     read_source,
     reference_name,
     validate_source,
@@ -89,8 +90,10 @@ def model_problems(config: GatewayConfig, models: ModelResolver) -> tuple[list[P
 
 
 def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]:
-    """Each bot credential whose `${ENV_VAR}` is set neither in the environment nor in the secrets file."""
-    problems = []
+    """Each bot credential and capability key whose variable is set neither in the environment nor in the
+    secrets file."""
+    problems = [Problem(loc=loc, message=f"{variable} is not set in the environment or the secrets file")
+                for loc, variable in capability_secrets(config) if not secrets.get(variable)]
     for i, bot in enumerate(config.bots):
         fields = {"token": bot.token, "app_token": getattr(bot, "app_token", None),
                   "signing_secret": getattr(bot, "signing_secret", None),

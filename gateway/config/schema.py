@@ -376,6 +376,19 @@ def resolve_secret(reference: str, secrets: SecretSource, *, field: str) -> Secr
     return SecretStr(value)
 
 
+def secret_name(secret_id: str) -> str:
+    """The variable a capability entry's `secret_id` names: `TAVILY_API_KEY`, or `${TAVILY_API_KEY}` as bot
+    credentials are written."""
+    return reference_name(secret_id) or secret_id
+
+
+def capability_secrets(config: GatewayConfig) -> list[tuple[tuple[str | int, ...], str]]:
+    """Each enabled capability entry that names a secret: (its `secret_id` field's place, the variable)."""
+    return [(("agents", i, "capabilities", j, "secret_id"), secret_name(entry.secret_id))
+            for i, agent in enumerate(config.agents) for j, entry in enumerate(agent.capabilities)
+            if entry.secret_id and entry.enabled]
+
+
 def reference_name(reference: str) -> str | None:
     """The variable a `${ENV_VAR}` reference names."""
     matched = _REFERENCE.match(reference)
