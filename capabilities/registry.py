@@ -104,6 +104,9 @@ class CapabilityDef(Generic[C]):
     at_provider: Callable[[C], Iterable[str]] | None = None
     """The tool ids a given config has the model provider run (`method: native`), beyond the tools declared
     `provider_executed`: an approval required on one of them is refused at check and again at assembly."""
+    stores_validated: bool = False
+    """An applied entry's config is stored as validated (each value in its one spelling: a hostname in lower case,
+    IDNA), not as written."""
     binding_only: bool = False
     """Granted per bot binding (`bots[].binding.<id>`) and refused in an agent spec."""
     on_run_end: Callable[[BuildContext[C]], Awaitable[None]] | None = None
@@ -169,6 +172,20 @@ class Registry:
     def describe(self) -> list[dict[str, Any]]:
         """The registry as JSON, each capability with its config's JSON Schema."""
         return [definition.describe(granted_scopes=self.granted_scopes) for definition in self]
+
+    def stored(self, config: Any) -> Any:
+        """`config` (a `GatewayConfig`) as it is applied: the entries of capabilities that `stores_validated` carry
+        their config as validated. An entry whose config does not validate is left as written (it is refused)."""
+        agents = [agent.model_copy(update={"capabilities": [self._stored_entry(e) for e in agent.capabilities]})
+                  for agent in config.agents]
+        return config.model_copy(update={"agents": agents})
+
+    def _stored_entry(self, entry: Any) -> Any:
+        definition = self._defs.get(entry.id)
+        valid = valid_config(definition, entry.config) if definition and definition.stores_validated else None
+        if valid is None:
+            return entry
+        return entry.model_copy(update={"config": valid.model_dump(mode="json", exclude_unset=True)})
 
     def validate_config(self, config: Any) -> list[str]:
         """Every problem with the agents' capabilities and the bindings' grants and approval overrides."""

@@ -174,6 +174,8 @@ CASES = (
     Case(id="subagents-menu", capability="subagents",
          config={"inline": [SPECIALIST], "models": {"fast": {"model": "scripted", "description": "quick drafts"}}}),
     Case(id="subagents-dynamic", capability="subagents", config={"allow_dynamic": True}),
+    Case(id="web_research-duckduckgo", capability="web_research"),
+    Case(id="web_fetch-local", capability="web_fetch", config={"allowed_domains": ["example.com"]}),
 )
 """Every registered capability, under the configs that change what it offers."""
 

@@ -47,7 +47,7 @@ CASES = [
     Case(id="unknown-capability", capabilities=["planing"],
          problem="agents[0].capabilities[0].id: unknown capability 'planing'; known: channel_tools, clock, "
                  "compaction, fetcher, guardrails, mailer, memory_files, planning, subagents, system_reminders, "
-                 "thinking, tool_output_limits"),
+                 "thinking, tool_output_limits, web_fetch, web_research"),
     Case(id="unknown-tool-in-approval", capabilities=[{"id": "planning", "tool_approval": {"write_plans": "required"}}],
          problem="agents[0].capabilities[0].tool_approval.write_plans: 'planning' has no tool 'write_plans' "
                  "(tools: write_plan, read_plan, add_task, update_task_status, update_task_statuses, remove_task, "
@@ -147,7 +147,7 @@ def test_a_tool_id_declared_by_two_capabilities_is_refused_when_the_registry_is_
 
 
 SEARCHER = CapabilityDef(id="searcher", name="Search", category="research", description="Searches the web.",
-                         tools=(ToolInfo(id="web_search", summary="Search the web.", provider_executed=True),
+                         tools=(ToolInfo(id="site_search", summary="Search the web.", provider_executed=True),
                                 ToolInfo(id="open_result", summary="Open one result.")),
                          build=lambda _context: None)
 """A capability whose search the model provider runs: no approval gate can hold it."""
@@ -165,15 +165,15 @@ TRANSLATOR = CapabilityDef(id="translator", name="Translate", category="utility"
 
 SEAM_CASES = [
     Case(id="required-approval-on-a-provider-tool",
-         capabilities=[{"id": "searcher", "tool_approval": {"web_search": "required"}}],
-         problem="agents[0].capabilities[0].tool_approval.web_search: 'web_search' runs at the model provider, where "
+         capabilities=[{"id": "searcher", "tool_approval": {"site_search": "required"}}],
+         problem="agents[0].capabilities[0].tool_approval.site_search: 'site_search' runs at the model provider, where "
                  "no approval can stop it; remove the requirement, or leave the tool out"),
     Case(id="whole-entry-approval-reaching-a-provider-tool", capabilities=[{"id": "searcher", "approval": "required"}],
-         problem="agents[0].capabilities[0].approval: 'web_search' runs at the model provider, where no approval can "
+         problem="agents[0].capabilities[0].approval: 'site_search' runs at the model provider, where no approval can "
                  "stop it; remove the requirement, or leave the tool out"),
     Case(id="binding-approval-on-a-provider-tool", capabilities=["searcher"],
-         binding={"approvals": {"tool_approval": {"web_search": "required"}}},
-         problem="bots[0].binding.approvals.tool_approval.web_search: 'web_search' runs at the model provider, where "
+         binding={"approvals": {"tool_approval": {"site_search": "required"}}},
+         problem="bots[0].binding.approvals.tool_approval.site_search: 'site_search' runs at the model provider, where "
                  "no approval can stop it; remove the requirement, or leave the tool out"),
     Case(id="key-for-the-config-that-needs-one", capabilities=[{"id": "translator", "config": {"service": "paid"}}],
          problem="agents[0].capabilities[0].secret_id: 'translator' needs a key (a paid-tier API key); name the "
@@ -189,7 +189,7 @@ def test_what_a_capability_declares_about_gates_and_keys_is_enforced(case: Case)
 
 def test_a_provider_tool_left_ungated_and_a_key_the_config_does_not_need_are_accepted() -> None:
     registry = default_registry().with_extra(SEARCHER, TRANSLATOR)
-    spec = [{"id": "searcher", "approval": "required", "tool_approval": {"web_search": "never"}},
+    spec = [{"id": "searcher", "approval": "required", "tool_approval": {"site_search": "never"}},
             {"id": "translator", "config": {"service": "free"}}]
     assert apply_problems(config(spec), registry) == []
 

@@ -294,6 +294,9 @@ class Settings(BaseSettings):
     """Where traces go over OTLP/HTTP (`/v1/traces` is appended, as OpenTelemetry does); unset: no tracing."""
     trace_content: bool = Field(default=False, alias="GATEWAY_TRACE_CONTENT")
     """Put message text and tool arguments into the exported spans; off, spans carry only their shape."""
+    dev_web_fetch_allow_local: bool = Field(default=False, alias="GATEWAY_DEV_WEB_FETCH_ALLOW_LOCAL")
+    """Tests and development only: `web_fetch` may read private and loopback addresses (never cloud metadata).
+    `gateway check` reports it whenever it is set."""
 
     @field_validator("database_url")
     @classmethod

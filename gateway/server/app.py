@@ -87,7 +87,7 @@ class Gateway:
                  migrate: bool = True) -> None:
         self.registry = registry or deployment_registry(settings)
         check_appliable(config, self.registry)
-        self.config = config
+        self.config = self.registry.stored(config)
         self.settings = settings
         self._secrets = secrets
         self._models = models or ModelResolver(config.models, secrets)
