@@ -101,12 +101,15 @@ def binding_with(capabilities: Iterable[Mapping[str, Any]] = (), *, binding: Map
 def assembled(binding: Binding, model: Model, *, registry: Registry | None = None, notes: NoteStore | None = None,
               owner: MemoryOwner | None = None, spills: SpillStore | None = None, directory: Any = None,
               state: ConversationState | None = None, resuming: bool = False,
-              notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM) -> AssembledAgent:
-    """Assembled as the runtime does; spills go to memory unless `spills` says where."""
+              notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM,
+              secrets: Mapping[str, str] | None = None) -> AssembledAgent:
+    """Assembled as the runtime does; spills go to memory unless `spills` says where; `secrets` are what entries'
+    `secret_id`s resolve from."""
     models = ModelResolver({}, SecretSource(environ={}), fixed={"scripted": model})
     run = run_facts(binding, address=address, owner=owner, notes=notes, spills=spills or RunMemoryStore(),
                     directory=directory, state=state, resuming=resuming, notice=notice)
-    return assemble(binding, registry=registry or default_registry(), models=models, run=run)
+    return assemble(binding, registry=registry or default_registry(), models=models, run=run,
+                    secrets=SecretSource(environ=dict(secrets or {})))
 
 
 def run_facts(binding: Binding, *, address: ChatAddress = ROOM, **facts: Any) -> RunFacts:
