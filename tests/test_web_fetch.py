@@ -78,7 +78,8 @@ async def test_a_redirect_into_cloud_metadata_is_refused_even_where_local_addres
 
 
 async def test_a_blocked_host_is_refused_in_every_spelling_of_it(pages: FakePages) -> None:
-    fullwidth = f"http://ｌｏｃａｌｈｏｓｔ:{pages.port}/page"
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) for c in "localhost")  # fullwidth letters, which IDNA folds to localhost
+    fullwidth = f"http://{fullwidth}:{pages.port}/page"
     [answer] = await fetched(fullwidth, blocked_domains=["LOCALHOST."])
     assert retried(answer) and "is blocked" in str(answer.content)
     assert pages.requested == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -50,7 +51,7 @@ class FakePages:
         self.requested.append(request.path)
         return web.Response(body=PDF, content_type="application/pdf")
 
-    def _redirect(self, target: str):  # noqa: ANN202
+    def _redirect(self, target: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def redirect(request: web.Request) -> web.Response:
             self.requested.append(request.path)
             raise web.HTTPFound(target)

@@ -69,8 +69,8 @@ class FakeSearch:
         if self.down:
             return web.json_response({"detail": {"error": "service unavailable"}}, status=503)
         if request.headers.get("Authorization") != f"Bearer {self.key}":
-            return web.json_response({"detail": {"error": f"Unauthorized: invalid API key {request.headers.get('Authorization')}"}},
-                                     status=401)
+            echoed = request.headers.get("Authorization")  # as careless services do: our texts must not repeat it
+            return web.json_response({"detail": {"error": f"Unauthorized: invalid API key {echoed}"}}, status=401)
         results = [{"title": t, "url": u, "content": s, "score": 0.9} for t, u, s in
                    self._matches(body["query"], body.get("max_results", 5))]
         return web.json_response({"query": body["query"], "answer": None, "images": [], "results": results,
