@@ -163,7 +163,27 @@ TRANSLATOR = CapabilityDef(id="translator", name="Translate", category="utility"
                                               when=lambda config: config.service == "paid"))
 """A capability that needs a key only for some config values."""
 
+class RunnerConfig(BaseModel):
+    where: Literal["here", "provider"] = "here"
+
+
+RUNNER = CapabilityDef(id="runner", name="Run", category="analysis", description="Runs code.", config=RunnerConfig,
+                       tools=(ToolInfo(id="run_snippet", summary="Run a snippet."),), build=lambda _context: None,
+                       at_provider=lambda config: ["run_snippet"] if config.where == "provider" else [])
+"""A capability whose tool the model provider runs only under some configs."""
+
 SEAM_CASES = [
+    Case(id="approval-on-a-tool-this-config-has-the-provider-run",
+         capabilities=[{"id": "runner", "config": {"where": "provider"}, "approval": "required"}],
+         problem="agents[0].capabilities[0].approval: with this config, 'run_snippet' runs at the model provider, "
+                 "where no approval can stop it; choose a config under which this deployment runs it itself, or "
+                 "drop the approval requirement"),
+    Case(id="binding-gate-on-a-tool-the-bound-agents-config-has-the-provider-run",
+         capabilities=[{"id": "runner", "config": {"where": "provider"}}],
+         binding={"approvals": {"tool_approval": {"run_snippet": "required"}}},
+         problem="bots[0].binding.approvals.tool_approval.run_snippet: with this config, 'run_snippet' runs at the "
+                 "model provider, where no approval can stop it; choose a config under which this deployment runs "
+                 "it itself, or drop the approval requirement"),
     Case(id="required-approval-on-a-provider-tool",
          capabilities=[{"id": "searcher", "tool_approval": {"site_search": "required"}}],
          problem="agents[0].capabilities[0].tool_approval.site_search: 'site_search' runs at the model provider, where "
@@ -183,7 +203,7 @@ SEAM_CASES = [
 
 @pytest.mark.parametrize("case", [pytest.param(case, id=case.id) for case in SEAM_CASES])
 def test_what_a_capability_declares_about_gates_and_keys_is_enforced(case: Case) -> None:
-    registry = default_registry().with_extra(SEARCHER, TRANSLATOR)
+    registry = default_registry().with_extra(SEARCHER, TRANSLATOR, RUNNER)
     assert apply_problems(config(case.capabilities, binding=case.binding), registry) == [case.problem]
 
 
@@ -192,6 +212,8 @@ def test_a_provider_tool_left_ungated_and_a_key_the_config_does_not_need_are_acc
     spec = [{"id": "searcher", "approval": "required", "tool_approval": {"site_search": "never"}},
             {"id": "translator", "config": {"service": "free"}}]
     assert apply_problems(config(spec), registry) == []
+    gated_here = [{"id": "runner", "config": {"where": "here"}, "approval": "required"}]
+    assert apply_problems(config(gated_here), registry.with_extra(RUNNER)) == []
 
 
 def test_a_provider_tool_declared_side_effecting_is_refused_when_the_registry_is_built() -> None:
