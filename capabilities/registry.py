@@ -135,7 +135,8 @@ class CapabilityDef(Generic[C]):
                 "tools": [{"id": t.id, "summary": t.summary, "side_effecting": t.side_effecting}
                           for t in self.tools],
                 "scopes": sorted(self.scopes), "available": self.scopes <= granted_scopes,
-                "key": None if self.key is None else {"description": self.key.description},
+                "key": None if self.key is None else {"description": self.key.description,
+                                                      "conditional": self.key.when is not None},
                 "granted_in": "binding" if self.binding_only else "agent",
                 "config_schema": self.config.model_json_schema()}
 

@@ -65,6 +65,12 @@ def test_the_method_field_carries_a_label_for_every_value() -> None:
     assert schema["x-enum-labels"]["duckduckgo"] == "DuckDuckGo"
 
 
+def test_the_registry_serves_the_key_as_needed_only_for_some_configs() -> None:
+    [served] = [c for c in default_registry().describe() if c["id"] == "web_research"]
+    assert served["key"]["conditional"] is True and served["scopes"] == ["web:read"]
+    assert "x-enum-labels" in served["config_schema"]["properties"]["method"]
+
+
 @pytest.mark.parametrize("method", PAID)
 async def test_each_paid_service_is_asked_in_its_own_shape_and_answers_as_linked_text(
         method: str, search: FakeSearch) -> None:
