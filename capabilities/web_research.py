@@ -56,9 +56,9 @@ class WebSearcher:
         Returns:
             A first line `Results for '<query>' from <service>:`, then one numbered entry per hit, best first,
             at most the configured number: `N. [Title](url)` and the snippet on the next line. `No results
-            for '<query>'.` when nothing matched. If the search service is down or refuses the deployment's
-            key, the call fails with a message naming the service; try once more, then say that web search
-            is unavailable.
+            for '<query>'.` when nothing matched (with a note where the service may have declined instead).
+            If the search service is down or refuses the deployment's key, the call fails with a message
+            naming the service; try once more, then say that web search is unavailable.
         """
         try:
             hits = await self.provider.search(query, max_results=self.max_results)
@@ -67,7 +67,7 @@ class WebSearcher:
                                       "that you could not search the web, and do not answer as if you had.")
         shown = flatten(query, limit=200)
         if not hits:
-            return f"No results for {shown!r}."
+            return f"No results for {shown!r}.{self.provider.no_hits_note}"
         return "\n".join([f"Results for {shown!r} from {self.provider.label}:",
                           *(_entry(n, hit) for n, hit in enumerate(hits, start=1))])
 

@@ -1,10 +1,12 @@
 """The search services behind `web_search`, each behind one small protocol: a query in, hits out.
 
 Tavily, Brave and Exa are spoken to over their public HTTP APIs with httpx; DuckDuckGo goes through `ddgs`
-(the library pydantic-ai's own DuckDuckGo tool uses), in a worker thread since it blocks. A failure is a
-`SearchUnavailable` whose text names the service and what went wrong and never carries the key, the request
-or the service's body: it reaches the model. Each HTTP service's address can be moved by an environment
-variable (`GATEWAY_TAVILY_URL`, ...): for a proxy an operator runs, and for the tests' loopback fakes.
+(the library pydantic-ai's own DuckDuckGo tool uses), asked for DuckDuckGo's own results only, in a worker
+thread since it blocks. A failure is a `SearchUnavailable` whose text names the service and what went wrong and
+never carries the key, the request or the service's body: it reaches the model. Each HTTP service's address can
+be moved by an environment variable (`GATEWAY_TAVILY_URL`, ...), and DuckDuckGo's traffic sent through a proxy
+(`DDGS_PROXY`, read by ddgs) with a CA bundle to trust (`GATEWAY_DDGS_CA_FILE`): for a proxy an operator runs,
+and for the tests' loopback fakes.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class SearchUnavailable(Exception):
 class SearchProvider(Protocol):
     label: str
     """The service's name as a person reads it."""
+    no_hits_note: str
+    """Said after "no results" where the service answers a refusal the same way; "" elsewhere."""
 
     async def search(self, query: str, *, max_results: int) -> list[Hit]:
         """Up to `max_results` hits, best first; [] when there are none. Raises `SearchUnavailable`."""
@@ -56,25 +60,31 @@ def endpoint(service: str, environ: Mapping[str, str] | None = None) -> str:
     return ((environ if environ is not None else os.environ).get(variable) or default).rstrip("/")
 
 
-class TextSearch(Protocol):
-    """What `ddgs.DDGS` offers that the DuckDuckGo provider uses."""
-
-    def text(self, query: str, **kwargs: Any) -> list[dict[str, Any]]: ...
+def ddgs_client(environ: Mapping[str, str] | None = None) -> DDGS:
+    """`ddgs` as this deployment runs it: through `DDGS_PROXY` when set, trusting `GATEWAY_DDGS_CA_FILE` when set."""
+    env = environ if environ is not None else os.environ
+    return DDGS(proxy=env.get("DDGS_PROXY") or None, verify=env.get("GATEWAY_DDGS_CA_FILE") or True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DuckDuckGo:
-    client: TextSearch = field(default_factory=DDGS)
+    client: DDGS = field(default_factory=ddgs_client)
     label: str = "DuckDuckGo"
+    no_hits_note: str = (" DuckDuckGo answers an empty page both when nothing matches and when it is limiting "
+                         "requests: if the query was an ordinary one, say that the search found nothing right now.")
 
     async def search(self, query: str, *, max_results: int) -> list[Hit]:
         try:
-            found = await anyio.to_thread.run_sync(lambda: self.client.text(query, max_results=max_results))
+            found = await anyio.to_thread.run_sync(
+                lambda: self.client.text(query, max_results=max_results, backend="duckduckgo"))
         except DDGSException as exc:
             if str(exc) == _NO_RESULTS:
                 return []
             log.warning("DuckDuckGo search failed: %s: %s", type(exc).__name__, exc)
             raise SearchUnavailable(f"DuckDuckGo did not answer ({type(exc).__name__})") from None
+        except Exception as exc:  # primp's own errors (an unreadable CA bundle, say) are no DDGSException
+            log.warning("DuckDuckGo search could not start: %s: %s", type(exc).__name__, exc)
+            raise SearchUnavailable(f"DuckDuckGo could not be asked ({type(exc).__name__})") from None
         return [Hit(title=str(item.get("title") or ""), url=str(item.get("href") or ""),
                     snippet=str(item.get("body") or "")) for item in found[:max_results] if item.get("href")]
 
@@ -86,6 +96,7 @@ class _HttpService:
     key: str = field(repr=False)
     base_url: str
     label: str
+    no_hits_note: str = ""
 
     async def _call(self, method: str, path: str, *, headers: dict[str, str], **request: Any) -> Any:
         try:
@@ -150,7 +161,7 @@ def _items(answer: Any, key: str) -> list[dict[str, Any]]:
 def provider_for(method: str, key: str | None, environ: Mapping[str, str] | None = None) -> SearchProvider:
     """The provider for a method this deployment runs itself (not `native`); the paid ones need `key`."""
     if method == "duckduckgo":
-        return DuckDuckGo()
+        return DuckDuckGo(client=ddgs_client(environ))
     if key is None:
         raise ValueError(f"web search method {method!r} needs a key, and the entry resolved none")
     services = {"tavily": Tavily, "brave": Brave, "exa": Exa}

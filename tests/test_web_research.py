@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from ddgs.exceptions import DDGSException, RatelimitException
 from pydantic_ai import ModelMessage, ModelRequest, RetryPromptPart, ToolReturnPart
 from pydantic_ai.capabilities import WebSearch
 
@@ -18,9 +16,11 @@ from capabilities import default_registry
 from capabilities.context import BuildContext
 from capabilities.registry import config_for
 from capabilities.web_research import METHOD_LABELS, WebResearchConfig, build
-from capabilities.web_search_providers import DuckDuckGo, SearchUnavailable, endpoint
+from capabilities.web_search_providers import endpoint
 from tests.capability_runs import assembled, binding_with, run, run_facts
+from tests.fakes.duckduckgo import FakeDuckDuckGo
 from tests.fakes.search import FakeSearch
+from tests.harness import free_port
 from tests.scripted import calls_then_answers
 
 KEY = "fake-search-key-0123456789"
@@ -135,33 +135,35 @@ def test_the_services_public_addresses_are_the_default() -> None:
     assert endpoint("exa", {"GATEWAY_EXA_URL": "http://127.0.0.1:9/"}) == "http://127.0.0.1:9"
 
 
-@dataclass
-class FakeDDGS:
-    """`ddgs.DDGS.text` answering from memory: ddgs speaks HTTPS to DuckDuckGo through its own Rust client, so the
-    seam is its client object (see the README's note)."""
-
-    found: list[dict[str, Any]] = field(default_factory=list)
-    error: Exception | None = None
-    asked: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
-    def text(self, query: str, **kwargs: Any) -> list[dict[str, Any]]:
-        self.asked.append((query, kwargs))
-        if self.error is not None:
-            raise self.error
-        return self.found
+@pytest_asyncio.fixture
+async def duckduckgo(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDuckDuckGo]:
+    async with FakeDuckDuckGo() as fake:
+        monkeypatch.setenv("DDGS_PROXY", fake.proxy_url)
+        monkeypatch.setenv("GATEWAY_DDGS_CA_FILE", fake.ca_file)
+        yield fake
 
 
-async def test_duckduckgo_hits_are_mapped_and_bounded() -> None:
-    client = FakeDDGS(found=[{"title": f"T{n}", "href": f"https://e.com/{n}", "body": "b"} for n in range(8)])
-    hits = await DuckDuckGo(client=client).search("q", max_results=3)
-    assert [h.url for h in hits] == ["https://e.com/0", "https://e.com/1", "https://e.com/2"]
-    assert client.asked == [("q", {"max_results": 3})]
+async def test_duckduckgo_is_asked_over_https_for_its_own_results_only(duckduckgo: FakeDuckDuckGo) -> None:
+    [answer] = await searched("duckduckgo", "pydantic ai", max_results=1)
+    assert answered(answer)
+    assert str(answer.content).splitlines()[:2] == ["Results for 'pydantic ai' from DuckDuckGo:",
+                                                    "1. [Pydantic AI](https://ai.pydantic.dev/)"]
+    assert "Release notes" not in str(answer.content)
+    assert duckduckgo.tunnels == ["html.duckduckgo.com:443"]
+    assert duckduckgo.queries[0]["q"] == ["pydantic ai"]
 
 
-async def test_duckduckgo_no_results_is_no_hits_and_a_rate_limit_is_unavailable() -> None:
-    assert await DuckDuckGo(client=FakeDDGS(error=DDGSException("No results found."))).search("q", max_results=5) == []
-    with pytest.raises(SearchUnavailable, match=r"DuckDuckGo did not answer \(RatelimitException\)"):
-        await DuckDuckGo(client=FakeDDGS(error=RatelimitException("202 Ratelimit"))).search("q", max_results=5)
+async def test_duckduckgo_with_nothing_found_says_so_and_that_it_may_be_limiting(duckduckgo: FakeDuckDuckGo) -> None:
+    [answer] = await searched("duckduckgo", "nothing")
+    assert answered(answer) and str(answer.content).startswith("No results for 'nothing'. DuckDuckGo answers an empty")
+
+
+async def test_duckduckgo_out_of_reach_is_a_retry_prompt(duckduckgo: FakeDuckDuckGo,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DDGS_PROXY", f"http://127.0.0.1:{free_port()}")
+    first, last = await searched("duckduckgo", "pydantic ai", calls=2)
+    assert retried(first) and "DuckDuckGo did not answer (DDGSException)" in str(first.content)
+    assert answered(last) and "could not search the web" in str(last.content)
 
 
 def test_native_is_the_providers_own_search_and_offers_no_function() -> None:
