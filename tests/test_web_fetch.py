@@ -68,6 +68,11 @@ async def test_a_pdf_arrives_as_the_file(pages: FakePages) -> None:
     assert answer.content.media_type == "application/pdf" and answer.content.data == PDF
 
 
+async def test_a_body_past_the_download_bound_is_refused_as_a_retry(pages: FakePages) -> None:
+    [answer] = await fetched(f"{pages.url}/huge.pdf")
+    assert retried(answer) and "exceeds" in str(answer.content)
+
+
 @pytest.mark.parametrize("path", ["/to-metadata", "/to-mapped-metadata"])
 async def test_a_redirect_into_cloud_metadata_is_refused_even_where_local_addresses_are_allowed(
         path: str, pages: FakePages) -> None:

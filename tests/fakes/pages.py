@@ -24,6 +24,7 @@ class FakePages:
         app.router.add_get("/page", self._page)
         app.router.add_get("/long", self._long)
         app.router.add_get("/paper.pdf", self._pdf)
+        app.router.add_get("/huge.pdf", self._huge)
         app.router.add_get("/to-metadata", self._redirect("http://169.254.169.254/latest/meta-data/iam/"))
         app.router.add_get("/to-mapped-metadata", self._redirect("http://[::ffff:169.254.169.254]/latest/"))
         self._runner = web.AppRunner(app)
@@ -50,6 +51,21 @@ class FakePages:
     async def _pdf(self, request: web.Request) -> web.Response:
         self.requested.append(request.path)
         return web.Response(body=PDF, content_type="application/pdf")
+
+    async def _huge(self, request: web.Request) -> web.StreamResponse:
+        """60 MiB, streamed without a length: more than `safe_download` reads (50 MiB)."""
+        self.requested.append(request.path)
+        response = web.StreamResponse(headers={"Content-Type": "application/pdf"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        chunk = b"0" * (1 << 20)
+        try:
+            for _ in range(60):
+                await response.write(chunk)
+        except ConnectionError:
+            return response  # the reader stopped at its bound, which is the point
+        await response.write_eof()
+        return response
 
     def _redirect(self, target: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def redirect(request: web.Request) -> web.Response:
