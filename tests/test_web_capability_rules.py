@@ -177,5 +177,6 @@ def test_a_key_named_either_way_reaches_the_builder() -> None:
 
 def test_a_key_the_deployment_lacks_stops_the_assembly_naming_the_variable() -> None:
     entry = {"id": "web_research", "config": {"method": "tavily"}, "secret_id": "TAVILY_API_KEY"}
-    with pytest.raises(MissingSecret, match="names the secret 'TAVILY_API_KEY'"):
+    with pytest.raises(MissingSecret, match="names the secret 'TAVILY_API_KEY'") as missing:
         assembled(binding_with([entry]), answers("hi"), secrets={})
+    assert "configuration problem" in failure_notice(missing.value)

@@ -43,8 +43,9 @@ class SecretLookup(Protocol):
     def get(self, name: str) -> str | None: ...
 
 
-class MissingSecret(LookupError):
-    """A capability entry names a secret this deployment does not hold."""
+class MissingSecret(ConfigError, LookupError):
+    """A capability entry names a secret this deployment does not hold: the chat is told it is a configuration
+    problem, the log names the variable (never a value)."""
 
     def __init__(self, capability: str, secret_id: str) -> None:
         super().__init__(f"capability {capability!r} names the secret {secret_id!r}, which is neither in the "
