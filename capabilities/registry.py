@@ -194,9 +194,9 @@ class Registry:
                     for problem in self.validate_agent(agent, path=f"agents[{i}]")]
         tool_ids = {tool.id for definition in self for tool in definition.tools}
         agents = {agent.name: agent for agent in config.agents}
+        always = {tool.id for definition in self for tool in definition.tools if tool.provider_executed}
         for i, bot in enumerate(config.bots):
-            provider = self._provider_tools_of(agents.get(bot.agent))
-            always = {tool.id for definition in self for tool in definition.tools if tool.provider_executed}
+            provider = always | self._provider_tools_of(agents.get(bot.agent))
             for tool_id, mode in bot.binding.approvals.tool_approval.items():
                 where = f"bots[{i}].binding.approvals.tool_approval.{tool_id}"
                 if tool_id not in tool_ids:
@@ -210,8 +210,8 @@ class Registry:
         return problems
 
     def _provider_tools_of(self, agent: Any) -> set[str]:
-        """The tools the model provider runs for `agent` (every always-provider tool when it is unknown)."""
-        provider = {tool.id for definition in self for tool in definition.tools if tool.provider_executed}
+        """The tools the model provider runs under the configs of `agent`'s entries (none for an unknown agent)."""
+        provider: set[str] = set()
         for entry in agent.capabilities if agent is not None else ():
             definition = self._defs.get(entry.id)
             if definition is not None and entry.enabled:
