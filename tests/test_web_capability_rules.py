@@ -180,3 +180,14 @@ def test_a_key_the_deployment_lacks_stops_the_assembly_naming_the_variable() -> 
     with pytest.raises(MissingSecret, match="names the secret 'TAVILY_API_KEY'") as missing:
         assembled(binding_with([entry]), answers("hi"), secrets={})
     assert "configuration problem" in failure_notice(missing.value)
+
+
+def test_gateway_check_refuses_a_native_fetch_behind_an_approval_at_its_line(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "gateway.yaml"
+    path.write_text(yaml.safe_dump(config([{**web_fetch(method="auto"), "approval": "required"}]).model_dump(
+        mode="json")))
+    monkeypatch.setenv("TOKEN", "123:abc")
+    result = CliRunner().invoke(app, ["check", "-c", str(path)])
+    assert result.exit_code == 2
+    assert f"agents['helper'].capabilities[0].approval: {NATIVE_FETCH}" in result.output
