@@ -129,6 +129,14 @@ async def test_a_service_that_does_not_answer_at_all_is_a_retry_prompt(monkeypat
     assert retried(first) and "Brave Search did not answer (ConnectError)" in str(first.content)
 
 
+async def test_a_redirect_is_not_followed_so_the_key_goes_nowhere_else(search: FakeSearch) -> None:
+    async with FakeSearch(key=KEY) as elsewhere:
+        search.redirect_to = f"{elsewhere.url}/search"
+        [first] = await searched("tavily", "q")
+    assert retried(first) and "Tavily answered HTTP 307" in str(first.content)
+    assert elsewhere.seen == []
+
+
 def test_the_services_public_addresses_are_the_default() -> None:
     assert endpoint("tavily", {}) == "https://api.tavily.com"
     assert endpoint("brave", {}) == "https://api.search.brave.com"

@@ -35,6 +35,8 @@ class FakeSearch:
     """(title, url, snippet) answered to every query but `nothing`."""
     down: bool = False
     """Answer 503 to everything."""
+    redirect_to: str | None = None
+    """Answer every search with a 307 to this address instead."""
     seen: list[Seen] = field(default_factory=list)
     url: str = ""
     _runner: web.AppRunner | None = None
@@ -59,6 +61,8 @@ class FakeSearch:
         return [] if query == "nothing" else self.hits[:count]
 
     async def _post_search(self, request: web.Request) -> web.Response:
+        if self.redirect_to is not None:
+            raise web.HTTPTemporaryRedirect(self.redirect_to)
         body = await request.json()
         if "x-api-key" in request.headers:
             return self._exa(request, body)
