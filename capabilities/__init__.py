@@ -16,6 +16,8 @@ from capabilities import (
     system_reminders,
     thinking,
     tool_output_limits,
+    web_fetch,
+    web_research,
 )
 from capabilities.registry import ALL_SCOPES, CapabilityDef, Registry
 
@@ -33,8 +35,13 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     knowledge.CAPABILITY,
     skills.CAPABILITY,
     standing_context.CAPABILITY,
+    web_research.CAPABILITY,
+    web_fetch.CAPABILITY,
 )
 
 
-def default_registry(*, granted_scopes: frozenset[str] = ALL_SCOPES) -> Registry:
-    return Registry(CAPABILITIES, granted_scopes=granted_scopes)
+def default_registry(*, granted_scopes: frozenset[str] = ALL_SCOPES, fetch_local: bool = False) -> Registry:
+    """`fetch_local` lets `web_fetch` reach private and loopback addresses: for tests and development only."""
+    defs = [web_fetch.capability(allow_local=True) if d.id == "web_fetch" and fetch_local else d
+            for d in CAPABILITIES]
+    return Registry(defs, granted_scopes=granted_scopes)

@@ -6,9 +6,11 @@ deps for something the gateway knew at assembly. A store a capability needs and 
 wiring bug: `BuildContext` raises `MissingStore` naming both, and the run does not start with the
 capability silently missing. What is legitimately absent is typed `... | None` and says when.
 
-Slots kept for what comes next, typed and wired but not yet filled by any capability: the entry's
-resolved `secret`, the generic `resources` mapping, and the run's `outbox` for files posted into the chat.
-What an agent spec binds by name for `knowledge`, `context` and `skills` arrives in fields of its own.
+The entry's `secret` is resolved at assembly from the variable its `secret_id` names (environment, then
+secrets file); a running gateway has registered every such value with its log redactor. What an agent spec
+binds by name for `knowledge`, `context` and `skills` arrives in fields of its own. Slots kept for what
+comes next, typed and wired but not yet filled by any capability: the generic `resources` mapping, and the
+run's `outbox` for files posted into the chat.
 """
 
 from __future__ import annotations

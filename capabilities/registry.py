@@ -45,8 +45,9 @@ class ToolInfo:
     summary: str
     side_effecting: bool = False
     provider_executed: bool = False
-    """Run by the model provider (a built-in web search, code execution), not by this gateway: no approval gate
-    can stop it, so a spec or binding that requires one is refused when it is applied."""
+    """Always run by the model provider (a built-in web search, code execution), not by this gateway: no approval
+    gate can stop it, so a spec or binding that requires one is refused when it is applied. A tool that runs there
+    only under some configs says so through `CapabilityDef.at_provider` instead."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,6 +101,12 @@ class CapabilityDef(Generic[C]):
     offered: Callable[[C], Iterable[str]] | None = None
     """The tool ids a given config offers, where that is not all of `tools` (the drift test holds
     every build to it)."""
+    at_provider: Callable[[C], Iterable[str]] | None = None
+    """The tool ids a given config has the model provider run (`method: native`), beyond the tools declared
+    `provider_executed`: an approval required on one of them is refused at check and again at assembly."""
+    stores_validated: bool = False
+    """An applied entry's config is stored as validated (each value in its one spelling: a hostname in lower case,
+    IDNA), not as written."""
     binding_only: bool = False
     """Granted per bot binding (`bots[].binding.<id>`) and refused in an agent spec."""
     on_run_end: Callable[[BuildContext[C]], Awaitable[None]] | None = None
@@ -114,13 +121,22 @@ class CapabilityDef(Generic[C]):
             return frozenset(t.id for t in self.tools)
         return frozenset(self.offered(config))
 
+    def provider_tools(self, config: C | None) -> frozenset[str]:
+        """The tools the model provider runs under `config`; only the always-provider ones for None (a config
+        that does not validate, whose own problems are reported)."""
+        always = {t.id for t in self.tools if t.provider_executed}
+        if config is None or self.at_provider is None:
+            return frozenset(always)
+        return frozenset(always | set(self.at_provider(config)))
+
     def describe(self, *, granted_scopes: frozenset[str]) -> dict[str, Any]:
         """This capability as the API serves it: what a builder UI draws its picker and forms from."""
         return {"id": self.id, "name": self.name, "category": self.category, "description": self.description,
                 "tools": [{"id": t.id, "summary": t.summary, "side_effecting": t.side_effecting}
                           for t in self.tools],
                 "scopes": sorted(self.scopes), "available": self.scopes <= granted_scopes,
-                "key": None if self.key is None else {"description": self.key.description},
+                "key": None if self.key is None else {"description": self.key.description,
+                                                      "conditional": self.key.when is not None},
                 "granted_in": "binding" if self.binding_only else "agent",
                 "config_schema": self.config.model_json_schema()}
 
@@ -158,24 +174,49 @@ class Registry:
         """The registry as JSON, each capability with its config's JSON Schema."""
         return [definition.describe(granted_scopes=self.granted_scopes) for definition in self]
 
+    def stored(self, config: Any) -> Any:
+        """`config` (a `GatewayConfig`) as it is applied: the entries of capabilities that `stores_validated` carry
+        their config as validated. An entry whose config does not validate is left as written (it is refused)."""
+        agents = [agent.model_copy(update={"capabilities": [self._stored_entry(e) for e in agent.capabilities]})
+                  for agent in config.agents]
+        return config.model_copy(update={"agents": agents})
+
+    def _stored_entry(self, entry: Any) -> Any:
+        definition = self._defs.get(entry.id)
+        valid = valid_config(definition, entry.config) if definition and definition.stores_validated else None
+        if valid is None:
+            return entry
+        return entry.model_copy(update={"config": valid.model_dump(mode="json", exclude_unset=True)})
+
     def validate_config(self, config: Any) -> list[str]:
         """Every problem with the agents' capabilities and the bindings' grants and approval overrides."""
         problems = [problem for i, agent in enumerate(config.agents)
                     for problem in self.validate_agent(agent, path=f"agents[{i}]")]
         tool_ids = {tool.id for definition in self for tool in definition.tools}
-        provider = {tool.id for definition in self for tool in definition.tools if tool.provider_executed}
+        agents = {agent.name: agent for agent in config.agents}
+        always = {tool.id for definition in self for tool in definition.tools if tool.provider_executed}
         for i, bot in enumerate(config.bots):
+            provider = always | self._provider_tools_of(agents.get(bot.agent))
             for tool_id, mode in bot.binding.approvals.tool_approval.items():
                 where = f"bots[{i}].binding.approvals.tool_approval.{tool_id}"
                 if tool_id not in tool_ids:
                     problems.append(f"{where}: no capability offers a tool {tool_id!r}")
                 elif tool_id in provider and mode == "required":
-                    problems.append(_ungatable(where, tool_id))
+                    problems.append(_ungatable(where, tool_id, tool_id not in always))
             for definition in self:
                 grant = getattr(bot.binding, definition.id, None) if definition.binding_only else None
                 if grant is not None:
                     problems += schema_problems(definition.config, grant, f"bots[{i}].binding.{definition.id}")
         return problems
+
+    def _provider_tools_of(self, agent: Any) -> set[str]:
+        """The tools the model provider runs under the configs of `agent`'s entries (none for an unknown agent)."""
+        provider: set[str] = set()
+        for entry in agent.capabilities if agent is not None else ():
+            definition = self._defs.get(entry.id)
+            if definition is not None and entry.enabled:
+                provider |= definition.provider_tools(valid_config(definition, entry.config))
+        return provider
 
     def validate_agent(self, agent: Any, *, path: str) -> list[str]:
         """Every problem with one agent spec's `capabilities[]`, each naming its field and the fix."""
@@ -221,11 +262,12 @@ class Registry:
             problems.append(f"{path}.id: {entry.id!r} needs scope(s) {', '.join(sorted(missing))}, "
                             "which this deployment does not grant")
         key = definition.key
+        config = None if config_problems else config_for(definition, entry.config)
         if key is not None and not entry.secret_id and (key.when is None or (
-                not config_problems and key.applies_to(config_for(definition, entry.config)))):
+                config is not None and key.applies_to(config))):
             problems.append(f"{path}.secret_id: {entry.id!r} needs a key ({key.description}); "
                             "name the secret that holds it")
-        return problems + _provider_gate_problems(definition, entry, path)
+        return problems + provider_gate_problems(definition, entry, path, config=config)
 
 
 def schema_problems(schema: type[BaseModel], config: Mapping[str, Any], path: str) -> list[str]:
@@ -259,23 +301,40 @@ def _tool_key_problems(definition: CapabilityDef, entry: Any, path: str) -> list
     return problems
 
 
-def _provider_gate_problems(definition: CapabilityDef[Any], entry: Any, path: str) -> list[str]:
-    """A tool the model provider runs cannot wait for a person, so requiring an approval for it is refused."""
+def provider_gate_problems(definition: CapabilityDef[Any], entry: Any, path: str, *, config: Any,
+                           binding_modes: Mapping[str, str] | None = None) -> list[str]:
+    """A tool the model provider runs cannot wait for a person, so requiring an approval for it is refused: at
+    check, and again at assembly (with the bot binding's modes), since nothing re-validates a stored version."""
     problems = []
+    provider = definition.provider_tools(config)
     for tool in definition.tools:
-        if not tool.provider_executed:
+        if tool.id not in provider:
             continue
+        by_config = not tool.provider_executed
+        if binding_modes is not None and binding_modes.get(tool.id) == "required":
+            problems.append(_ungatable(f"bots[].binding.approvals.tool_approval.{tool.id}", tool.id, by_config))
         if entry.tool_approval.get(tool.id) == "required":
-            problems.append(_ungatable(f"{path}.tool_approval.{tool.id}", tool.id))
+            problems.append(_ungatable(f"{path}.tool_approval.{tool.id}", tool.id, by_config))
         elif entry.approval == "required" and tool.id not in entry.tool_approval:
-            problems.append(_ungatable(f"{path}.approval", tool.id))
+            problems.append(_ungatable(f"{path}.approval", tool.id, by_config))
     return problems
 
 
-def _ungatable(where: str, tool_id: str) -> str:
+def _ungatable(where: str, tool_id: str, by_config: bool = False) -> str:
+    if by_config:
+        return (f"{where}: with this config, {tool_id!r} runs at the model provider, where no approval can stop "
+                "it; choose a config under which this deployment runs it itself, or drop the approval requirement")
     return (f"{where}: {tool_id!r} runs at the model provider, where no approval can stop it; remove the "
             "requirement, or leave the tool out")
 
 
 def config_for(definition: CapabilityDef[C], config: Mapping[str, Any]) -> C:
     return definition.config.model_validate(dict(config))
+
+
+def valid_config(definition: CapabilityDef[C], config: Mapping[str, Any]) -> C | None:
+    """The entry's config, or None when it does not validate (its problems are reported on their own)."""
+    try:
+        return config_for(definition, config)
+    except ValidationError:
+        return None

@@ -112,13 +112,16 @@ def assembled(binding: Binding, model: Model, *, registry: Registry | None = Non
               owner: MemoryOwner | None = None, spills: SpillStore | None = None, directory: Any = None,
               state: ConversationState | None = None, resuming: bool = False,
               notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM,
-              facts: Mapping[str, Any] | None = None) -> AssembledAgent:
+              facts: Mapping[str, Any] | None = None,
+              secrets: Mapping[str, str] | None = None) -> AssembledAgent:
     """Assembled as the runtime does; spills go to memory unless `spills` says where. `facts` are further
-    `RunFacts` fields (the resources a spec binds: `knowledge`, `context_files`, `skill_folders`)."""
+    `RunFacts` fields (the resources a spec binds: `knowledge`, `context_files`, `skill_folders`); `secrets`
+    are what entries' `secret_id`s resolve from."""
     models = ModelResolver({}, SecretSource(environ={}), fixed={"scripted": model})
     run = run_facts(binding, address=address, owner=owner, notes=notes, spills=spills or RunMemoryStore(),
                     directory=directory, state=state, resuming=resuming, notice=notice, **(facts or {}))
-    return assemble(binding, registry=registry or default_registry(), models=models, run=run)
+    return assemble(binding, registry=registry or default_registry(), models=models, run=run,
+                    secrets=SecretSource(environ=dict(secrets or {})))
 
 
 def run_facts(binding: Binding, *, address: ChatAddress = ROOM, **facts: Any) -> RunFacts:
@@ -203,6 +206,8 @@ CASES = (
     Case(id="knowledge", capability="knowledge", facts={"knowledge": HANDBOOK}),
     Case(id="skills", capability="skills", facts={"skill_folders": (SkillFolder(name="team", path=str(SKILLS)),)}),
     Case(id="context-link", capability="context", facts={"context_files": (GLOSSARY,)}),
+    Case(id="web_research-duckduckgo", capability="web_research"),
+    Case(id="web_fetch-local", capability="web_fetch", config={"allowed_domains": ["example.com"]}),
 )
 """Every registered capability, under the configs that change what it offers."""
 

@@ -103,13 +103,15 @@ async def running_gateway(telegram: FakeTelegram, bots: list[TelegramBot], *, da
                           agents: list[dict[str, Any]] | None = None,
                           models: Mapping[str, Model] | None = None,
                           environment: Mapping[str, str] | None = None,
-                          top: Mapping[str, Any] | None = None) -> AsyncIterator[Gateway]:
+                          top: Mapping[str, Any] | None = None,
+                          secrets: Mapping[str, str] | None = None) -> AsyncIterator[Gateway]:
     """`models` are further scripted models by name, for the `agents` and specialists that name them;
-    `environment` holds further process settings by variable name (`OTEL_EXPORTER_OTLP_ENDPOINT`, say)."""
+    `environment` holds further process settings by variable name (`OTEL_EXPORTER_OTLP_ENDPOINT`, say);
+    `secrets` are further values the secret source holds (capability keys), by variable name."""
     webhook = any(bot.transport == "webhook" for bot in bots)
     config = gateway_config(telegram, bots, port=free_port() if webhook else 0, instructions=instructions,
                             capabilities=capabilities, agent=agent, agents=agents, top=top)
-    secrets = SecretSource(environ={f"TOKEN_{bot.name.upper()}": bot.token for bot in bots})
+    secrets = SecretSource(environ={**{f"TOKEN_{bot.name.upper()}": bot.token for bot in bots}, **(secrets or {})})
     settings = Settings(database_url=database_url, redis_url=redis_url, **(environment or {}))
     resolver = ModelResolver(config.models, secrets, fixed={"function:scripted": model, **(models or {})})
     async with Gateway(config, settings, secrets=secrets, models=resolver, registry=registry, tuning=tuning,

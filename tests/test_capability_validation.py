@@ -43,11 +43,13 @@ class Case:
     problem: str
 
 
+KNOWN = ", ".join(sorted(definition.id for definition in registry_without_web_fetch()))
+"""Every capability id the test registry holds, as the refusal of an unknown one lists them."""
+
 CASES = [
     Case(id="unknown-capability", capabilities=["planing"],
-         problem="agents[0].capabilities[0].id: unknown capability 'planing'; known: channel_tools, clock, "
-                 "compaction, context, fetcher, guardrails, knowledge, mailer, memory_files, planning, skills, "
-                 "subagents, system_reminders, thinking, tool_output_limits"),
+         problem="agents[0].capabilities[0].id: unknown capability 'planing'; known: "
+                 f"{KNOWN}"),
     Case(id="unknown-tool-in-approval", capabilities=[{"id": "planning", "tool_approval": {"write_plans": "required"}}],
          problem="agents[0].capabilities[0].tool_approval.write_plans: 'planning' has no tool 'write_plans' "
                  "(tools: write_plan, read_plan, add_task, update_task_status, update_task_statuses, remove_task, "
@@ -147,7 +149,7 @@ def test_a_tool_id_declared_by_two_capabilities_is_refused_when_the_registry_is_
 
 
 SEARCHER = CapabilityDef(id="searcher", name="Search", category="research", description="Searches the web.",
-                         tools=(ToolInfo(id="web_search", summary="Search the web.", provider_executed=True),
+                         tools=(ToolInfo(id="site_search", summary="Search the web.", provider_executed=True),
                                 ToolInfo(id="open_result", summary="Open one result.")),
                          build=lambda _context: None)
 """A capability whose search the model provider runs: no approval gate can hold it."""
@@ -163,17 +165,37 @@ TRANSLATOR = CapabilityDef(id="translator", name="Translate", category="utility"
                                               when=lambda config: config.service == "paid"))
 """A capability that needs a key only for some config values."""
 
+class RunnerConfig(BaseModel):
+    where: Literal["here", "provider"] = "here"
+
+
+RUNNER = CapabilityDef(id="runner", name="Run", category="analysis", description="Runs code.", config=RunnerConfig,
+                       tools=(ToolInfo(id="run_snippet", summary="Run a snippet."),), build=lambda _context: None,
+                       at_provider=lambda config: ["run_snippet"] if config.where == "provider" else [])
+"""A capability whose tool the model provider runs only under some configs."""
+
 SEAM_CASES = [
+    Case(id="approval-on-a-tool-this-config-has-the-provider-run",
+         capabilities=[{"id": "runner", "config": {"where": "provider"}, "approval": "required"}],
+         problem="agents[0].capabilities[0].approval: with this config, 'run_snippet' runs at the model provider, "
+                 "where no approval can stop it; choose a config under which this deployment runs it itself, or "
+                 "drop the approval requirement"),
+    Case(id="binding-gate-on-a-tool-the-bound-agents-config-has-the-provider-run",
+         capabilities=[{"id": "runner", "config": {"where": "provider"}}],
+         binding={"approvals": {"tool_approval": {"run_snippet": "required"}}},
+         problem="bots[0].binding.approvals.tool_approval.run_snippet: with this config, 'run_snippet' runs at the "
+                 "model provider, where no approval can stop it; choose a config under which this deployment runs "
+                 "it itself, or drop the approval requirement"),
     Case(id="required-approval-on-a-provider-tool",
-         capabilities=[{"id": "searcher", "tool_approval": {"web_search": "required"}}],
-         problem="agents[0].capabilities[0].tool_approval.web_search: 'web_search' runs at the model provider, where "
+         capabilities=[{"id": "searcher", "tool_approval": {"site_search": "required"}}],
+         problem="agents[0].capabilities[0].tool_approval.site_search: 'site_search' runs at the model provider, where "
                  "no approval can stop it; remove the requirement, or leave the tool out"),
     Case(id="whole-entry-approval-reaching-a-provider-tool", capabilities=[{"id": "searcher", "approval": "required"}],
-         problem="agents[0].capabilities[0].approval: 'web_search' runs at the model provider, where no approval can "
+         problem="agents[0].capabilities[0].approval: 'site_search' runs at the model provider, where no approval can "
                  "stop it; remove the requirement, or leave the tool out"),
     Case(id="binding-approval-on-a-provider-tool", capabilities=["searcher"],
-         binding={"approvals": {"tool_approval": {"web_search": "required"}}},
-         problem="bots[0].binding.approvals.tool_approval.web_search: 'web_search' runs at the model provider, where "
+         binding={"approvals": {"tool_approval": {"site_search": "required"}}},
+         problem="bots[0].binding.approvals.tool_approval.site_search: 'site_search' runs at the model provider, where "
                  "no approval can stop it; remove the requirement, or leave the tool out"),
     Case(id="key-for-the-config-that-needs-one", capabilities=[{"id": "translator", "config": {"service": "paid"}}],
          problem="agents[0].capabilities[0].secret_id: 'translator' needs a key (a paid-tier API key); name the "
@@ -183,15 +205,17 @@ SEAM_CASES = [
 
 @pytest.mark.parametrize("case", [pytest.param(case, id=case.id) for case in SEAM_CASES])
 def test_what_a_capability_declares_about_gates_and_keys_is_enforced(case: Case) -> None:
-    registry = default_registry().with_extra(SEARCHER, TRANSLATOR)
+    registry = default_registry().with_extra(SEARCHER, TRANSLATOR, RUNNER)
     assert apply_problems(config(case.capabilities, binding=case.binding), registry) == [case.problem]
 
 
 def test_a_provider_tool_left_ungated_and_a_key_the_config_does_not_need_are_accepted() -> None:
     registry = default_registry().with_extra(SEARCHER, TRANSLATOR)
-    spec = [{"id": "searcher", "approval": "required", "tool_approval": {"web_search": "never"}},
+    spec = [{"id": "searcher", "approval": "required", "tool_approval": {"site_search": "never"}},
             {"id": "translator", "config": {"service": "free"}}]
     assert apply_problems(config(spec), registry) == []
+    gated_here = [{"id": "runner", "config": {"where": "here"}, "approval": "required"}]
+    assert apply_problems(config(gated_here), registry.with_extra(RUNNER)) == []
 
 
 def test_a_provider_tool_declared_side_effecting_is_refused_when_the_registry_is_built() -> None:

@@ -51,6 +51,9 @@ def edit(old: str, new: str) -> tuple[tuple[str, str], ...]:
     return ((old, new),)
 
 
+KNOWN = ", ".join(sorted(definition.id for definition in default_registry()))
+"""Every registered capability id, as the refusal of an unknown one lists them."""
+
 CASES = [
     Case(id="agent-for-agents", edits=edit("agents:\n", "agent:\n"), errors=(
         "{f}:1:1: agents: Field required",
@@ -75,9 +78,8 @@ CASES = [
     Case(id="no-agents", edits=edit("  - name: helper\n    model: local\n    capabilities: []\n", "  []\n"), errors=(
         "{f}:6:1: agents: lists no agent; define at least one, as examples/gateway.yaml does",)),
     Case(id="unknown-capability", edits=edit("capabilities: []", "capabilities: [planing]"), errors=(
-        "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: channel_tools, clock, "
-        "compaction, context, guardrails, knowledge, memory_files, planning, skills, subagents, system_reminders, "
-        "thinking, tool_output_limits",)),
+        "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: "
+        f"{KNOWN}",)),
     Case(id="capability-as-a-string", edits=edit("capabilities: []", "capabilities: planning"), errors=(
         "{f}:9:5: agents['helper'].capabilities: should be a list, not a single value; write [planning] or one "
         "'- item' line per entry",)),
@@ -129,9 +131,8 @@ CASES = [
                  "itself",)),
     Case(id="schema-and-capability-together",
          edits=(("rate_limit:", "rate_limt:"), ("capabilities: []", "capabilities: [planing]")), errors=(
-             "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: channel_tools, "
-             "clock, compaction, context, guardrails, knowledge, memory_files, planning, skills, subagents, "
-             "system_reminders, thinking, tool_output_limits",
+             "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: "
+             f"{KNOWN}",
              "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? "
              "(known: instructions, access, allow, rate_limit, history_turns, approvals, allow_personal_memory, "
              "allow_bots, channel_tools)")),

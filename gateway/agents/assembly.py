@@ -27,12 +27,12 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RequestUsage, RunUsage
 
 from capabilities.context import BuildContext, BuiltDelegate, Delegates, DelegationFacts, RunFacts
-from capabilities.registry import CapabilityDef, Registry, config_for
+from capabilities.registry import CapabilityDef, Registry, config_for, provider_gate_problems
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.channel_context import binding_instructions
 from gateway.agents.models import ModelResolver
 from gateway.agents.tool_policy import ToolPolicy
-from gateway.config.schema import AgentSpec, CapabilityEntry
+from gateway.config.schema import AgentSpec, CapabilityEntry, ConfigError, secret_name
 
 Output = str | DeferredToolRequests
 
@@ -51,12 +51,18 @@ def _unbound(_spec: AgentSpec, run: RunFacts) -> RunFacts:
     return run
 
 
-class MissingSecret(LookupError):
-    """A capability entry names a secret this deployment does not hold."""
+class MissingSecret(ConfigError, LookupError):
+    """A capability entry names a secret this deployment does not hold: the chat is told it is a configuration
+    problem, the log names the variable (never a value)."""
 
     def __init__(self, capability: str, secret_id: str) -> None:
         super().__init__(f"capability {capability!r} names the secret {secret_id!r}, which is neither in the "
                          "environment nor in the secrets file; set it, or change the entry's secret_id")
+
+
+class UngatableTool(ConfigError):
+    """A stored spec asks for an approval on a tool the model provider runs: the agent stops running until it is
+    edited, rather than running the tool with no gate (`gateway check` refuses such a config when it is applied)."""
 
 
 @dataclass
@@ -138,15 +144,19 @@ class CapabilityBuilder:
             definition = self.registry.get(entry.id)
             if not entry.enabled or definition is None:
                 continue
-            context = BuildContext(capability=entry.id, config=config_for(definition, entry.config), run=run,
-                                   secret=self._secret(entry))
+            config = config_for(definition, entry.config)
+            refused = provider_gate_problems(definition, entry, f"capabilities[{entry.id}]", config=config,
+                                             binding_modes=self.binding_modes)
+            if refused:
+                raise UngatableTool("; ".join(refused))
+            context = BuildContext(capability=entry.id, config=config, run=run, secret=self._secret(entry))
             capability = definition.build(context)
             if capability is None:
                 continue
             built.append(capability)
             if definition.on_run_end is not None:
                 self.end_run.add(definition.id, partial(definition.on_run_end, context))
-            gated |= _gated_tools(definition, entry, self.binding_modes)
+            gated |= _gated_tools(definition, entry, self.binding_modes, definition.provider_tools(config))
             for tool_id, override in entry.tool_overrides.items():
                 if "name" in override:
                     names[tool_id] = override["name"]
@@ -157,7 +167,7 @@ class CapabilityBuilder:
     def _secret(self, entry: CapabilityEntry) -> SecretStr | None:
         if entry.secret_id is None:
             return None
-        value = self.secrets.get(entry.secret_id) if self.secrets is not None else None
+        value = self.secrets.get(secret_name(entry.secret_id)) if self.secrets is not None else None
         if value is None:
             raise MissingSecret(entry.id, entry.secret_id)
         return SecretStr(value)
@@ -252,18 +262,14 @@ def _binding_grants(binding: Binding, registry: Registry) -> list[CapabilityEntr
             if definition.binding_only and (grant := getattr(binding.spec, definition.id, None)) is not None]
 
 
-def _gated_tools(definition: CapabilityDef[Any], entry: CapabilityEntry,
-                 binding_modes: Mapping[str, str]) -> set[str]:
+def _gated_tools(definition: CapabilityDef[Any], entry: CapabilityEntry, binding_modes: Mapping[str, str],
+                 provider: frozenset[str]) -> set[str]:
     """Binding per-tool mode, else spec per-tool mode, else the entry's mode; `default` follows the tool. A tool
-    the model provider runs is never gated: no gate can hold it, and applying a config that asks for one is
-    refused (`Registry.validate_entry`)."""
+    the model provider runs is never gated: no gate can hold it, and an entry asking for one was refused above."""
     gated = set()
     for tool in definition.tools:
         mode = binding_modes.get(tool.id) or entry.tool_approval.get(tool.id) or entry.approval
-        if tool.provider_executed:
-            if mode == "required":
-                raise ValueError(f"{definition.id}.{tool.id} runs at the model provider and cannot be gated; "
-                                 "`gateway check` refuses this config")
+        if tool.id in provider:
             continue
         if mode == "required" or (mode == "default" and tool.side_effecting):
             gated.add(tool.id)

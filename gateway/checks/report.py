@@ -18,6 +18,8 @@ from gateway.config.schema import (
     AgentSpec,
     ConfigError,
     GatewayConfig,
+    Settings,
+    capability_secrets,
     read_source,
     reference_name,
     validate_source,
@@ -47,8 +49,14 @@ class Report:
         return self.source.lines(problems, label=label)
 
 
-def check_file(path: Path, *, registry: Registry, secrets: SecretSource) -> Report:
-    """Every problem of the config file at `path`, found without connecting anywhere."""
+DEV_FETCH_LOCAL = Problem(loc=(), message=(
+    "GATEWAY_DEV_WEB_FETCH_ALLOW_LOCAL is set: web_fetch reads private, loopback and link-local addresses (cloud "
+    "metadata stays refused); a setting for tests and development, never for a deployment; unset it"))
+
+
+def check_file(path: Path, *, registry: Registry, secrets: SecretSource, settings: Settings | None = None) -> Report:
+    """Every problem of the config file at `path`, found without connecting anywhere; `settings` are the
+    process settings it would be served with (a development setting among them is a warning)."""
     try:
         source = read_source(path)
     except ConfigError as exc:
@@ -59,8 +67,14 @@ def check_file(path: Path, *, registry: Registry, secrets: SecretSource) -> Repo
     models = ModelResolver(config.models, secrets)
     wrong, unset = model_problems(config, models)
     errors = [*problems, *(parse_problem(p) for p in apply_problems(config, registry)), *wrong]
-    return Report(source=source, config=config, errors=tuple(errors),
-                  unset=(*unset_secrets(config, secrets), *unset), warnings=tuple(silent_settings(config, models)))
+    return Report(source=source, config=registry.stored(config), errors=tuple(errors),
+                  unset=(*unset_secrets(config, secrets), *unset),
+                  warnings=(*dev_settings(settings), *silent_settings(config, models)))
+
+
+def dev_settings(settings: Settings | None) -> list[Problem]:
+    """Process settings that are for tests and development only."""
+    return [DEV_FETCH_LOCAL] if settings is not None and settings.dev_web_fetch_allow_local else []
 
 
 def model_problems(config: GatewayConfig, models: ModelResolver) -> tuple[list[Problem], list[Problem]]:
@@ -90,8 +104,10 @@ def model_problems(config: GatewayConfig, models: ModelResolver) -> tuple[list[P
 
 
 def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]:
-    """Each bot credential whose `${ENV_VAR}` is set neither in the environment nor in the secrets file."""
-    problems = []
+    """Each bot credential and capability key whose variable is set neither in the environment nor in the
+    secrets file."""
+    problems = [Problem(loc=loc, message=f"{variable} is not set in the environment or the secrets file")
+                for loc, variable in capability_secrets(config) if not secrets.get(variable)]
     for i, bot in enumerate(config.bots):
         fields = {"token": bot.token, "app_token": getattr(bot, "app_token", None),
                   "signing_secret": getattr(bot, "signing_secret", None),

@@ -55,7 +55,7 @@ def granted_scopes(settings: Settings) -> frozenset[str]:
 
 
 def deployment_registry(settings: Settings) -> Registry:
-    return default_registry(granted_scopes=granted_scopes(settings))
+    return default_registry(granted_scopes=granted_scopes(settings), fetch_local=settings.dev_web_fetch_allow_local)
 
 
 def check_appliable(config: GatewayConfig, registry: Registry) -> None:

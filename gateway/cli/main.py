@@ -197,7 +197,7 @@ def capabilities(as_json: Annotated[bool, typer.Option("--json", help="Print JSO
         rows.append((entry["id"] + (" (per binding)" if entry["granted_in"] == "binding" else ""), entry["name"],
                      entry["category"],
                      ", ".join(entry["scopes"]) + ("" if entry["available"] else " (not granted)") or "—",
-                     "required" if entry["key"] else "—",
+                     ("for some configs" if entry["key"]["conditional"] else "required") if entry["key"] else "—",
                      ", ".join(t["id"] for t in entry["tools"]) or "none, by design"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
@@ -303,7 +303,8 @@ def _report(path: Path) -> Report:
     from gateway.checks.report import check_file
 
     settings = Settings()
-    return check_file(path, registry=_registry(settings), secrets=SecretSource.load(settings.secrets_file))
+    return check_file(path, registry=_registry(settings), secrets=SecretSource.load(settings.secrets_file),
+                      settings=settings)
 
 
 def _echo_lines(lines: list[str]) -> None:

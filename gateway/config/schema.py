@@ -340,6 +340,9 @@ class Settings(BaseSettings):
     """Where traces go over OTLP/HTTP (`/v1/traces` is appended, as OpenTelemetry does); unset: no tracing."""
     trace_content: bool = Field(default=False, alias="GATEWAY_TRACE_CONTENT")
     """Put message text and tool arguments into the exported spans; off, spans carry only their shape."""
+    dev_web_fetch_allow_local: bool = Field(default=False, alias="GATEWAY_DEV_WEB_FETCH_ALLOW_LOCAL")
+    """Tests and development only: `web_fetch` may read private and loopback addresses (never cloud metadata).
+    `gateway check` reports it whenever it is set."""
 
     @field_validator("database_url")
     @classmethod
@@ -433,6 +436,19 @@ def resolve_secret(reference: str, secrets: SecretSource, *, field: str) -> Secr
     if not value:
         raise ConfigError(f"{field}: {name.group(1)} is not set in the environment or the secrets file")
     return SecretStr(value)
+
+
+def secret_name(secret_id: str) -> str:
+    """The variable a capability entry's `secret_id` names: `TAVILY_API_KEY`, or `${TAVILY_API_KEY}` as bot
+    credentials are written."""
+    return reference_name(secret_id) or secret_id
+
+
+def capability_secrets(config: GatewayConfig) -> list[tuple[tuple[str | int, ...], str]]:
+    """Each enabled capability entry that names a secret: (its `secret_id` field's place, the variable)."""
+    return [(("agents", i, "capabilities", j, "secret_id"), secret_name(entry.secret_id))
+            for i, agent in enumerate(config.agents) for j, entry in enumerate(agent.capabilities)
+            if entry.secret_id and entry.enabled]
 
 
 def reference_name(reference: str) -> str | None:

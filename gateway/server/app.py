@@ -30,7 +30,7 @@ from gateway.approvals.question_store import DelegateQuestions
 from gateway.approvals.questions import QuestionFlow
 from gateway.approvals.store import Approvals
 from gateway.checks.validation import check_appliable, deployment_registry
-from gateway.config.schema import GatewayConfig, Settings
+from gateway.config.schema import GatewayConfig, Settings, capability_secrets
 from gateway.config.secrets import SecretSource
 from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations
@@ -88,7 +88,7 @@ class Gateway:
                  migrate: bool = True) -> None:
         self.registry = registry or deployment_registry(settings)
         check_appliable(config, self.registry)
-        self.config = config
+        self.config = self.registry.stored(config)
         self.settings = settings
         self._secrets = secrets
         self._models = models or ModelResolver(config.models, secrets)
@@ -123,6 +123,9 @@ class Gateway:
         """Build the whole object graph here, in order (long on purpose: the wiring is read in one place)."""
         self.redactor.install()
         self._stack.callback(self.redactor.uninstall)
+        for _field, variable in capability_secrets(self.config):  # the keys runs hand to capabilities
+            if value := self._secrets.get(variable):
+                self.redactor.add(value)
         tracing = build_tracing(self.settings)
         self._stack.push_async_callback(tracing.shutdown)
         db = Database(self.settings.database_url)
