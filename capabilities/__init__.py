@@ -6,8 +6,10 @@ from capabilities import (
     channel_tools,
     clock,
     compaction,
+    conversation_search,
     guardrails,
     memory_files,
+    memory_mem0,
     planning,
     subagents,
     system_reminders,
@@ -27,6 +29,8 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     tool_output_limits.CAPABILITY,
     channel_tools.CAPABILITY,
     subagents.CAPABILITY,
+    conversation_search.CAPABILITY,
+    memory_mem0.CAPABILITY,
 )
 
 

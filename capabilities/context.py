@@ -22,6 +22,8 @@ from pydantic import BaseModel, SecretStr
 from pydantic_ai.capabilities import AbstractCapability
 
 from adapters.base import ChatAddress, Directory
+from capabilities.corpus import ConversationCorpus
+from capabilities.mem0_client import Mem0Access
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -234,6 +236,11 @@ class RunFacts:
     """What the agent spec binds by name; no capability reads one yet."""
     outbox: Outbox | None = None
     """Where a run's files go to be posted into the chat; None until the gateway has a durable outbox."""
+    conversations: ConversationCorpus | None = None
+    """The earlier conversations of the person this run answers (`conversation_search`), bound to them by the
+    server; None where a run answers nobody in particular."""
+    mem0: Mem0Access | None = None
+    """The deployment's mem0 settings (`memory_mem0`): its name for `user_id`s and the hosts a key may go to."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -260,6 +267,14 @@ class BuildContext(Generic[C]):
     @property
     def directory(self) -> Directory:
         return self._required("directory", self.run.directory)
+
+    @property
+    def conversations(self) -> ConversationCorpus:
+        return self._required("conversations", self.run.conversations)
+
+    @property
+    def mem0(self) -> Mem0Access:
+        return self._required("mem0", self.run.mem0)
 
     def _required(self, store: str, value: Any) -> Any:
         if value is None:

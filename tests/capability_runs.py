@@ -14,6 +14,8 @@ from pydantic_ai.tools import ToolDefinition
 from adapters.base import ChannelInfo, ChatAddress, HistoryItem, Speaker
 from capabilities import default_registry
 from capabilities.context import ConversationState, MemoryOwner, NoteStore, RunFacts, SpillStore
+from capabilities.corpus import ConversationCorpus, Found, ThreadWindow
+from capabilities.mem0_client import Mem0Access
 from capabilities.registry import Registry
 from gateway.agents.assembly import AssembledAgent, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
@@ -56,6 +58,16 @@ class FakeDirectory:
     async def channel_history(self, channel_id: str, *, limit: int) -> list[HistoryItem]:
         self.asked.append(("channel_history", channel_id))
         return self.history[-limit:]
+
+
+class NoConversations:
+    """A person with no earlier conversations (`capabilities.corpus.ConversationCorpus`)."""
+
+    async def search(self, query: str, *, limit: int) -> Found:
+        return Found(hits=[])
+
+    async def read(self, thread: int, *, start: int, count: int) -> ThreadWindow | None:
+        return None
 
 
 @dataclass
@@ -101,12 +113,16 @@ def binding_with(capabilities: Iterable[Mapping[str, Any]] = (), *, binding: Map
 def assembled(binding: Binding, model: Model, *, registry: Registry | None = None, notes: NoteStore | None = None,
               owner: MemoryOwner | None = None, spills: SpillStore | None = None, directory: Any = None,
               state: ConversationState | None = None, resuming: bool = False,
-              notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM) -> AssembledAgent:
-    """Assembled as the runtime does; spills go to memory unless `spills` says where."""
+              notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM,
+              conversations: ConversationCorpus | None = None, mem0: Mem0Access | None = None,
+              secrets: Mapping[str, str] | None = None) -> AssembledAgent:
+    """Assembled as the runtime does; spills go to memory unless `spills` says where; `secrets` by name."""
     models = ModelResolver({}, SecretSource(environ={}), fixed={"scripted": model})
     run = run_facts(binding, address=address, owner=owner, notes=notes, spills=spills or RunMemoryStore(),
-                    directory=directory, state=state, resuming=resuming, notice=notice)
-    return assemble(binding, registry=registry or default_registry(), models=models, run=run)
+                    directory=directory, state=state, resuming=resuming, notice=notice, conversations=conversations,
+                    mem0=mem0)
+    return assemble(binding, registry=registry or default_registry(), models=models, run=run,
+                    secrets=SecretSource(environ=dict(secrets or {})))
 
 
 def run_facts(binding: Binding, *, address: ChatAddress = ROOM, **facts: Any) -> RunFacts:
@@ -148,7 +164,8 @@ class Case:
     def binding(self) -> Binding:
         if self.capability == "channel_tools":
             return binding_with(binding={"channel_tools": dict(self.config)})
-        return binding_with([{"id": self.capability, "config": dict(self.config)}])
+        keyed = {"secret_id": "MEM0_KEY"} if self.capability == "memory_mem0" else {}
+        return binding_with([{"id": self.capability, "config": dict(self.config), **keyed}])
 
 
 SPECIALIST = {"name": "researcher", "description": "Researches a topic and reports findings.",
@@ -174,6 +191,8 @@ CASES = (
     Case(id="subagents-menu", capability="subagents",
          config={"inline": [SPECIALIST], "models": {"fast": {"model": "scripted", "description": "quick drafts"}}}),
     Case(id="subagents-dynamic", capability="subagents", config={"allow_dynamic": True}),
+    Case(id="conversation_search", capability="conversation_search"),
+    Case(id="memory_mem0-cloud", capability="memory_mem0"),
 )
 """Every registered capability, under the configs that change what it offers."""
 
@@ -188,7 +207,8 @@ async def offered_tool_defs(case: Case) -> dict[str, ToolDefinition]:
         model, seen = recording()
         binding = case.binding()
         agent = assembled(binding, model, notes=MemoryNotes(db), directory=FakeDirectory(),
-                          state=MemoryState())
+                          state=MemoryState(), conversations=NoConversations(), mem0=Mem0Access(deployment="test"),
+                          secrets={"MEM0_KEY": "test-key"})
         await run(agent, "hi", binding=binding)
         return tool_defs(seen)
     finally:
