@@ -63,7 +63,7 @@ class ConversationTools:
 
         Args:
             query: Words to look for. `"exact phrase"` in double quotes, `or` between alternatives, and a
-                leading `-` to leave out threads with a word (`pricing -draft`); other words must all occur
+                leading `-` to leave out turns with a word (`pricing -draft`); other words must all occur
                 in one turn.
             limit: How many threads to return, from 1 to 10; when left out, 5 unless the operator changed it.
 

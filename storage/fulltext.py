@@ -137,7 +137,7 @@ async def passages(session: AsyncSession, query: str, message_ids: Collection[in
     if session.bind.dialect.name == "postgresql":
         statement = text(
             "SELECT m.id, ts_headline('simple', m.text, websearch_to_tsquery('simple', :query), "
-            "'StartSel=**, StopSel=**, MaxWords=35, MinWords=12, MaxFragments=2, FragmentDelimiter=\" … \"') "
+            "'StartSel=**, StopSel=**, MaxWords=35, MinWords=12') "
             "FROM messages m WHERE m.id IN :ids").bindparams(ids)
         rows = await session.execute(statement, {"query": query})
     else:

@@ -174,12 +174,12 @@ class PersonalConversations:
             shown = await passages(session, query, [matches[0].message_id for _, matches in chosen])
             last = dict((await session.execute(
                 select(MessageRow.conversation_id, func.max(MessageRow.created_at))
-                .where(MessageRow.conversation_id.in_(ids)).group_by(MessageRow.conversation_id))).tuples().all())
+                .where(MessageRow.conversation_id.in_(ids)).group_by(MessageRow.conversation_id))).all())
             firsts = select(func.min(MessageRow.id)).where(MessageRow.conversation_id.in_(ids),
                                                            MessageRow.role == "user").group_by(
                 MessageRow.conversation_id)
             titles = dict((await session.execute(select(MessageRow.conversation_id, MessageRow.text)
-                                                 .where(MessageRow.id.in_(firsts)))).tuples().all())
+                                                 .where(MessageRow.id.in_(firsts)))).all())
             return [ThreadHit(thread=thread.id, title=flatten(titles.get(thread.id, ""), limit=TITLE_LIMIT),
                               where=thread.where, last_activity=_aware(last[thread.id]),
                               matching_turns=len(matches),
