@@ -17,6 +17,7 @@ redirects are never followed. Errors name the host and the status, never the key
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -115,7 +116,7 @@ class Mem0Client:
         host = urlsplit(self.base_url).hostname
         secret = self.key.get_secret_value()
         headers = {"Authorization": f"Token {secret}"} if self.dialect == "cloud" else {"X-API-Key": secret}
-        verify: Any = str(self.ca_file) if self.ca_file is not None else True
+        verify: Any = ssl.create_default_context(cafile=self.ca_file) if self.ca_file is not None else True
         try:
             async with httpx.AsyncClient(base_url=self.base_url, follow_redirects=False, verify=verify,
                                          timeout=self.timeout, trust_env=False) as client:
