@@ -1,0 +1,96 @@
+"""Conversation search and mem0 memory in real chat turns: a gateway on the fake Telegram, a scripted model
+calling the tools, and what the model received for each call."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai import ModelMessage, ModelRequest
+from pydantic_ai.messages import ToolReturnPart
+
+from capabilities.conversation_search import GROUP_REFUSAL
+from tests.fakes.mem0 import FakeMem0, self_signed
+from tests.fakes.telegram import FakeTelegram
+from tests.harness import TelegramBot, ask, running_gateway
+from tests.scripted import last_prompt, stepped
+
+KEY = "m0-sk-chat-secret-0815"
+
+
+def tool_caller(received: list[str], tools: dict[str, tuple[str, dict[str, Any]]]) -> Any:
+    """Calls `tools[word]` when the prompt contains `word`, then answers; records each tool's return."""
+    def step(messages: list[ModelMessage]) -> Any:
+        last = messages[-1]
+        returned = [p for p in last.parts if isinstance(p, ToolReturnPart)] if isinstance(last, ModelRequest) else []
+        if returned:
+            received.append(str(returned[-1].content))
+            return "Here is what I found."
+        prompt = last_prompt(messages)
+        for word, (name, args) in tools.items():
+            if word in prompt:
+                return name, args, f"call-{len(received)}"
+        return "Noted."
+    return stepped(step)
+
+
+async def test_a_person_finds_their_group_thread_from_a_dm_until_they_leave_the_group(
+        telegram: FakeTelegram, database_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    group = telegram.group(-600, "Launch crew")
+    telegram.add_member(group, bot.user)
+    telegram.add_member(group, alice)
+    received: list[str] = []
+    model = tool_caller(received, {"find": ("search_conversations", {"query": "launch"})})
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=model,
+                               capabilities=[{"id": "conversation_search"}]):
+        await ask(telegram, bot, group, alice, "the launch is on friday")
+        dm = telegram.private_chat(alice)
+        await ask(telegram, bot, dm, alice, "find what we said")
+        assert "group thread of bot" in received[-1] and "**launch**" in received[-1]
+        await ask(telegram, bot, group, alice, "find it here")
+        assert received[-1] == GROUP_REFUSAL
+        telegram.remove_member(group, alice)
+        await ask(telegram, bot, dm, alice, "find what we said")
+        assert received[-1].startswith("No earlier conversation matches 'launch'")
+
+
+async def test_a_person_remembers_recalls_and_forgets_through_mem0(
+        telegram: FakeTelegram, database_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    cert, key = self_signed(tmp_path)
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    group = telegram.group(-601, "Tea room")
+    telegram.add_member(group, bot.user)
+    telegram.add_member(group, alice)
+    received: list[str] = []
+    model = tool_caller(received, {"note": ("remember", {"text": "Alice likes green tea."}),
+                                   "drink": ("recall", {"query": "what does alice drink"})})
+    async with FakeMem0(dialect="cloud", key=KEY, cert_file=cert, key_file=key) as mem0:
+        entry = {"id": "memory_mem0", "secret_id": "MEM0_KEY", "tool_approval": {"remember": "never"},
+                 "config": {"base_url": mem0.url, "dialect": "cloud"}}
+        environment = {"GATEWAY_DEPLOYMENT": "acme", "MEM0_ALLOWED_HOSTS": "127.0.0.1",
+                       "MEM0_CA_BUNDLE": str(cert)}
+        async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=model,
+                                   capabilities=[entry], environment=environment, secrets={"MEM0_KEY": KEY}):
+            dm = telegram.private_chat(alice)
+            await ask(telegram, bot, dm, alice, "note this")
+            assert received[-1] == "remembered: Alice likes green tea."
+            await ask(telegram, bot, dm, alice, "what do I drink?")
+            assert received[-1] == "- Alice likes green tea."
+            [personal] = list(mem0.memories)
+            assert personal.startswith("acme:assistant:identity:")
+            await ask(telegram, bot, group, alice, "note this for the room")
+            assert set(mem0.memories) == {personal, f"acme:assistant:room:telegram:{bot.name}:-601"}
+            asked = await ask(telegram, bot, dm, alice, "forget")
+            assert "memory service (mem0)" in asked
+            done = await ask(telegram, bot, dm, alice, "forget yes")
+            assert done.startswith("Done:")
+            deleted = [r.query["user_id"] for r in mem0.received if r.method == "DELETE"]
+            assert personal in deleted and not any(":room:" in user_id for user_id in deleted)
+            assert set(mem0.memories) == {f"acme:assistant:room:telegram:{bot.name}:-601"}
+    assert KEY not in caplog.text
