@@ -18,7 +18,9 @@ from capabilities import default_registry
 from capabilities.context import MemoryOwner
 from capabilities.mem0_client import CLOUD_URL, Mem0Access, Mem0Refused, endpoint
 from capabilities.memory_mem0 import NO_STORE
+from gateway.checks.report import check_file
 from gateway.config.schema import CapabilityEntry
+from gateway.config.secrets import SecretSource
 from tests.capability_runs import ROOM, assembled, binding_with, run
 from tests.fakes.mem0 import FakeMem0, self_signed
 from tests.scripted import calls_then_answers
@@ -165,3 +167,34 @@ async def test_an_unreachable_server_is_said_without_the_key(mem0: FakeMem0, cap
     [answer] = await call(mem0, ("recall", {"query": "x"}), config={"base_url": url})
     assert "cannot reach mem0 at 127.0.0.1" in answer
     assert KEY not in answer and KEY not in caplog.text
+
+
+CHECKED = """\
+agents:
+  - name: helper
+    model: test
+    capabilities:
+      - id: memory_mem0
+        secret_id: MEM0_KEY
+        config: {base_url: "https://mem0.internal"}
+bots:
+  - name: tg
+    platform: telegram
+    token: ${TG_TOKEN}
+    agent: helper
+"""
+
+
+@pytest.mark.parametrize("hosts, allowed", [(frozenset(), False), (frozenset({"mem0.internal"}), True)],
+                         ids=["empty-allowlist", "listed"])
+def test_gateway_check_says_when_this_machine_would_refuse_the_self_hosted_host(
+        tmp_path: Path, hosts: frozenset[str], allowed: bool) -> None:
+    path = tmp_path / "gateway.yaml"
+    path.write_text(CHECKED)
+    report = check_file(path, registry=default_registry(), secrets=SecretSource(environ={"TG_TOKEN": "1:a"}),
+                        mem0=Mem0Access(deployment="acme", allowed_hosts=hosts))
+    lines = report.lines(report.unset)
+    assert report.errors == ()
+    assert lines == [] if allowed else (
+        len(lines) == 1 and "agents['helper'].capabilities[0].config.base_url: " in lines[0]
+        and "MEM0_ALLOWED_HOSTS is empty" in lines[0])

@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from capabilities.config_errors import Problem
+from capabilities.mem0_client import Mem0Access, Mem0Refused, endpoint
 from capabilities.registry import Registry
 from gateway.agents.models import ModelResolver
 from gateway.checks.validation import apply_problems, model_references
@@ -46,8 +47,9 @@ class Report:
         return self.source.lines(problems, label=label)
 
 
-def check_file(path: Path, *, registry: Registry, secrets: SecretSource) -> Report:
-    """Every problem of the config file at `path`, found without connecting anywhere."""
+def check_file(path: Path, *, registry: Registry, secrets: SecretSource, mem0: Mem0Access | None = None) -> Report:
+    """Every problem of the config file at `path`, found without connecting anywhere; `mem0` is this machine's
+    mem0 settings (`MEM0_ALLOWED_HOSTS`), against which self-hosted mem0 servers are checked."""
     try:
         source = read_source(path)
     except ConfigError as exc:
@@ -59,7 +61,8 @@ def check_file(path: Path, *, registry: Registry, secrets: SecretSource) -> Repo
     wrong, unset = model_problems(config, models)
     errors = [*problems, *(parse_problem(p) for p in apply_problems(config, registry)), *wrong]
     return Report(source=source, config=config, errors=tuple(errors),
-                  unset=(*unset_secrets(config, secrets), *unset), warnings=tuple(silent_settings(config, models)))
+                  unset=(*unset_secrets(config, secrets), *unset, *unlisted_mem0_hosts(config, mem0)),
+                  warnings=tuple(silent_settings(config, models)))
 
 
 def model_problems(config: GatewayConfig, models: ModelResolver) -> tuple[list[Problem], list[Problem]]:
@@ -100,6 +103,23 @@ def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]
             if variable is not None and not secrets.get(variable):
                 problems.append(Problem(loc=("bots", i, field),
                                         message=f"{variable} is not set in the environment or the secrets file"))
+    return problems
+
+
+def unlisted_mem0_hosts(config: GatewayConfig, access: Mem0Access | None) -> list[Problem]:
+    """Each self-hosted mem0 `base_url` this machine's `MEM0_ALLOWED_HOSTS` does not allow: its tools would refuse."""
+    if access is None:
+        return []
+    problems = []
+    for i, agent in enumerate(config.agents):
+        for j, entry in enumerate(agent.capabilities):
+            base_url = entry.config.get("base_url") if entry.id == "memory_mem0" else None
+            if not isinstance(base_url, str):
+                continue
+            try:
+                endpoint(base_url, access)
+            except Mem0Refused as exc:
+                problems.append(Problem(loc=("agents", i, "capabilities", j, "config", "base_url"), message=str(exc)))
     return problems
 
 

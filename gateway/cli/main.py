@@ -301,7 +301,8 @@ def _report(path: Path) -> Report:
     from gateway.checks.report import check_file
 
     settings = Settings()
-    return check_file(path, registry=_registry(settings), secrets=SecretSource.load(settings.secrets_file))
+    return check_file(path, registry=_registry(settings), secrets=SecretSource.load(settings.secrets_file),
+                      mem0=settings.mem0_access)
 
 
 def _echo_lines(lines: list[str]) -> None:
