@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Inbound, Speaker
@@ -17,6 +18,7 @@ from gateway.people.conversations import Conversations
 from gateway.people.identities import Identities
 from storage.db import Database
 from storage.fulltext import QueryProblem, fts5_expression, parse
+from storage.migrate import upgrade
 from storage.models import MessageRow
 from tests.capability_runs import assembled, binding_with, run
 from tests.scripted import calls_then_answers
@@ -250,3 +252,24 @@ def test_the_sqlite_expression_quotes_every_word_so_nothing_is_an_operator() -> 
     assert fts5_expression(parse('"q3 pricing" NEAR or -draft x')) == '("q3 pricing" AND "near") OR ("x" NOT "draft")'
     with pytest.raises(QueryProblem):
         parse("- -")
+
+
+async def test_the_migration_indexes_turns_stored_before_it_and_keeps_the_index_in_step(database_url: str) -> None:
+    db = Database(database_url)
+    try:
+        await upgrade(db, "0005")
+        chats = Chats(db)
+        await chats.says(ALICE_DM, ALICE, "an older turn about invoices")
+        await upgrade(db)
+        assert "**invoices**" in await search(db, "invoices")
+        await chats.says(ALICE_DM, ALICE, "a newer turn about receipts")
+        assert "**receipts**" in await search(db, "receipts")
+
+        async def reword(session: AsyncSession) -> None:
+            await session.execute(update(MessageRow).where(MessageRow.text.contains("receipts"))
+                                  .values(text="a newer turn about refunds"))
+        await db.transaction(reword)
+        assert "No earlier conversation matches" in await search(db, "receipts")
+        assert "**refunds**" in await search(db, "refunds")
+    finally:
+        await db.close()
