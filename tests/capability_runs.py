@@ -59,6 +59,10 @@ class FakeDirectory:
         self.asked.append(("channel_history", channel_id))
         return self.history[-limit:]
 
+    async def is_member(self, channel_id: str, user_id: str) -> bool:
+        self.asked.append(("is_member", channel_id))
+        return any(member.platform_user_id == user_id for member in self.members)
+
 
 class NoConversations:
     """A person with no earlier conversations (`capabilities.corpus.ConversationCorpus`)."""

@@ -13,9 +13,12 @@ from pydantic_ai.messages import ToolReturnPart
 
 from capabilities.conversation_search import GROUP_REFUSAL
 from tests.fakes.mem0 import FakeMem0, self_signed
+from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, ask, running_gateway
 from tests.scripted import last_prompt, stepped
+from tests.slack_harness import SlackBot
+from tests.slack_harness import running_gateway as slack_gateway
 
 KEY = "m0-sk-chat-secret-0815"
 
@@ -94,3 +97,25 @@ async def test_a_person_remembers_recalls_and_forgets_through_mem0(
             assert personal in deleted and not any(":room:" in user_id for user_id in deleted)
             assert set(mem0.memories) == {f"acme:assistant:room:telegram:{bot.name}:-601"}
     assert KEY not in caplog.text
+
+
+async def test_on_slack_a_channel_thread_is_found_from_a_dm_until_the_person_leaves_the_channel(
+        slack: FakeSlack, sqlite_url: str) -> None:
+    bot = SlackBot(app=slack.add_app("helper"))
+    alice = slack.add_user("alice", real_name="Alice")
+    general = slack.add_channel("general", members=[alice, bot.app])
+    dm = slack.open_dm(alice, bot.app)
+    received: list[str] = []
+    model = tool_caller(received, {"find": ("search_conversations", {"query": "launch"})})
+    async with slack_gateway(slack, [bot], database_url=sqlite_url, redis_url=None, model=model,
+                             capabilities=[{"id": "conversation_search"}]):
+        said = await slack.user_says(general, alice, f"{bot.mention} the launch is on friday")
+        await slack.wait_for(lambda: slack.texts(general, by=bot.app, thread_ts=said["ts"]) == ["Noted."])
+        await slack.user_says(dm, alice, "find what we said")
+        await slack.wait_for(lambda: len(received) == 1)
+        assert "group thread of bot" in received[0] and "on Slack" in received[0] and "**launch**" in received[0]
+        slack.remove_member(general, alice)
+        await slack.wait_for(lambda: len(slack.texts(dm, by=bot.app)) == 1)
+        await slack.user_says(dm, alice, "find it again")
+        await slack.wait_for(lambda: len(received) == 2)
+        assert received[1].startswith("No earlier conversation matches 'launch'")
