@@ -63,12 +63,10 @@ def endpoint(base_url: str | None, access: Mem0Access) -> str:
     """The vetted base URL for a capability entry's `base_url`; raises `Mem0Refused` naming the rule it breaks."""
     if base_url is None:
         return CLOUD_URL
-    parts = urlsplit(base_url)
-    host = (parts.hostname or "").lower()
-    if parts.scheme != "https" or not host:
-        raise Mem0Refused(f"mem0 base_url {base_url!r} is not an https URL; the key is only sent over https")
-    if parts.username or parts.password:
-        raise Mem0Refused("mem0 base_url carries credentials; put the key in the entry's secret_id instead")
+    problem = url_problem(base_url)
+    if problem is not None:
+        raise Mem0Refused(f"mem0 base_url {problem}")
+    host = (urlsplit(base_url).hostname or "").lower()
     if not access.allowed_hosts:
         raise Mem0Refused(f"self-hosted mem0 at {host} is refused: MEM0_ALLOWED_HOSTS is empty, which allows "
                           "no self-hosted server; list the host there to allow it")
@@ -76,6 +74,16 @@ def endpoint(base_url: str | None, access: Mem0Access) -> str:
         raise Mem0Refused(f"self-hosted mem0 at {host} is refused: it is not listed in MEM0_ALLOWED_HOSTS "
                           f"({', '.join(sorted(access.allowed_hosts))})")
     return base_url.rstrip("/")
+
+
+def url_problem(base_url: str) -> str | None:
+    """Why `base_url` cannot carry a key, without repeating the URL (it may hold credentials); None: it can."""
+    parts = urlsplit(base_url)
+    if parts.scheme.lower() != "https" or not parts.hostname:
+        return "is not an https URL with a host; the key is only sent over https"
+    if parts.username or parts.password:
+        return "carries credentials; leave them out and put the key in the entry's secret_id"
+    return None
 
 
 def allowed_hosts(value: str | None) -> frozenset[str]:

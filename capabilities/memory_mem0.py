@@ -19,7 +19,7 @@ from pydantic_ai.capabilities import Capability
 
 from capabilities.context import BuildContext, MemoryOwner
 from capabilities.failures import retry_or_text
-from capabilities.mem0_client import Dialect, Mem0Client, Mem0Refused, Mem0Unavailable, endpoint
+from capabilities.mem0_client import Dialect, Mem0Client, Mem0Refused, Mem0Unavailable, endpoint, url_problem
 from capabilities.registry import CapabilityDef, KeyRequirement, ToolInfo
 from capabilities.tool_text import function_toolset
 
@@ -52,8 +52,9 @@ class Mem0Config(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _https(cls, value: str | None) -> str | None:
-        if value is not None and not value.lower().startswith("https://"):
-            raise ValueError("must be an https:// URL: the key travels in a header, so it is only sent over https")
+        problem = None if value is None else url_problem(value)
+        if problem is not None:
+            raise ValueError(f"{problem} (the key travels in a header)")
         return value
 
     @property

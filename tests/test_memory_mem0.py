@@ -114,8 +114,12 @@ async def test_a_self_hosted_server_outside_the_allowlist_never_gets_the_key(
 
 def test_the_cloud_needs_no_allowlist_and_an_http_url_is_refused() -> None:
     assert endpoint(None, Mem0Access(deployment="acme")) == CLOUD_URL
+    listed = Mem0Access(deployment="acme", allowed_hosts=frozenset({"127.0.0.1"}))
     with pytest.raises(Mem0Refused, match="not an https URL"):
-        endpoint("http://127.0.0.1:9", Mem0Access(deployment="acme", allowed_hosts=frozenset({"127.0.0.1"})))
+        endpoint("http://127.0.0.1:9", listed)
+    with pytest.raises(Mem0Refused, match="carries credentials") as refused:
+        endpoint("https://admin:hunter2@127.0.0.1:9", listed)
+    assert "hunter2" not in str(refused.value)
 
 
 def test_gateway_check_refuses_http_and_a_missing_key_naming_the_field() -> None:
@@ -123,6 +127,9 @@ def test_gateway_check_refuses_http_and_a_missing_key_naming_the_field() -> None
     http = CapabilityEntry(id="memory_mem0", secret_id="MEM0_KEY", config={"base_url": "http://mem0.internal"})
     [problem] = registry.validate_entry(http, path="agents[0].capabilities[0]")
     assert problem.startswith("agents[0].capabilities[0].config.base_url: ") and "https" in problem
+    leaky = CapabilityEntry(id="memory_mem0", secret_id="MEM0_KEY", config={"base_url": "https://u:hunter2@mem0.io"})
+    [credentials] = registry.validate_entry(leaky, path="agents[0].capabilities[0]")
+    assert "carries credentials" in credentials and "hunter2" not in credentials
     [keyless] = registry.validate_entry(CapabilityEntry(id="memory_mem0"), path="agents[0].capabilities[0]")
     assert keyless.startswith("agents[0].capabilities[0].secret_id: ") and "needs a key" in keyless
 
