@@ -69,9 +69,10 @@ class ConversationTools:
 
         Returns:
             One block per thread, best first: `[thread N] title` then `where · last activity YYYY-MM-DD HH:MM
-            UTC · K matching turn(s)` and the strongest passage with the matched words in **bold**. Open one
-            with `read_conversation`. `No earlier conversation matches …` when there is none; a refusal in
-            a group chat.
+            UTC · K matching turn(s)`, the strongest passage with the matched words in **bold**, and the
+            turn it is at, where `read_conversation` can open the thread. `No earlier conversation matches …`
+            when there is none, with a line saying how many group threads could not be checked just now;
+            a refusal in a group chat.
         """
         if not self.direct:
             return GROUP_REFUSAL
@@ -81,7 +82,8 @@ class ConversationTools:
             return retry_or_text(ctx, str(problem))
         blocks = [f"[thread {hit.thread}] {hit.title or '(no words)'}\n{hit.where} · last activity "
                   f"{hit.last_activity:%Y-%m-%d %H:%M} UTC · {hit.matching_turns} matching turn(s)\n"
-                  f"> {hit.passage}" for hit in found.hits]
+                  f"> {hit.passage}\n(turn {hit.position}: read_conversation thread={hit.thread} "
+                  f"start={hit.position} opens it there)" for hit in found.hits]
         if not blocks:
             blocks.append(f"No earlier conversation matches {query!r}. Words are matched whole and not stemmed: "
                           "try other word forms or synonyms.")

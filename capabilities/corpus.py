@@ -25,6 +25,8 @@ class ThreadHit:
     matching_turns: int
     passage: str
     """The strongest matching turn's passage, matched words between `**`."""
+    position: int
+    """Where that turn is in the thread (1 for its first turn): a long thread can be opened there."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -273,3 +273,11 @@ async def test_the_migration_indexes_turns_stored_before_it_and_keeps_the_index_
         assert "**refunds**" in await search(db, "refunds")
     finally:
         await db.close()
+
+
+async def test_a_hit_says_at_which_turn_its_passage_is(db: Database) -> None:
+    chats = Chats(db)
+    for n in range(1, 4):
+        await chats.says(ALICE_DM, ALICE, f"question {n}", answer=f"answer {n}")
+    thread = await chats.says(ALICE_DM, ALICE, "the invoice number is 77")
+    assert f"(turn 7: read_conversation thread={thread} start=7 opens it there)" in await search(db, "invoice")

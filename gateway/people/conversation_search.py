@@ -28,6 +28,8 @@ from storage.models import ConversationRow, IdentityRow, MessageRow
 log = logging.getLogger(__name__)
 
 TITLE_LIMIT = 80
+MAX_GROUP_CHECKS = 30
+"""Group threads whose membership one search asks the platforms about; matches past it count as unchecked."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,8 +73,14 @@ class PersonalConversations:
         ranked = sorted(by_thread.items(), key=lambda item: (-item[1][0].rank, -len(item[1])))
         chosen: list[tuple[_Thread, list[Match]]] = []
         unchecked = 0
+        checks = 0
         checked: dict[tuple[str, str, str], bool | None] = {}
         for thread_id, thread_matches in ranked:
+            if not threads[thread_id].is_direct:
+                checks += 1
+                if checks > MAX_GROUP_CHECKS:
+                    unchecked += 1
+                    continue
             readable = await self._readable(threads[thread_id], checked)
             if readable is None:
                 unchecked += 1
@@ -180,9 +188,13 @@ class PersonalConversations:
                 MessageRow.conversation_id)
             titles = dict((await session.execute(select(MessageRow.conversation_id, MessageRow.text)
                                                  .where(MessageRow.id.in_(firsts)))).all())
+            positions = {thread.id: int((await session.execute(
+                select(func.count()).select_from(MessageRow).where(
+                    MessageRow.conversation_id == thread.id, MessageRow.id <= matches[0].message_id))).scalar_one())
+                for thread, matches in chosen}
             return [ThreadHit(thread=thread.id, title=flatten(titles.get(thread.id, ""), limit=TITLE_LIMIT),
                               where=thread.where, last_activity=_aware(last[thread.id]),
-                              matching_turns=len(matches),
+                              matching_turns=len(matches), position=positions[thread.id],
                               passage=flatten(shown.get(matches[0].message_id, ""), limit=400))
                     for thread, matches in chosen]
         return await self._db.transaction(work)
