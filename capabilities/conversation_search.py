@@ -71,8 +71,8 @@ class ConversationTools:
             One block per thread, best first: `[thread N] title` then `where · last activity YYYY-MM-DD HH:MM
             UTC · K matching turn(s)`, the strongest passage with the matched words in **bold**, and the
             turn it is at, where `read_conversation` can open the thread. `No earlier conversation matches …`
-            when there is none, with a line saying how many group threads could not be checked just now;
-            a refusal in a group chat.
+            when there is none; a last line when matching group threads were left out because the platform
+            could not confirm the membership just now; a refusal in a group chat.
         """
         if not self.direct:
             return GROUP_REFUSAL
