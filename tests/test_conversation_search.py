@@ -12,7 +12,10 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Inbound, Speaker
+from capabilities import default_registry
 from capabilities.conversation_search import GROUP_REFUSAL
+from capabilities.registry import ALL_SCOPES
+from gateway.config.schema import CapabilityEntry
 from gateway.people.conversation_search import PersonalConversations
 from gateway.people.conversations import Conversations
 from gateway.people.identities import Identities
@@ -281,3 +284,10 @@ async def test_a_hit_says_at_which_turn_its_passage_is(db: Database) -> None:
         await chats.says(ALICE_DM, ALICE, f"question {n}", answer=f"answer {n}")
     thread = await chats.says(ALICE_DM, ALICE, "the invoice number is 77")
     assert f"(turn 7: read_conversation thread={thread} start=7 opens it there)" in await search(db, "invoice")
+
+
+def test_a_deployment_without_the_conversations_read_scope_refuses_the_capability() -> None:
+    registry = default_registry(granted_scopes=ALL_SCOPES - {"conversations:read"})
+    [problem] = registry.validate_entry(CapabilityEntry(id="conversation_search"), path="agents[0].capabilities[0]")
+    assert problem == ("agents[0].capabilities[0].id: 'conversation_search' needs scope(s) conversations:read, "
+                       "which this deployment does not grant")
