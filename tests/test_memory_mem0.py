@@ -10,17 +10,24 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from pydantic import SecretStr
 from pydantic_ai import ModelRequest
 from pydantic_ai.messages import ToolReturnPart
 
-from adapters.base import ChatAddress
+from adapters.base import ChatAddress, Inbound, Speaker
 from capabilities import default_registry
 from capabilities.context import MemoryOwner
 from capabilities.mem0_client import CLOUD_URL, Mem0Access, Mem0Refused, endpoint
-from capabilities.memory_mem0 import NO_STORE
+from capabilities.memory_mem0 import NO_STORE, Mem0Config
 from gateway.checks.report import check_file
 from gateway.config.schema import CapabilityEntry
 from gateway.config.secrets import SecretSource
+from gateway.people.commands import DirectCommands
+from gateway.people.conversations import Conversations
+from gateway.people.identities import Identities
+from gateway.people.mem0_forget import Mem0Binding, Mem0Forgetting
+from gateway.people.memory import MemoryNotes
+from storage.db import Database
 from tests.capability_runs import ROOM, assembled, binding_with, run
 from tests.fakes.mem0 import FakeMem0, self_signed
 from tests.scripted import calls_then_answers
@@ -205,3 +212,22 @@ def test_gateway_check_says_when_this_machine_would_refuse_the_self_hosted_host(
     assert lines == [] if allowed else (
         len(lines) == 1 and "agents['helper'].capabilities[0].config.base_url: " in lines[0]
         and "MEM0_ALLOWED_HOSTS is empty" in lines[0])
+
+
+async def test_forget_yes_says_whose_mem0_could_not_be_reached(mem0: FakeMem0, sqlite_url: str) -> None:
+    db = Database(sqlite_url)
+    await db.create_all()
+    try:
+        speaker = Speaker(platform="telegram", platform_user_id="1001", display_name="Alice")
+        identity = await Conversations(db).identity(speaker)
+        mem0.status = 503
+        binding = Mem0Binding(agent="alpha", config=Mem0Config(base_url=mem0.url, dialect=mem0.dialect),
+                              key=SecretStr(KEY))
+        commands = DirectCommands(identities=Identities(db), memory=MemoryNotes(db),
+                                  mem0=Mem0Forgetting([binding], access(mem0)))
+        answer = await commands.answer(Inbound(address=DM, speaker=speaker, text="forget yes", message_id="1",
+                                               addressed="direct"), identity)
+    finally:
+        await db.close()
+    assert "memory service (mem0) of agent(s) alpha could not be reached" in answer and KEY not in answer
+    assert [r.query["user_id"] for r in mem0.received] == [f"acme:alpha:identity:{identity}"]

@@ -78,7 +78,7 @@ def delete(person: Annotated[int | None, typer.Option(help="A person id: every i
     if not yes:
         typer.confirm(f"Delete every note any agent keeps about {who}?", abort=True)
 
-    async def forget(db: Database) -> tuple[int, list[str]]:
+    async def forget(db: Database) -> tuple[int, list[tuple[str, str]]]:
         people = Identities(db)
         owners = await (people.owners_of_person(person) if person is not None
                         else people.owners_of_identity(identity or 0))
@@ -87,8 +87,9 @@ def delete(person: Annotated[int | None, typer.Option(help="A person id: every i
 
     deleted, failed = _run(forget)
     typer.echo(f"deleted {deleted} note(s) about {who}")
-    for problem in failed:
-        typer.echo(f"mem0 memories of agent {problem} — not deleted; run this again once it answers", err=True)
+    for agent, problem in failed:
+        typer.echo(f"mem0 memories of agent {agent} not deleted ({problem}); run this again once it answers",
+                   err=True)
     if failed:
         raise typer.Exit(1)
 

@@ -117,7 +117,7 @@ class DirectCommands:
         log.info("identity %d: forgot %d memory note(s) across every agent; mem0 of %d agent(s) failed",
                  identity_id, deleted, len(failed))
         if failed:
-            return FORGOTTEN_EXCEPT_MEM0.format(notes=deleted, agents=", ".join(f.split(":")[0] for f in failed))
+            return FORGOTTEN_EXCEPT_MEM0.format(notes=deleted, agents=", ".join(agent for agent, _ in failed))
         return FORGOTTEN.format(notes=deleted)
 
 

@@ -57,14 +57,14 @@ class Mem0Forgetting:
     def agents(self) -> list[str]:
         return [binding.agent for binding in self._bindings]
 
-    async def forget(self, owners: Sequence[MemoryOwner]) -> list[str]:
-        """Delete these owners' memories for every binding agent; one line per agent where that failed."""
+    async def forget(self, owners: Sequence[MemoryOwner]) -> list[tuple[str, str]]:
+        """Delete these owners' memories for every binding agent; (agent, why) for each where that failed."""
         failed = []
         for binding in self._bindings:
             problem = await self._forget_one(binding, owners)
             if problem is not None:
                 log.warning("mem0 memories of agent %r were not deleted: %s", binding.agent, problem)
-                failed.append(f"{binding.agent}: {problem}")
+                failed.append((binding.agent, problem))
         return failed
 
     async def _forget_one(self, binding: Mem0Binding, owners: Sequence[MemoryOwner]) -> str | None:
