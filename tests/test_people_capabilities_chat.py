@@ -12,10 +12,13 @@ from pydantic_ai import ModelMessage, ModelRequest
 from pydantic_ai.messages import ToolReturnPart
 
 from capabilities.conversation_search import GROUP_REFUSAL
+from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.mem0 import FakeMem0, self_signed
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, ask, running_gateway
+from tests.mattermost_harness import MattermostBot
+from tests.mattermost_harness import running_gateway as mattermost_gateway
 from tests.scripted import last_prompt, stepped
 from tests.slack_harness import SlackBot
 from tests.slack_harness import running_gateway as slack_gateway
@@ -118,4 +121,28 @@ async def test_on_slack_a_channel_thread_is_found_from_a_dm_until_the_person_lea
         await slack.wait_for(lambda: len(slack.texts(dm, by=bot.app)) == 1)
         await slack.user_says(dm, alice, "find it again")
         await slack.wait_for(lambda: len(received) == 2)
+        assert received[1].startswith("No earlier conversation matches 'launch'")
+
+
+async def test_on_mattermost_a_channel_thread_is_found_from_a_dm_until_the_person_leaves_the_channel(
+        mattermost: FakeMattermost, sqlite_url: str) -> None:
+    bot = MattermostBot().register(mattermost)
+    alice = mattermost.add_user("alice", first_name="Alice")
+    team = mattermost.add_team("acme")
+    channel = mattermost.add_channel(team, "town-square", members=[bot.user, alice])
+    dm = mattermost.direct_channel(alice, bot.user)
+    received: list[str] = []
+    model = tool_caller(received, {"find": ("search_conversations", {"query": "launch"})})
+    async with mattermost_gateway(mattermost, [bot], database_url=sqlite_url, model=model,
+                                  capabilities=[{"id": "conversation_search"}]):
+        await mattermost.user_posts(channel, alice, "@helper the launch is on friday")
+        await mattermost.wait_for(lambda: [p["message"] for p in mattermost.posts(channel, user=bot.user)]
+                                  == ["Noted."])
+        await mattermost.user_posts(dm, alice, "find what we said")
+        await mattermost.wait_for(lambda: len(received) == 1)
+        assert "group thread of bot" in received[0] and "on Mattermost" in received[0]
+        mattermost.remove_member(channel, alice)
+        await mattermost.wait_for(lambda: len(mattermost.posts(dm, user=bot.user)) == 1)
+        await mattermost.user_posts(dm, alice, "find it again")
+        await mattermost.wait_for(lambda: len(received) == 2)
         assert received[1].startswith("No earlier conversation matches 'launch'")
