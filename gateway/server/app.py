@@ -120,9 +120,14 @@ class Gateway:
         return f"http://{self.config.server.host}:{self.port}"
 
     def _mem0_forgetting(self) -> Mem0Forgetting:
-        """Every agent of this config binding `memory_mem0`: forgetting a person deletes there too."""
+        """Every agent of this config binding `memory_mem0`: forgetting a person deletes there too; their keys are
+        registered with the log redactor."""
         agents = [(agent.name, [entry.model_dump() for entry in agent.capabilities]) for agent in self.config.agents]
-        return Mem0Forgetting(mem0_bindings(agents, self._secrets.get), self.settings.mem0_access)
+        bindings = mem0_bindings(agents, self._secrets.get)
+        for binding in bindings:  # the keys are known here already: no log line may carry one
+            if binding.key is not None:
+                self.redactor.add(binding.key.get_secret_value())
+        return Mem0Forgetting(bindings, self.settings.mem0_access)
 
     async def start(self) -> None:
         """Build the whole object graph here, in order (long on purpose: the wiring is read in one place)."""
