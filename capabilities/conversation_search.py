@@ -30,8 +30,9 @@ GROUP_REFUSAL = ("Conversation search only works in a one-to-one chat. Its resul
                  "in this group. Tell the person to ask in a direct message with the bot.")
 NOT_READABLE = ("Thread {thread} is not one of this person's conversations, or they are no longer a member of the "
                 "room it was in. Use a thread number from search_conversations.")
-UNCHECKED = ("{count} more matching group thread(s) were left out: the chat platform could not confirm just now "
-             "that this person is still a member there. Searching again later may show them.")
+UNCHECKED = ("{count} more matching group thread(s) were left out: this search could not confirm with the chat "
+             "platform that this person is still a member there (it did not answer, or too many group threads "
+             "matched). A narrower query, or searching again later, may show them.")
 
 
 class ConversationSearchConfig(BaseModel):
@@ -71,8 +72,8 @@ class ConversationTools:
             One block per thread, best first: `[thread N] title` then `where · last activity YYYY-MM-DD HH:MM
             UTC · K matching turn(s)`, the strongest passage with the matched words in **bold**, and the
             turn it is at, where `read_conversation` can open the thread. `No earlier conversation matches …`
-            when there is none; a last line when matching group threads were left out because the platform
-            could not confirm the membership just now; a refusal in a group chat.
+            when there is none; a last line when matching group threads were left out because their
+            membership could not be confirmed in this search; a refusal in a group chat.
         """
         if not self.direct:
             return GROUP_REFUSAL

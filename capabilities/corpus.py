@@ -33,7 +33,8 @@ class ThreadHit:
 class Found:
     hits: list[ThreadHit]
     unchecked: int = 0
-    """Matching group threads left out because the platform could not confirm the membership just now."""
+    """Matching group threads left out because their membership could not be confirmed in this search (the
+    platform did not answer, or more group threads matched than one search asks about)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -291,3 +291,14 @@ def test_a_deployment_without_the_conversations_read_scope_refuses_the_capabilit
     [problem] = registry.validate_entry(CapabilityEntry(id="conversation_search"), path="agents[0].capabilities[0]")
     assert problem == ("agents[0].capabilities[0].id: 'conversation_search' needs scope(s) conversations:read, "
                        "which this deployment does not grant")
+
+
+async def test_one_search_asks_the_platform_about_at_most_thirty_group_threads(db: Database) -> None:
+    chats = Chats(db)
+    for n in range(31):
+        await chats.says(ChatAddress(bot_id="tg", platform="telegram", channel_id=f"-{300 + n}"), ALICE,
+                         "the launch moved")
+    membership = Membership()
+    answer = await search(db, "launch", directories={"tg": membership})
+    assert len(membership.asked) == 30
+    assert "1 more matching group thread(s) were left out" in answer
