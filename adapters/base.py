@@ -183,6 +183,13 @@ class Directory(Protocol):
         """The `limit` most recent messages of the room, oldest first."""
         ...
 
+    async def is_member(self, channel_id: str, user_id: str) -> bool:
+        """Whether the person with this platform user id is in the room now, asked of the platform each time.
+
+        Every platform answers it (it is not one of the lookups a binding grants): conversation search
+        checks through it that a person still belongs to a room before showing them its threads."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalCard:

@@ -6,9 +6,11 @@ from capabilities import (
     channel_tools,
     clock,
     compaction,
+    conversation_search,
     guardrails,
     knowledge,
     memory_files,
+    memory_mem0,
     planning,
     skills,
     standing_context,
@@ -37,6 +39,8 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     standing_context.CAPABILITY,
     web_research.CAPABILITY,
     web_fetch.CAPABILITY,
+    conversation_search.CAPABILITY,
+    memory_mem0.CAPABILITY,
 )
 
 

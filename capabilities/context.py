@@ -24,6 +24,8 @@ from pydantic import BaseModel, SecretStr
 from pydantic_ai.capabilities import AbstractCapability
 
 from adapters.base import ChatAddress, Directory
+from capabilities.corpus import ConversationCorpus
+from capabilities.mem0_client import Mem0Access
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -306,6 +308,11 @@ class RunFacts:
     """The standing context files the agent spec binds, read for this run (`context`)."""
     skill_folders: tuple[SkillFolder, ...] = ()
     """The skill folders the agent spec binds (`skills`)."""
+    conversations: ConversationCorpus | None = None
+    """The earlier conversations of the person this run answers (`conversation_search`), bound to them by the
+    server; None where a run answers nobody in particular."""
+    mem0: Mem0Access | None = None
+    """The deployment's mem0 settings (`memory_mem0`): its name for `user_id`s and the hosts a key may go to."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -332,6 +339,14 @@ class BuildContext(Generic[C]):
     @property
     def directory(self) -> Directory:
         return self._required("directory", self.run.directory)
+
+    @property
+    def conversations(self) -> ConversationCorpus:
+        return self._required("conversations", self.run.conversations)
+
+    @property
+    def mem0(self) -> Mem0Access:
+        return self._required("mem0", self.run.mem0)
 
     def _required(self, store: str, value: Any) -> Any:
         if value is None:

@@ -22,6 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncAttrs
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
+from storage.fulltext import POSTGRES_DDL, SQLITE_DDL
+
 
 class UTCDateTime(TypeDecorator[datetime]):
     """Timezone-aware UTC on both dialects (SQLite hands back naive values otherwise)."""
@@ -143,6 +145,12 @@ class MessageRow(Base):
     platform_message_id: Mapped[str | None] = mapped_column(String(128))
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+for _statement in POSTGRES_DDL:  # the words of every turn, indexed by the database (storage/fulltext.py)
+    event.listen(MessageRow.__table__, "after_create", DDL(_statement).execute_if(dialect="postgresql"))
+for _statement in SQLITE_DDL:
+    event.listen(MessageRow.__table__, "after_create", DDL(_statement).execute_if(dialect="sqlite"))
 
 
 class RunRow(Base):

@@ -24,6 +24,8 @@ from capabilities.context import (
     SkillFolder,
     SpillStore,
 )
+from capabilities.corpus import ConversationCorpus, Found, ThreadWindow
+from capabilities.mem0_client import Mem0Access
 from capabilities.registry import Registry
 from gateway.agents.assembly import AssembledAgent, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
@@ -66,6 +68,20 @@ class FakeDirectory:
     async def channel_history(self, channel_id: str, *, limit: int) -> list[HistoryItem]:
         self.asked.append(("channel_history", channel_id))
         return self.history[-limit:]
+
+    async def is_member(self, channel_id: str, user_id: str) -> bool:
+        self.asked.append(("is_member", channel_id))
+        return any(member.platform_user_id == user_id for member in self.members)
+
+
+class NoConversations:
+    """A person with no earlier conversations (`capabilities.corpus.ConversationCorpus`)."""
+
+    async def search(self, query: str, *, limit: int) -> Found:
+        return Found(hits=[])
+
+    async def read(self, thread: int, *, start: int, count: int) -> ThreadWindow | None:
+        return None
 
 
 @dataclass
@@ -112,14 +128,15 @@ def assembled(binding: Binding, model: Model, *, registry: Registry | None = Non
               owner: MemoryOwner | None = None, spills: SpillStore | None = None, directory: Any = None,
               state: ConversationState | None = None, resuming: bool = False,
               notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM,
-              facts: Mapping[str, Any] | None = None,
-              secrets: Mapping[str, str] | None = None) -> AssembledAgent:
+              facts: Mapping[str, Any] | None = None, conversations: ConversationCorpus | None = None,
+              mem0: Mem0Access | None = None, secrets: Mapping[str, str] | None = None) -> AssembledAgent:
     """Assembled as the runtime does; spills go to memory unless `spills` says where. `facts` are further
     `RunFacts` fields (the resources a spec binds: `knowledge`, `context_files`, `skill_folders`); `secrets`
     are what entries' `secret_id`s resolve from."""
     models = ModelResolver({}, SecretSource(environ={}), fixed={"scripted": model})
     run = run_facts(binding, address=address, owner=owner, notes=notes, spills=spills or RunMemoryStore(),
-                    directory=directory, state=state, resuming=resuming, notice=notice, **(facts or {}))
+                    directory=directory, state=state, resuming=resuming, notice=notice, conversations=conversations,
+                    mem0=mem0, **(facts or {}))
     return assemble(binding, registry=registry or default_registry(), models=models, run=run,
                     secrets=SecretSource(environ=dict(secrets or {})))
 
@@ -165,7 +182,8 @@ class Case:
     def binding(self) -> Binding:
         if self.capability == "channel_tools":
             return binding_with(binding={"channel_tools": dict(self.config)})
-        return binding_with([{"id": self.capability, "config": dict(self.config)}])
+        keyed = {"secret_id": "MEM0_KEY"} if self.capability == "memory_mem0" else {}
+        return binding_with([{"id": self.capability, "config": dict(self.config), **keyed}])
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +226,8 @@ CASES = (
     Case(id="context-link", capability="context", facts={"context_files": (GLOSSARY,)}),
     Case(id="web_research-duckduckgo", capability="web_research"),
     Case(id="web_fetch-local", capability="web_fetch", config={"allowed_domains": ["example.com"]}),
+    Case(id="conversation_search", capability="conversation_search"),
+    Case(id="memory_mem0-cloud", capability="memory_mem0"),
 )
 """Every registered capability, under the configs that change what it offers."""
 
@@ -222,7 +242,8 @@ async def offered_tool_defs(case: Case) -> dict[str, ToolDefinition]:
         model, seen = recording()
         binding = case.binding()
         agent = assembled(binding, model, notes=MemoryNotes(db), directory=FakeDirectory(),
-                          state=MemoryState(), facts=case.facts)
+                          state=MemoryState(), facts=case.facts, conversations=NoConversations(),
+                          mem0=Mem0Access(deployment="test"), secrets={"MEM0_KEY": "test-key"})
         await run(agent, "hi", binding=binding)
         return tool_defs(seen)
     finally:

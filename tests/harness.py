@@ -111,10 +111,10 @@ async def running_gateway(telegram: FakeTelegram, bots: list[TelegramBot], *, da
     webhook = any(bot.transport == "webhook" for bot in bots)
     config = gateway_config(telegram, bots, port=free_port() if webhook else 0, instructions=instructions,
                             capabilities=capabilities, agent=agent, agents=agents, top=top)
-    secrets = SecretSource(environ={**{f"TOKEN_{bot.name.upper()}": bot.token for bot in bots}, **(secrets or {})})
+    source = SecretSource(environ={**(secrets or {}), **{f"TOKEN_{bot.name.upper()}": bot.token for bot in bots}})
     settings = Settings(database_url=database_url, redis_url=redis_url, **(environment or {}))
-    resolver = ModelResolver(config.models, secrets, fixed={"function:scripted": model, **(models or {})})
-    async with Gateway(config, settings, secrets=secrets, models=resolver, registry=registry, tuning=tuning,
+    resolver = ModelResolver(config.models, source, fixed={"function:scripted": model, **(models or {})})
+    async with Gateway(config, settings, secrets=source, models=resolver, registry=registry, tuning=tuning,
                        migrate=True) as gateway:
         await telegram.wait_for(lambda: {c.token for c in telegram.calls if c.method == "getMe"} >= {
             bot.token for bot in bots})

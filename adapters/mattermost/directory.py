@@ -50,6 +50,19 @@ class MattermostDirectory:
         return [HistoryItem(speaker=speakers[str(p["user_id"])], text=str(p.get("message") or ""),
                             message_id=str(p["id"])) for p in posts]
 
+    async def is_member(self, channel_id: str, user_id: str) -> bool:
+        """`GET /channels/{id}/members/{user_id}`: 404 is no member; 403 means the bot cannot see the channel."""
+        try:
+            await self._api.channel_member(channel_id, user_id)
+        except Exception as exc:
+            if status_of(exc) == 404:
+                return False
+            if status_of(exc) == 403:
+                raise DirectoryRefused("mattermost refused the lookup (403): the bot account cannot see that "
+                                       "channel") from None
+            raise
+        return True
+
     async def _team_ids(self) -> list[str]:
         teams = await self._api.my_teams()
         chosen = [t for t in teams if self._team in (t.get("name"), t.get("id"), t.get("display_name"))]

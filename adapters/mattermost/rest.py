@@ -128,6 +128,10 @@ class MattermostApi:
         return await self._call("GET /channels/{id}/members", self._driver.channels.get_channel_members, channel_id,
                                 {"page": 0, "per_page": limit})
 
+    async def channel_member(self, channel_id: str, user_id: str) -> dict[str, Any]:
+        return await self._call("GET /channels/{id}/members/{user_id}", self._driver.channels.get_channel_member,
+                                channel_id, user_id)
+
     async def search_channels(self, team_id: str, term: str) -> list[dict[str, Any]]:
         return await self._call("POST /teams/{id}/channels/search", self._driver.channels.search_channels, team_id,
                                 {"term": term})

@@ -30,6 +30,8 @@ PERSON_SUBTYPES = frozenset({None, "file_share", "thread_broadcast", "me_message
 PAGE = 200
 SEARCH_PAGES = 10
 """`conversations.list` pages read at most when searching, so a huge workspace cannot stall a turn."""
+MEMBER_PAGES = 50
+"""`conversations.members` pages read at most for one membership check (10,000 members)."""
 LOOKUP_BUDGET = 5.0
 
 
@@ -60,6 +62,19 @@ class SlackDirectory:
                 break
         people = await self._people.find(user_ids[:limit], budget=LOOKUP_BUDGET)
         return [speaker_of(user_id, people.get(user_id), {}, workspace=self._team()) for user_id in user_ids[:limit]]
+
+    async def is_member(self, channel_id: str, user_id: str) -> bool:
+        """Read `conversations.members` until the user turns up (Slack has no call for one membership)."""
+        cursor = None
+        for _ in range(MEMBER_PAGES):
+            page = await self._ask(self._client.conversations_members(channel=channel(channel_id), limit=PAGE,
+                                                                      cursor=cursor))
+            if user_id in (page.get("members") or []):
+                return True
+            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                return False
+        raise TimeoutError(f"{channel(channel_id)} has more than {MEMBER_PAGES * PAGE} members to read through")
 
     async def search_channels(self, query: str, *, limit: int) -> list[ChannelInfo]:
         """Channels whose name, topic or purpose contains `query` (any case), among those the bot can see."""

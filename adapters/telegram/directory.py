@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from telegram import Bot, ChatFullInfo, User
-from telegram.constants import ChatType
+from telegram.constants import ChatMemberStatus, ChatType
 from telegram.error import BadRequest, Forbidden
 
 from adapters.base import CHANNEL_LOOKUPS, ChannelInfo, ChannelLookup, DirectoryRefused, HistoryItem, Speaker
@@ -55,6 +55,20 @@ class TelegramDirectory:
     async def channel_history(self, channel_id: str, *, limit: int) -> list[HistoryItem]:
         """Not in `supports`: the Bot API cannot read earlier messages of a chat."""
         return []
+
+    async def is_member(self, channel_id: str, user_id: str) -> bool:
+        """`getChatMember`: in the chat as its creator, an administrator, a member, or restricted but still in it."""
+        try:
+            member = await self._call("getChatMember", lambda: self._bot.get_chat_member(channel_id, int(user_id)))
+        except BadRequest as exc:
+            if "not found" in exc.message.lower():
+                return False
+            raise DirectoryRefused(exc.message) from None
+        except Forbidden as exc:
+            raise DirectoryRefused(exc.message) from None
+        if member.status in (ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.MEMBER):
+            return True
+        return bool(member.status == ChatMemberStatus.RESTRICTED and getattr(member, "is_member", False))
 
     async def _ask(self, method: str, request: Callable[[], Awaitable[T]]) -> T:
         try:

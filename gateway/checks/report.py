@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from capabilities.config_errors import Problem
+from capabilities.mem0_client import Mem0Access, Mem0Refused, endpoint
 from capabilities.registry import Registry
 from gateway.agents.models import ModelResolver
 from gateway.checks.resources import USED_BY
@@ -56,7 +57,8 @@ DEV_FETCH_LOCAL = Problem(loc=(), message=(
 
 def check_file(path: Path, *, registry: Registry, secrets: SecretSource, settings: Settings | None = None) -> Report:
     """Every problem of the config file at `path`, found without connecting anywhere; `settings` are the
-    process settings it would be served with (a development setting among them is a warning)."""
+    process settings it would be served with (a development setting among them is a warning; its
+    `MEM0_ALLOWED_HOSTS` is what self-hosted mem0 servers are checked against)."""
     try:
         source = read_source(path)
     except ConfigError as exc:
@@ -67,8 +69,9 @@ def check_file(path: Path, *, registry: Registry, secrets: SecretSource, setting
     models = ModelResolver(config.models, secrets)
     wrong, unset = model_problems(config, models)
     errors = [*problems, *(parse_problem(p) for p in apply_problems(config, registry)), *wrong]
+    mem0 = settings.mem0_access if settings is not None else None
     return Report(source=source, config=registry.stored(config), errors=tuple(errors),
-                  unset=(*unset_secrets(config, secrets), *unset),
+                  unset=(*unset_secrets(config, secrets), *unset, *unlisted_mem0_hosts(config, mem0)),
                   warnings=(*dev_settings(settings), *silent_settings(config, models)))
 
 
@@ -117,6 +120,23 @@ def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]
             if variable is not None and not secrets.get(variable):
                 problems.append(Problem(loc=("bots", i, field),
                                         message=f"{variable} is not set in the environment or the secrets file"))
+    return problems
+
+
+def unlisted_mem0_hosts(config: GatewayConfig, access: Mem0Access | None) -> list[Problem]:
+    """Each self-hosted mem0 `base_url` this machine's `MEM0_ALLOWED_HOSTS` does not allow: its tools would refuse."""
+    if access is None:
+        return []
+    problems = []
+    for i, agent in enumerate(config.agents):
+        for j, entry in enumerate(agent.capabilities):
+            base_url = entry.config.get("base_url") if entry.id == "memory_mem0" else None
+            if not isinstance(base_url, str):
+                continue
+            try:
+                endpoint(base_url, access)
+            except Mem0Refused as exc:
+                problems.append(Problem(loc=("agents", i, "capabilities", j, "config", "base_url"), message=str(exc)))
     return problems
 
 

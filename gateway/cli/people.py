@@ -11,13 +11,16 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, NoReturn, TypeVar
 
 import typer
+from sqlalchemy import select
 
 from gateway.cli.database import existing_database
 from gateway.config.schema import Settings
+from gateway.config.secrets import SecretSource
 from gateway.people.identities import Identities, Identity, UnknownIdentity
+from gateway.people.mem0_forget import Mem0Forgetting, mem0_bindings
 from gateway.people.memory import MemoryNotes
 from storage.db import Database
-from storage.models import utcnow
+from storage.models import AgentRow, utcnow
 
 T = TypeVar("T")
 
@@ -75,13 +78,20 @@ def delete(person: Annotated[int | None, typer.Option(help="A person id: every i
     if not yes:
         typer.confirm(f"Delete every note any agent keeps about {who}?", abort=True)
 
-    async def forget(db: Database) -> int:
+    async def forget(db: Database) -> tuple[int, list[tuple[str, str]]]:
         people = Identities(db)
         owners = await (people.owners_of_person(person) if person is not None
                         else people.owners_of_identity(identity or 0))
-        return await MemoryNotes(db).delete_owned(owners)
+        deleted = await MemoryNotes(db).delete_owned(owners)
+        return deleted, await (await _mem0_forgetting(db)).forget(owners)
 
-    typer.echo(f"deleted {_run(forget)} note(s) about {who}")
+    deleted, failed = _run(forget)
+    typer.echo(f"deleted {deleted} note(s) about {who}")
+    for agent, problem in failed:
+        typer.echo(f"mem0 memories of agent {agent} not deleted ({problem}); run this again once it answers",
+                   err=True)
+    if failed:
+        raise typer.Exit(1)
 
 
 @memory_app.command("clear")
@@ -90,6 +100,16 @@ def clear(agent: Annotated[str, typer.Option(help="The agent's name, as in gatew
     if not yes:
         typer.confirm(f"Delete every note agent {agent!r} keeps, for everyone?", abort=True)
     typer.echo(f"deleted {_run(lambda db: MemoryNotes(db).clear_agent(agent))} note(s) of agent {agent}")
+
+
+async def _mem0_forgetting(db: Database) -> Mem0Forgetting:
+    """The agents applied to this database that bind `memory_mem0`, with their keys from this environment."""
+    settings = Settings()
+    async with db.session() as session:
+        rows = (await session.execute(select(AgentRow.name, AgentRow.spec))).all()
+    agents = [(name, list(spec.get("capabilities") or [])) for name, spec in rows]
+    secrets = SecretSource.load(settings.secrets_file)
+    return Mem0Forgetting(mem0_bindings(agents, secrets.get), settings.mem0_access)
 
 
 def _line(identity: Identity) -> str:

@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from capabilities.config_errors import Problem, describe_errors
+from capabilities.mem0_client import Mem0Access, allowed_hosts
 from gateway.config.secrets import SecretSource
 from gateway.config.source import ConfigSource, SourceError
 from gateway.config.urls import check_server_url
@@ -343,6 +344,18 @@ class Settings(BaseSettings):
     dev_web_fetch_allow_local: bool = Field(default=False, alias="GATEWAY_DEV_WEB_FETCH_ALLOW_LOCAL")
     """Tests and development only: `web_fetch` may read private and loopback addresses (never cloud metadata).
     `gateway check` reports it whenever it is set."""
+    deployment: str = Field(default="gateway", alias="GATEWAY_DEPLOYMENT", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    """This deployment's name, the first part of every mem0 `user_id`: two deployments sharing a mem0 account
+    never see each other's memories."""
+    mem0_allowed_hosts: str = Field(default="", alias="MEM0_ALLOWED_HOSTS")
+    """Hosts of self-hosted mem0 servers a key may be sent to, comma-separated; empty refuses self-hosted mem0."""
+    mem0_ca_bundle: Path | None = Field(default=None, alias="MEM0_CA_BUNDLE")
+    """A PEM file of the CAs to trust for a self-hosted mem0 server (an internal CA); unset: the system's."""
+
+    @property
+    def mem0_access(self) -> Mem0Access:
+        return Mem0Access(deployment=self.deployment, allowed_hosts=allowed_hosts(self.mem0_allowed_hosts),
+                          ca_file=self.mem0_ca_bundle)
 
     @field_validator("database_url")
     @classmethod

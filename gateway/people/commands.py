@@ -21,6 +21,7 @@ from gateway.people.identities import (
     Redemption,
     normalize_code,
 )
+from gateway.people.mem0_forget import Mem0Forgetting
 from gateway.people.memory import MemoryNotes
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,11 @@ FORGET_ASK = ("This deletes everything every agent of this gateway remembers abo
               "on every account linked to this one. It cannot be undone. Send `forget yes` to confirm.")
 NOTHING_TO_FORGET = "No agent of this gateway remembers anything about you."
 FORGOTTEN = "Done: {notes} note(s) deleted. No agent of this gateway remembers anything about you now."
+FORGET_MEM0 = (" This also deletes what agents {agents} remember about you in their memory service (mem0), which "
+               "this gateway cannot count.")
+FORGOTTEN_EXCEPT_MEM0 = ("{notes} note(s) deleted, but the memory service (mem0) of agent(s) {agents} could not be "
+                         "reached, so what they remember about you there is not deleted yet. Send `forget yes` "
+                         "again later.")
 CODE_IN_GROUP = ("Link codes work in a direct message: send `link CODE` to a bot of this gateway in a direct "
                  "message on your other platform.")
 CODE_IN_GROUP_RETIRED = ("Link codes work in a direct message. That code no longer works, since others here could "
@@ -50,9 +56,11 @@ CODE_IN_GROUP_RETIRED = ("Link codes work in a direct message. That code no long
 
 
 class DirectCommands:
-    def __init__(self, *, identities: Identities, memory: MemoryNotes) -> None:
+    def __init__(self, *, identities: Identities, memory: MemoryNotes, mem0: Mem0Forgetting | None = None) -> None:
         self._identities = identities
         self._memory = memory
+        self._mem0 = mem0
+        """The agents binding `memory_mem0`, whose memories are deleted through mem0's API."""
 
     @staticmethod
     def recognizes(inbound: Inbound) -> bool:
@@ -97,11 +105,19 @@ class DirectCommands:
 
     async def _forget(self, identity_id: int, *, confirmed: bool) -> str:
         owners = await self._identities.owners_of_identity(identity_id)
+        mem0_agents = self._mem0.agents if self._mem0 is not None else []
         if not confirmed:
             notes = await self._memory.count_owned(owners)
-            return FORGET_ASK.format(notes=notes) if notes else NOTHING_TO_FORGET
+            if not notes and not mem0_agents:
+                return NOTHING_TO_FORGET
+            return FORGET_ASK.format(notes=notes) + (FORGET_MEM0.format(agents=", ".join(mem0_agents))
+                                                     if mem0_agents else "")
         deleted = await self._memory.delete_owned(owners)
-        log.info("identity %d: forgot %d memory note(s) across every agent", identity_id, deleted)
+        failed = await self._mem0.forget(owners) if self._mem0 is not None else []
+        log.info("identity %d: forgot %d memory note(s) across every agent; mem0 of %d agent(s) failed",
+                 identity_id, deleted, len(failed))
+        if failed:
+            return FORGOTTEN_EXCEPT_MEM0.format(notes=deleted, agents=", ".join(agent for agent, _ in failed))
         return FORGOTTEN.format(notes=deleted)
 
 

@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Directory, Speaker
 from capabilities.context import MemoryOwner, NoteStore, RunFacts
+from capabilities.mem0_client import Mem0Access
 from capabilities.registry import Registry, RunRefused
 from capabilities.subagents.questions import ask_in_chat, asked
 from gateway.agents.assembly import AssembledAgent, SecretLookup, assemble
@@ -36,6 +37,7 @@ from gateway.agents.models import ModelResolver
 from gateway.agents.resources import BoundResources, Resources
 from gateway.agents.run_state import RunSpills, StoredConversationState
 from gateway.config.schema import AgentSpec, BindingSpec, ConfigError
+from gateway.people.conversation_search import PersonalConversations
 from gateway.pipeline.live_reply import LiveReply
 from storage.db import Database
 from storage.models import RunRow, utcnow
@@ -140,7 +142,8 @@ RunOutcome = Answered | Parked | Failed
 class Runtime:
     def __init__(self, *, models: ModelResolver, db: Database, registry: Registry, notes: NoteStore | None = None,
                  directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None,
-                 instrumentation: InstrumentationSettings | None = None, resources: Resources | None = None) -> None:
+                 instrumentation: InstrumentationSettings | None = None, resources: Resources | None = None,
+                 mem0: Mem0Access | None = None) -> None:
         """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none.
         `resources`: the config's collections, context files and skill folders, bound per spec; None: none."""
         self._models = models
@@ -152,6 +155,8 @@ class Runtime:
         self._secrets = secrets
         self._instrumentation = instrumentation
         self._resources = resources
+        self._mem0 = mem0
+        """The deployment's mem0 settings (its name, the hosts a key may go to), for `memory_mem0`."""
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
@@ -174,7 +179,9 @@ class Runtime:
         run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner, notes=self._notes,
                        spills=RunSpills(self._db, run_id), directory=self._directories.get(deps.binding.bot_name),
                        state=StoredConversationState(self._db, deps.address.conversation_key), notice=reply.notice,
-                       resuming=resuming)
+                       resuming=resuming, mem0=self._mem0,
+                       conversations=PersonalConversations(self._db, self._directories, speaker=deps.speaker,
+                                                           current_conversation=deps.address.conversation_key))
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
             bound = await self._resources.for_run() if self._resources is not None else BoundResources()

@@ -190,6 +190,10 @@ class MattermostSandbox(Sandbox):
         if channel["team_id"]:
             self._team_members[channel["team_id"]].add(user["id"])
 
+    def remove_member(self, channel: JSON, user: JSON) -> None:
+        """``user`` leaves ``channel``: `GET /channels/{id}/members/{user_id}` answers 404 from now on."""
+        self._channel_members[channel["id"]].discard(user["id"])
+
     def add_outgoing_webhook(self, team: JSON, *, callback_url: str, trigger_words: Iterable[str] = (),
                              channel: JSON | None = None, content_type: str = "application/x-www-form-urlencoded",
                              trigger_when: int = 0, token: str | None = None) -> OutgoingWebhook:

@@ -205,6 +205,12 @@ class SlackSandbox(Sandbox):
                    "members": [*(user["id"] for user in users), app.bot_user_id]}
         return self._add_channel(channel)
 
+    def remove_member(self, channel: JSON, user: JSON) -> None:
+        """``user`` leaves ``channel`` (or is removed from it): conversations.members no longer lists them."""
+        members = self._channels[channel["id"]]["members"]
+        if user["id"] in members:
+            members.remove(user["id"])
+
     def _add_channel(self, channel: JSON) -> JSON:
         self._channels[channel["id"]] = channel
         self._messages[channel["id"]] = []

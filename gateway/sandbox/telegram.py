@@ -218,6 +218,10 @@ class TelegramSandbox(Sandbox):
         self._users.setdefault(user["id"], user)
         self._members.setdefault(chat["id"], {})[user["id"]] = status
 
+    def remove_member(self, chat: JSON, user: JSON) -> None:
+        """``user`` leaves ``chat`` (or is removed): getChatMember answers ``left`` from now on."""
+        self._members.get(chat["id"], {}).pop(user["id"], None)
+
     def add_file(self, file_id: str, content: bytes, *, file_name: str | None = None) -> JSON:
         """Make ``file_id`` answerable by getFile and downloadable; returns the File JSON."""
         path = f"documents/{file_name or file_id}"
@@ -391,6 +395,7 @@ class TelegramSandbox(Sandbox):
             ("getChat", self._get_chat),
             ("getChatAdministrators", self._get_chat_administrators),
             ("getChatMemberCount", self._get_chat_member_count),
+            ("getChatMember", self._get_chat_member),
             ("getFile", self._get_file),
         )
         return {name.lower(): (name, handler) for name, handler in handlers}
@@ -563,6 +568,18 @@ class TelegramSandbox(Sandbox):
             raise ApiError(400, "Bad Request: there are no administrators in the private chat")
         members = self._members[chat["id"]].items()
         return [self._chat_member(user_id, status) for user_id, status in members if status != "member"]
+
+    async def _get_chat_member(self, bot: _Bot, params: JSON) -> JSON:
+        chat = self._target_chat(params)
+        members = self._members.get(chat["id"], {})
+        if chat["type"] != "private" and bot.user["id"] not in members:
+            raise ApiError(403, "Forbidden: bot is not a member of the group chat")
+        user_id = params.get("user_id")
+        if user_id not in self._users:
+            raise ApiError(400, "Bad Request: user not found")
+        if user_id not in members:
+            return {"status": "left", "user": self._users[user_id]}
+        return self._chat_member(user_id, members[user_id])
 
     async def _get_chat_member_count(self, bot: _Bot, params: JSON) -> int:
         chat = self._target_chat(params)

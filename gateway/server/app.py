@@ -35,6 +35,7 @@ from gateway.config.secrets import SecretSource
 from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations
 from gateway.people.identities import Identities
+from gateway.people.mem0_forget import Mem0Forgetting, mem0_bindings
 from gateway.people.memory import MemoryNotes
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.intake import Intake
@@ -119,6 +120,16 @@ class Gateway:
     def url(self) -> str:
         return f"http://{self.config.server.host}:{self.port}"
 
+    def _mem0_forgetting(self) -> Mem0Forgetting:
+        """Every agent of this config binding `memory_mem0`: forgetting a person deletes there too; their keys are
+        registered with the log redactor."""
+        agents = [(agent.name, [entry.model_dump() for entry in agent.capabilities]) for agent in self.config.agents]
+        bindings = mem0_bindings(agents, self._secrets.get)
+        for binding in bindings:  # the keys are known here already: no log line may carry one
+            if binding.key is not None:
+                self.redactor.add(binding.key.get_secret_value())
+        return Mem0Forgetting(bindings, self.settings.mem0_access)
+
     async def start(self) -> None:
         """Build the whole object graph here, in order (long on purpose: the wiring is read in one place)."""
         self.redactor.install()
@@ -147,7 +158,7 @@ class Gateway:
         directories = {name: adapter.directory for name, adapter in self.adapters.items()}
         runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
                           directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation,
-                          resources=Resources(self.config, db))
+                          resources=Resources(self.config, db), mem0=self.settings.mem0_access)
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
@@ -155,7 +166,8 @@ class Gateway:
                             adapters=self.adapters, waits=[questions])
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
-                        commands=DirectCommands(identities=Identities(db), memory=memory), metrics=self.metrics)
+                        commands=DirectCommands(identities=Identities(db), memory=memory, mem0=self._mem0_forgetting()),
+                        metrics=self.metrics)
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, give_up=router.give_up, concurrency=tuning.worker_concurrency,
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.engine import Connection
 
+from storage.fulltext import modelled
 from storage.models import Base, mapped_schema
 
 
 def run_on(connection: Connection) -> None:
     context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True,
-                      compare_type=True, include_object=mapped_schema)
+                      compare_type=True, include_object=mapped_schema, include_name=modelled)
     with context.begin_transaction():
         context.run_migrations()
 

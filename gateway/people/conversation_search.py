@@ -1,0 +1,216 @@
+"""One person's earlier conversations, for `conversation_search`: whose they are is decided here, per question.
+
+The corpus of a person is every conversation one of their identities (all those linked to the same
+person) spoke in: their direct messages with any bot of this deployment, and group threads. A group
+thread stays theirs only while they are still a member of its room, which is asked of the platform
+through the bot that holds the thread (`Directory.is_member`) each time, never remembered: a person
+removed from a channel loses its threads at once. A thread whose membership cannot be confirmed
+right now is left out and counted, so the answer can say so instead of looking complete.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from adapters.base import Directory, DirectoryRefused, Speaker
+from capabilities.channel_tools import flatten
+from capabilities.corpus import CorpusUnavailable, Found, ThreadHit, ThreadTurn, ThreadWindow
+from storage.db import Database
+from storage.fulltext import Match, matching_messages, passages
+from storage.models import ConversationRow, IdentityRow, MessageRow
+
+log = logging.getLogger(__name__)
+
+TITLE_LIMIT = 80
+MAX_GROUP_CHECKS = 30
+"""Group threads whose membership one search asks the platforms about; matches past it count as unchecked."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Thread:
+    id: int
+    is_direct: bool
+    bot_name: str
+    platform: str
+    channel_id: str
+    speakers: frozenset[str]
+    """The platform user ids under which this person spoke in it."""
+
+    @property
+    def where(self) -> str:
+        kind = "direct message with" if self.is_direct else "group thread of"
+        return f"{kind} bot {self.bot_name} on {self.platform.capitalize()}"
+
+
+class PersonalConversations:
+    """`capabilities.corpus.ConversationCorpus` for the person behind `speaker`."""
+
+    def __init__(self, db: Database, directories: Mapping[str, Directory], *, speaker: Speaker,
+                 current_conversation: str | None = None) -> None:
+        self._db = db
+        self._directories = directories
+        """Every bot's channel lookups, by bot name: each thread is checked through the bot that holds it."""
+        self._speaker = speaker
+        self._current = current_conversation
+        """The conversation asking: its newest user turn (the question itself) is not a search result."""
+
+    async def search(self, query: str, *, limit: int) -> Found:
+        async def work(session: AsyncSession) -> tuple[dict[int, _Thread], list[Match]]:
+            threads = await self._threads(session)
+            asking = await self._asking_turn(session)
+            found = await matching_messages(session, query, threads.keys())
+            return threads, [m for m in found if m.message_id != asking]
+        threads, matches = await self._db.transaction(work)
+        by_thread: dict[int, list[Match]] = {}
+        for match in matches:  # best first, so each thread's first match is its strongest
+            by_thread.setdefault(match.conversation_id, []).append(match)
+        ranked = sorted(by_thread.items(), key=lambda item: (-item[1][0].rank, -len(item[1])))
+        chosen: list[tuple[_Thread, list[Match]]] = []
+        unchecked = 0
+        checks = 0
+        checked: dict[tuple[str, str, str], bool | None] = {}
+        for thread_id, thread_matches in ranked:
+            if not threads[thread_id].is_direct:
+                checks += 1
+                if checks > MAX_GROUP_CHECKS:
+                    unchecked += 1
+                    continue
+            readable = await self._readable(threads[thread_id], checked)
+            if readable is None:
+                unchecked += 1
+            elif readable:
+                chosen.append((threads[thread_id], thread_matches))
+            if len(chosen) >= limit:
+                break
+        return Found(hits=await self._hits(query, chosen), unchecked=unchecked)
+
+    async def read(self, thread: int, *, start: int, count: int) -> ThreadWindow | None:
+        async def threads(session: AsyncSession) -> dict[int, _Thread]:
+            return await self._threads(session, only=thread)
+        found = (await self._db.transaction(threads)).get(thread)
+        if found is None:
+            return None
+        readable = await self._readable(found, {})
+        if readable is None:
+            raise CorpusUnavailable(f"the platform could not confirm membership of thread {thread} just now")
+        if not readable:
+            return None
+
+        async def window(session: AsyncSession) -> ThreadWindow:
+            rows = (await session.execute(
+                select(MessageRow.role, MessageRow.speaker_name, MessageRow.text, MessageRow.identity_id,
+                       MessageRow.created_at).where(MessageRow.conversation_id == thread)
+                .order_by(MessageRow.id))).all()
+            people = {row.identity_id for row in rows if row.role == "user" and row.identity_id is not None}
+            turns = tuple(ThreadTurn(role="assistant" if row.role == "assistant" else "user",
+                                     speaker=row.speaker_name, text=row.text)
+                          for row in rows[start - 1:start - 1 + count])
+            title = next((row.text for row in rows if row.role == "user"), "")
+            return ThreadWindow(thread=thread, title=flatten(title, limit=TITLE_LIMIT), where=found.where,
+                                last_activity=rows[-1].created_at, total=len(rows), start=start, turns=turns,
+                                several_people=not found.is_direct and len(people) > 1)
+        return await self._db.transaction(window)
+
+    async def _threads(self, session: AsyncSession, *, only: int | None = None) -> dict[int, _Thread]:
+        """Every conversation one of this person's identities spoke in."""
+        identities = await self._identities(session)
+        if not identities:
+            return {}
+        query = (select(ConversationRow.id, ConversationRow.is_direct, ConversationRow.bot_name,
+                        ConversationRow.platform, ConversationRow.channel_id, IdentityRow.platform_user_id)
+                 .join(MessageRow, MessageRow.conversation_id == ConversationRow.id)
+                 .join(IdentityRow, IdentityRow.id == MessageRow.identity_id)
+                 .where(MessageRow.identity_id.in_(identities)).distinct())
+        if only is not None:
+            query = query.where(ConversationRow.id == only)
+        speakers: dict[int, set[str]] = {}
+        rows = (await session.execute(query)).all()
+        for row in rows:
+            speakers.setdefault(row.id, set()).add(row.platform_user_id)
+        return {row.id: _Thread(id=row.id, is_direct=row.is_direct, bot_name=row.bot_name, platform=row.platform,
+                                channel_id=row.channel_id, speakers=frozenset(speakers[row.id])) for row in rows}
+
+    async def _identities(self, session: AsyncSession) -> list[int]:
+        """The speaker's identity and every identity linked to the same person."""
+        speaker = self._speaker
+        own = (await session.execute(select(IdentityRow.id, IdentityRow.person_id).where(
+            IdentityRow.platform == speaker.platform, IdentityRow.workspace == speaker.workspace,
+            IdentityRow.platform_user_id == speaker.platform_user_id))).first()
+        if own is None:
+            return []
+        if own.person_id is None:
+            return [own.id]
+        linked = await session.execute(select(IdentityRow.id).where(IdentityRow.person_id == own.person_id))
+        return [int(identity_id) for identity_id in linked.scalars()]
+
+    async def _asking_turn(self, session: AsyncSession) -> int | None:
+        if self._current is None:
+            return None
+        return (await session.execute(
+            select(func.max(MessageRow.id)).join(ConversationRow, ConversationRow.id == MessageRow.conversation_id)
+            .where(ConversationRow.key == self._current, MessageRow.role == "user"))).scalar()
+
+    async def _readable(self, thread: _Thread, checked: dict[tuple[str, str, str], bool | None]) -> bool | None:
+        """A direct message stays its person's; a group thread while they are a member (None: cannot tell now)."""
+        if thread.is_direct:
+            return True
+        directory = self._directories.get(thread.bot_name)
+        if directory is None:
+            return False  # the bot holding the thread is gone: nothing can vouch for the membership
+        verdicts = []
+        for user_id in sorted(thread.speakers):
+            key = (thread.bot_name, thread.channel_id, user_id)
+            if key not in checked:
+                checked[key] = await _member(directory, thread, user_id)
+            verdicts.append(checked[key])
+        if any(verdicts):
+            return True
+        return None if None in verdicts else False
+
+    async def _hits(self, query: str, chosen: list[tuple[_Thread, list[Match]]]) -> list[ThreadHit]:
+        if not chosen:
+            return []
+        ids = [thread.id for thread, _ in chosen]
+
+        async def work(session: AsyncSession) -> list[ThreadHit]:
+            shown = await passages(session, query, [matches[0].message_id for _, matches in chosen])
+            last = dict((await session.execute(
+                select(MessageRow.conversation_id, func.max(MessageRow.created_at))
+                .where(MessageRow.conversation_id.in_(ids)).group_by(MessageRow.conversation_id))).all())
+            firsts = select(func.min(MessageRow.id)).where(MessageRow.conversation_id.in_(ids),
+                                                           MessageRow.role == "user").group_by(
+                MessageRow.conversation_id)
+            titles = dict((await session.execute(select(MessageRow.conversation_id, MessageRow.text)
+                                                 .where(MessageRow.id.in_(firsts)))).all())
+            positions = {thread.id: int((await session.execute(
+                select(func.count()).select_from(MessageRow).where(
+                    MessageRow.conversation_id == thread.id, MessageRow.id <= matches[0].message_id))).scalar_one())
+                for thread, matches in chosen}
+            return [ThreadHit(thread=thread.id, title=flatten(titles.get(thread.id, ""), limit=TITLE_LIMIT),
+                              where=thread.where, last_activity=_aware(last[thread.id]),
+                              matching_turns=len(matches), position=positions[thread.id],
+                              passage=flatten(shown.get(matches[0].message_id, ""), limit=400))
+                    for thread, matches in chosen]
+        return await self._db.transaction(work)
+
+
+async def _member(directory: Directory, thread: _Thread, user_id: str) -> bool | None:
+    try:
+        return await directory.is_member(thread.channel_id, user_id)
+    except DirectoryRefused:
+        return False  # the bot cannot see the room any more, so nobody can be vouched for there
+    except Exception as exc:  # the platform failing to answer right now
+        log.warning("membership check for conversation %d through bot %r failed: %s: %s", thread.id,
+                    thread.bot_name, type(exc).__name__, exc)
+        return None
+
+
+def _aware(value: datetime) -> datetime:
+    """Stored times are UTC; a driver that hands one back without its zone gets it back."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

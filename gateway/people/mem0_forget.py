@@ -1,0 +1,81 @@
+"""Forgetting a person in mem0 too: nothing of `memory_mem0` is stored here, so deleting reaches mem0's API.
+
+`forget yes` in a DM and `gateway memory delete` delete every owner's memories under every agent that binds
+`memory_mem0` (enabled or not: what it remembered while enabled is still there), each through that
+entry's own service and key. A service that cannot be reached is reported by agent, never silently skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import SecretStr, ValidationError
+
+from capabilities.context import MemoryOwner
+from capabilities.mem0_client import Mem0Access, Mem0Client, Mem0Refused, Mem0Unavailable, endpoint
+from capabilities.memory_mem0 import Mem0Config, user_id
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mem0Binding:
+    agent: str
+    config: Mem0Config
+    key: SecretStr | None = field(repr=False)
+    """None: the entry's secret is not in this process's environment or secrets file."""
+
+
+def mem0_bindings(agents: Iterable[tuple[str, Sequence[Mapping[str, Any]]]],
+                  secret: Callable[[str], str | None]) -> list[Mem0Binding]:
+    """Every `memory_mem0` entry of these agents (name, `capabilities[]` as dicts), with its key looked up."""
+    found = []
+    for agent, entries in agents:
+        for entry in entries:
+            if entry.get("id") != "memory_mem0":
+                continue
+            try:
+                config = Mem0Config.model_validate(entry.get("config") or {})
+            except ValidationError:
+                log.warning("agent %r: its memory_mem0 config is invalid; its mem0 memories cannot be deleted", agent)
+                continue
+            secret_id = entry.get("secret_id")
+            value = secret(secret_id) if secret_id else None
+            found.append(Mem0Binding(agent=agent, config=config, key=SecretStr(value) if value else None))
+    return found
+
+
+class Mem0Forgetting:
+    def __init__(self, bindings: Sequence[Mem0Binding], access: Mem0Access) -> None:
+        self._bindings = list(bindings)
+        self._access = access
+
+    @property
+    def agents(self) -> list[str]:
+        return [binding.agent for binding in self._bindings]
+
+    async def forget(self, owners: Sequence[MemoryOwner]) -> list[tuple[str, str]]:
+        """Delete these owners' memories for every binding agent; (agent, why) for each where that failed."""
+        failed = []
+        for binding in self._bindings:
+            problem = await self._forget_one(binding, owners)
+            if problem is not None:
+                log.warning("mem0 memories of agent %r were not deleted: %s", binding.agent, problem)
+                failed.append((binding.agent, problem))
+        return failed
+
+    async def _forget_one(self, binding: Mem0Binding, owners: Sequence[MemoryOwner]) -> str | None:
+        if binding.key is None:
+            return "its mem0 key is not set in this process's environment"
+        try:
+            client = Mem0Client(base_url=endpoint(binding.config.base_url, self._access),
+                                dialect=binding.config.speaks, key=binding.key, ca_file=self._access.ca_file,
+                                timeout=binding.config.timeout)
+            for owner in owners:
+                await client.forget(user_id(self._access.deployment, binding.agent, owner))
+        except (Mem0Refused, Mem0Unavailable) as exc:
+            return str(exc)
+        return None
