@@ -234,6 +234,9 @@ class RunFacts:
     """What the agent spec binds by name; no capability reads one yet."""
     outbox: Outbox | None = None
     """Where a run's files go to be posted into the chat; None until the gateway has a durable outbox."""
+    mcp_servers: tuple[str, ...] = ()
+    """The MCP servers this run reached, by name (each prefixes its tools): empty when the agent binds none or
+    none answered. `tool_search` has nothing to find without them."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -32,6 +32,7 @@ from capabilities.registry import Registry, RunRefused
 from capabilities.subagents.questions import ask_in_chat, asked
 from gateway.agents.assembly import AssembledAgent, SecretLookup, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
+from gateway.agents.mcp_servers import ConnectedServers, McpServers
 from gateway.agents.models import ModelResolver
 from gateway.agents.run_state import RunSpills, StoredConversationState
 from gateway.config.schema import AgentSpec, BindingSpec, ConfigError
@@ -139,8 +140,9 @@ RunOutcome = Answered | Parked | Failed
 class Runtime:
     def __init__(self, *, models: ModelResolver, db: Database, registry: Registry, notes: NoteStore | None = None,
                  directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None,
-                 instrumentation: InstrumentationSettings | None = None) -> None:
-        """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none."""
+                 instrumentation: InstrumentationSettings | None = None, mcp: McpServers | None = None) -> None:
+        """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none.
+        `mcp`: the operator's MCP servers, reached per run for the agents that bind them."""
         self._models = models
         self._db = db
         self._registry = registry
@@ -149,6 +151,7 @@ class Runtime:
         """Each bot's channel lookups, by bot name."""
         self._secrets = secrets
         self._instrumentation = instrumentation
+        self._mcp = mcp or McpServers(servers={}, secrets={})
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
@@ -164,19 +167,24 @@ class Runtime:
         return await self._drive(run_id, deps, reply, resuming=True, delegated=delegated, conversation=conversation,
                                  results=results, specialists=specialists)
 
-    async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, resuming: bool = False,
-                     delegated: RunUsage | None = None, specialists: Sequence[Mapping[str, Any]] = (),
-                     **run_input: Any) -> RunOutcome:
+    async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, **kwargs: Any) -> RunOutcome:
+        """The run with the MCP servers its agent binds connected for its length (those down are skipped)."""
         await reply.start()
+        async with self._mcp.connect(deps.binding.agent.spec) as mcp:
+            return await self._drive_connected(run_id, deps, reply, mcp=mcp, **kwargs)
+
+    async def _drive_connected(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, mcp: ConnectedServers,
+                               resuming: bool = False, delegated: RunUsage | None = None,
+                               specialists: Sequence[Mapping[str, Any]] = (), **run_input: Any) -> RunOutcome:
         run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner, notes=self._notes,
                        spills=RunSpills(self._db, run_id), directory=self._directories.get(deps.binding.bot_name),
                        state=StoredConversationState(self._db, deps.address.conversation_key), notice=reply.notice,
-                       resuming=resuming)
+                       resuming=resuming, mcp_servers=mcp.names)
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
             assembled = assemble(deps.binding, registry=self._registry, models=self._models, run=run,
                                  ask_user=ask_in_chat, specialists=specialists, secrets=self._secrets,
-                                 instrumentation=self._instrumentation)
+                                 instrumentation=self._instrumentation, mcp=mcp)
             if delegated is not None:
                 assembled.delegated.incr(delegated)
             result = await self._stream(assembled, deps, reply, **run_input)
