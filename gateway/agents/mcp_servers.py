@@ -186,3 +186,36 @@ def describe(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbedTool:
+    """One tool a server lists, as `gateway mcp probe` shows it."""
+
+    tool_id: str
+    """The prefixed name: the stable id approvals and renames key on."""
+    description: str
+    read_only: bool
+    asks: bool
+    """Whether the server's own settings gate it (an agent's binding or a bot's may still change that)."""
+    left_out: str | None = None
+    """Why agents are not offered it; None when they are."""
+
+
+async def probe(server: McpServerSpec, secrets: SecretLookup) -> list[ProbedTool]:
+    """Connects to `server` once and lists its tools; raises what the connection raised."""
+    toolset = build_toolset(server, secrets)
+    async with asyncio.timeout(server.timeout), toolset:
+        listed = await toolset.list_tools()
+    gated = ConnectedServers(servers=(ConnectedServer(server=server, use=McpBinding(server=server.name),
+                                                      toolset=toolset),)).gated_by({})
+    tools = []
+    for tool in listed:
+        tool_def = ToolDefinition(name=server.prefixed(tool.name), description=tool.description,
+                                  metadata={"annotations": tool.annotations.model_dump(by_alias=True)
+                                            if tool.annotations else None})
+        left_out = ("not in allowed_tools" if server.allowed_tools is not None and tool.name not in server.allowed_tools
+                    else None if CALLABLE_NAME.match(tool_def.name) else "not a name a model can call (too long?)")
+        tools.append(ProbedTool(tool_id=tool_def.name, description=(tool.description or "").strip().split("\n")[0],
+                                read_only=read_only(tool_def), asks=gated(tool_def), left_out=left_out))
+    return tools

@@ -19,6 +19,7 @@ from gateway.config.schema import (
     GatewayConfig,
     read_source,
     reference_name,
+    template_references,
     validate_source,
 )
 from gateway.config.secrets import SecretSource
@@ -89,7 +90,8 @@ def model_problems(config: GatewayConfig, models: ModelResolver) -> tuple[list[P
 
 
 def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]:
-    """Each bot credential whose `${ENV_VAR}` is set neither in the environment nor in the secrets file."""
+    """Each bot or MCP server credential whose `${ENV_VAR}` is set neither in the environment nor in the
+    secrets file."""
     problems = []
     for i, bot in enumerate(config.bots):
         fields = {"token": bot.token, "app_token": getattr(bot, "app_token", None),
@@ -100,6 +102,12 @@ def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]
             if variable is not None and not secrets.get(variable):
                 problems.append(Problem(loc=("bots", i, field),
                                         message=f"{variable} is not set in the environment or the secrets file"))
+    for i, server in enumerate(config.mcp_servers):
+        for field, values in (("headers", server.headers), ("env", server.env)):
+            problems += [Problem(loc=("mcp_servers", i, field, name),
+                                 message=f"{variable} is not set in the environment or the secrets file")
+                         for name, value in values.items() for variable in template_references(value)
+                         if not secrets.get(variable)]
     return problems
 
 
