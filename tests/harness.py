@@ -79,8 +79,10 @@ def free_port() -> int:
 def gateway_config(telegram: FakeTelegram, bots: list[TelegramBot], *, port: int = 0,
                    instructions: str = "You are a helpful assistant.",
                    capabilities: list[dict[str, Any]] | None = None,
-                   agent: Mapping[str, Any] | None = None, agents: list[dict[str, Any]] | None = None) -> GatewayConfig:
-    """`agent` adds fields to the bound agent's spec; `agents` are further agents (delegates, say)."""
+                   agent: Mapping[str, Any] | None = None, agents: list[dict[str, Any]] | None = None,
+                   definitions: Mapping[str, Any] | None = None) -> GatewayConfig:
+    """`agent` adds fields to the bound agent's spec; `agents` are further agents (delegates, say);
+    `definitions` are further top-level sections (`mcp_servers`, say)."""
     public_url = f"http://127.0.0.1:{port}" if port else None
     return GatewayConfig.model_validate({
         "agents": [{"name": "assistant", "model": "function:scripted", "instructions": instructions,
@@ -89,6 +91,7 @@ def gateway_config(telegram: FakeTelegram, bots: list[TelegramBot], *, port: int
                   "api_base_url": telegram.url, "transport": bot.transport, "agent": "assistant",
                   "binding": bot.binding} for bot in bots],
         "server": {"host": "127.0.0.1", "port": port, "public_url": public_url},
+        **(definitions or {}),
     })
 
 
@@ -99,16 +102,19 @@ async def running_gateway(telegram: FakeTelegram, bots: list[TelegramBot], *, da
                           capabilities: list[dict[str, Any]] | None = None, agent: Mapping[str, Any] | None = None,
                           agents: list[dict[str, Any]] | None = None,
                           models: Mapping[str, Model] | None = None,
-                          environment: Mapping[str, str] | None = None) -> AsyncIterator[Gateway]:
+                          environment: Mapping[str, str] | None = None,
+                          definitions: Mapping[str, Any] | None = None,
+                          secrets: Mapping[str, str] | None = None) -> AsyncIterator[Gateway]:
     """`models` are further scripted models by name, for the `agents` and specialists that name them;
-    `environment` holds further process settings by variable name (`OTEL_EXPORTER_OTLP_ENDPOINT`, say)."""
+    `environment` holds further process settings by variable name (`OTEL_EXPORTER_OTLP_ENDPOINT`, say);
+    `definitions` further top-level config sections; `secrets` further values `${ENV_VAR}`s resolve to."""
     webhook = any(bot.transport == "webhook" for bot in bots)
     config = gateway_config(telegram, bots, port=free_port() if webhook else 0, instructions=instructions,
-                            capabilities=capabilities, agent=agent, agents=agents)
-    secrets = SecretSource(environ={f"TOKEN_{bot.name.upper()}": bot.token for bot in bots})
+                            capabilities=capabilities, agent=agent, agents=agents, definitions=definitions)
+    source = SecretSource(environ={**(secrets or {}), **{f"TOKEN_{bot.name.upper()}": bot.token for bot in bots}})
     settings = Settings(database_url=database_url, redis_url=redis_url, **(environment or {}))
-    resolver = ModelResolver(config.models, secrets, fixed={"function:scripted": model, **(models or {})})
-    async with Gateway(config, settings, secrets=secrets, models=resolver, registry=registry, tuning=tuning,
+    resolver = ModelResolver(config.models, source, fixed={"function:scripted": model, **(models or {})})
+    async with Gateway(config, settings, secrets=source, models=resolver, registry=registry, tuning=tuning,
                        migrate=True) as gateway:
         await telegram.wait_for(lambda: {c.token for c in telegram.calls if c.method == "getMe"} >= {
             bot.token for bot in bots})
