@@ -64,7 +64,8 @@ CASES = [
     Case(id="prefixes-collide", old="mcp_servers:\n", new="mcp_servers:\n" + GITHUB.replace("github", "issues_x"),
          problem="mcp_servers['issues'].name: 'issues' and 'issues_x' prefix each other"),
     Case(id="prefix-shadows-a-capability-tool", old="mcp_servers:\n", new="mcp_servers:\n" + GITHUB.replace(
-        "github", "read"), problem="mcp_servers['read'].name: 'read' prefixes the capability tool(s) read_channel_history, read_memory"),
+        "github", "read"),
+         problem="mcp_servers['read'].name: 'read' prefixes the capability tool(s) read_channel_history, read_memory"),
     Case(id="name-used-twice", old="mcp_servers:\n", new="mcp_servers:\n" + GITHUB.replace("github", "issues"),
          problem="mcp_servers['issues'].name: 'issues' is used twice in mcp_servers"),
     Case(id="tool-name-too-long", old="    tool_approval:", new=f"    allowed_tools: [{'x' * 60}]\n    tool_approval:",
@@ -116,7 +117,8 @@ def test_a_literal_secret_in_a_header_is_refused_without_repeating_it(tmp_path: 
 
 
 def test_an_unset_header_reference_is_named_apart_from_the_errors(tmp_path: Path) -> None:
-    text = BASE.replace("mcp_servers:\n", "mcp_servers:\n" + GITHUB + '    headers: {Authorization: "Bearer ${NOPE}"}\n')
+    header = '    headers: {Authorization: "Bearer ${NOPE}"}\n'
+    text = BASE.replace("mcp_servers:\n", "mcp_servers:\n" + GITHUB + header)
     report = check(tmp_path, text)
     assert report.errors == ()
     assert messages(report, report.unset) == [
