@@ -89,6 +89,11 @@ CASES = [
          new="mcp_servers: [{server: issues, tool_overrides: {issues_create_issue: {name: 'file a bug'}}}]",
          problem="agents['helper'].mcp_servers[0].tool_overrides.issues_create_issue.name: 'file a bug' is not a "
                  "name a model can call"),
+    Case(id="rename-takes-a-capability-tools-name", old="mcp_servers: [issues]",
+         new="capabilities: [planning]\n    mcp_servers: [{server: issues, tool_overrides: "
+             "{issues_create_issue: {name: write_plan}}}]",
+         problem="agents['helper'].mcp_servers[0].tool_overrides.issues_create_issue.name: 'write_plan' is already "
+                 "the name of planning.write_plan"),
     Case(id="binding-mode-for-an-unknown-tool", old="    agent: helper\n",
          new="    agent: helper\n    binding: {approvals: {tool_approval: {isues_create_issue: required}}}\n",
          problem="no capability offers a tool 'isues_create_issue'"),
@@ -143,7 +148,7 @@ def test_probe_lists_the_prefixed_tools_and_whether_each_asks(tmp_path: Path, tr
     result = CliRunner().invoke(app, ["mcp", "probe", "issues", "-c", str(config)])
     assert result.exit_code == 0, result.output
     lines = {line.split()[0]: line for line in result.output.splitlines()[1:]}
-    assert result.output.splitlines()[0] == "issues: 4 tool(s)"
+    assert result.output.splitlines()[0] == "issues: 5 tool(s)"
     assert "read-only, runs without asking" in lines["issues_list_issues"]
     assert "not read-only, asks first" in lines["issues_create_issue"]
     assert "left out: not in allowed_tools" in lines["issues_read_secret_note"]

@@ -164,3 +164,8 @@ async def test_mcp_results_pass_the_guardrails_tool_edge() -> None:
     result = await run_once(binding, calls_then_answers(("issues_read_secret_note", {})), servers=[server],
                             secrets={"NOTE_KEY": key})
     assert result.output.startswith("done: the deploy key is") and key not in result.output
+
+
+async def test_a_server_that_dies_during_a_call_is_told_to_the_model_and_the_turn_answers() -> None:
+    result = await run_once(mcp_binding(ISSUES), calls_then_answers(("issues_server_status", {})))
+    assert result.output == "done: Connection closed"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from capabilities.registry import Registry
 from gateway.agents.mcp_servers import CALLABLE_NAME
-from gateway.config.schema import GatewayConfig
+from gateway.config.schema import AgentSpec, GatewayConfig
 
 MAX_TOOL_NAME = 64
 """What the model providers accept as a tool name."""
@@ -34,9 +34,14 @@ def mcp_problems(config: GatewayConfig, registry: Registry) -> list[str]:
                                 f"digits, _ and -, up to {MAX_TOOL_NAME} with the prefix); a shorter server name "
                                 "helps, or leave the tool out")
     for i, agent in enumerate(config.agents):
+        taken = _capability_tool_names(agent, registry)
         for j, use in enumerate(agent.mcp_servers):
             for tool_id, override in use.tool_overrides.items():
                 where = f"agents[{i}].mcp_servers[{j}].tool_overrides.{tool_id}"
+                if "name" in override and override["name"] in taken:
+                    problems.append(f"{where}.name: {override['name']!r} is already the name of "
+                                    f"{taken[override['name']]}; give each tool a name of its own")
+                taken.setdefault(override.get("name", tool_id), tool_id)
                 unknown = set(override) - {"name", "description"}
                 if unknown:
                     problems.append(f"{where}: only name and description can be overridden, not "
@@ -46,3 +51,15 @@ def mcp_problems(config: GatewayConfig, registry: Registry) -> list[str]:
                     problems.append(f"{where}.name: {name!r} is not a name a model can call (letters, digits, _ and "
                                     "-, up to 64, not starting with a digit)")
     return problems
+
+
+def _capability_tool_names(agent: AgentSpec, registry: Registry) -> dict[str, str]:
+    """The names the model sees for the agent's capability tools, each with the tool it names."""
+    names: dict[str, str] = {}
+    for entry in agent.capabilities:
+        definition = registry.get(entry.id)
+        if definition is None or not entry.enabled:
+            continue
+        for tool in definition.tools:
+            names.setdefault(entry.tool_overrides.get(tool.id, {}).get("name", tool.id), f"{entry.id}.{tool.id}")
+    return names

@@ -38,6 +38,11 @@ def issues_server() -> MCPServer:
         """Read the project's pinned note."""
         return "the deploy key is " + os.environ.get("NOTE_KEY", "sk-none")
 
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    def server_status() -> str:
+        """Report the tracker's status (this one takes the server process down, as a crash would)."""
+        os._exit(3)
+
     return server
 
 
