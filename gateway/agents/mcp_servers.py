@@ -28,7 +28,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 
 from gateway.agents.tool_policy import ToolPolicy
-from gateway.config.schema import AgentSpec, ApprovalMode, McpBinding, McpServerSpec, resolve_template
+from gateway.config.schema import AgentSpec, McpBinding, McpServerSpec, resolve_template
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +75,7 @@ def read_only(tool_def: ToolDefinition) -> bool:
     return annotations.get("readOnlyHint") is True
 
 
-def approval_mode(server: McpServerSpec, use: McpBinding, tool_id: str,
-                  binding_modes: Mapping[str, str]) -> ApprovalMode | str:
+def approval_mode(server: McpServerSpec, use: McpBinding, tool_id: str, binding_modes: Mapping[str, str]) -> str:
     """The bot binding's mode for the tool, else the agent's, else the server's per-tool one, else the agent's
     mode for the server, else the server's."""
     return (binding_modes.get(tool_id) or use.tool_approval.get(tool_id) or server.tool_approval.get(tool_id)
@@ -173,11 +172,18 @@ class McpServers:
             async with AsyncExitStack() as own, asyncio.timeout(server.timeout):
                 await own.enter_async_context(toolset)
                 await toolset.list_tools()
-                stack.push_async_exit(own.pop_all())
+                stack.push_async_callback(_close_quietly, server.name, own.pop_all())
         except Exception as exc:  # any failure of a server (refused, timed out, broken) skips it for this turn
             log.warning("MCP server %r skipped for this turn of agent %r: %s", server.name, agent, describe(exc))
             return None
         return toolset
+
+
+async def _close_quietly(name: str, opened: AsyncExitStack) -> None:
+    try:
+        await opened.aclose()
+    except Exception as exc:  # the run is over and booked: a server that fails to close must not undo that
+        log.warning("MCP server %r did not close cleanly: %s", name, describe(exc))
 
 
 def describe(exc: BaseException) -> str:
