@@ -114,6 +114,14 @@ def test_a_mistake_is_refused_naming_the_field(tmp_path: Path, case: Case) -> No
     assert any(case.problem in line for line in found), found
 
 
+def test_a_server_no_agent_binds_is_a_warning(tmp_path: Path) -> None:
+    report = check(tmp_path, BASE.replace("    mcp_servers: [issues]\n", ""))
+    assert report.errors == ()
+    assert messages(report, report.warnings) == [
+        "mcp_servers['issues'].name: no agent binds 'issues', so its tools reach nobody; name it in an agent's "
+        "mcp_servers, or remove it"]
+
+
 def test_a_literal_secret_in_a_header_is_refused_without_repeating_it(tmp_path: Path) -> None:
     text = BASE.replace("mcp_servers:\n", "mcp_servers:\n" + GITHUB + "    headers: {X-Api-Key: ghp-literal-1234}\n")
     found = messages(check(tmp_path, text))

@@ -116,6 +116,11 @@ def silent_settings(config: GatewayConfig, models: ModelResolver) -> list[Proble
     problems = []
     for i, agent in enumerate(config.agents):
         problems += _thinking_without_reasoning(config, agent, i, models)
+    bound = {use.server for agent in config.agents for use in agent.mcp_servers if use.enabled}
+    problems += [Problem(loc=("mcp_servers", i, "name"),
+                         message=f"no agent binds {server.name!r}, so its tools reach nobody; name it in an agent's "
+                                 "mcp_servers, or remove it")
+                 for i, server in enumerate(config.mcp_servers) if server.name not in bound]
     for i, bot in enumerate(config.bots):
         binding = bot.binding
         if binding.allow and binding.access == "open":
