@@ -18,6 +18,7 @@ from capabilities import (
     system_reminders,
     thinking,
     tool_output_limits,
+    tool_search,
     web_fetch,
     web_research,
 )
@@ -41,6 +42,7 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     web_fetch.CAPABILITY,
     conversation_search.CAPABILITY,
     memory_mem0.CAPABILITY,
+    tool_search.CAPABILITY,
 )
 
 

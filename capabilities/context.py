@@ -313,6 +313,9 @@ class RunFacts:
     server; None where a run answers nobody in particular."""
     mem0: Mem0Access | None = None
     """The deployment's mem0 settings (`memory_mem0`): its name for `user_id`s and the hosts a key may go to."""
+    mcp_servers: tuple[str, ...] = ()
+    """The MCP servers this run reached, by name (each prefixes its tools): empty when the agent binds none or
+    none answered. `tool_search` has nothing to find without them."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

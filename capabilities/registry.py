@@ -112,6 +112,8 @@ class CapabilityDef(Generic[C]):
     on_run_end: Callable[[BuildContext[C]], Awaitable[None]] | None = None
     """Called once when a run this capability was built into ends (answered, failed or refused), with the
     context it was built from; not when the run parks, since a parked run goes on. Per-run cleanup lives here."""
+    defers_mcp_tools: bool = False
+    """Binding this capability loads the agent's MCP tools deferred: hidden until the model finds them through it."""
 
     def tool(self, tool_id: str) -> ToolInfo | None:
         return next((t for t in self.tools if t.id == tool_id), None)
@@ -195,11 +197,12 @@ class Registry:
         tool_ids = {tool.id for definition in self for tool in definition.tools}
         agents = {agent.name: agent for agent in config.agents}
         always = {tool.id for definition in self for tool in definition.tools if tool.provider_executed}
+        mcp_prefixes = tuple(f"{server.name}_" for server in getattr(config, "mcp_servers", ()))
         for i, bot in enumerate(config.bots):
             provider = always | self._provider_tools_of(agents.get(bot.agent))
             for tool_id, mode in bot.binding.approvals.tool_approval.items():
                 where = f"bots[{i}].binding.approvals.tool_approval.{tool_id}"
-                if tool_id not in tool_ids:
+                if tool_id not in tool_ids and not (mcp_prefixes and tool_id.startswith(mcp_prefixes)):
                     problems.append(f"{where}: no capability offers a tool {tool_id!r}")
                 elif tool_id in provider and mode == "required":
                     problems.append(_ungatable(where, tool_id, tool_id not in always))

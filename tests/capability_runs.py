@@ -228,6 +228,7 @@ CASES = (
     Case(id="web_fetch-local", capability="web_fetch", config={"allowed_domains": ["example.com"]}),
     Case(id="conversation_search", capability="conversation_search"),
     Case(id="memory_mem0-cloud", capability="memory_mem0"),
+    Case(id="tool_search", capability="tool_search", config={"strategy": "keywords"}),
 )
 """Every registered capability, under the configs that change what it offers."""
 

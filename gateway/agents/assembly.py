@@ -30,6 +30,7 @@ from capabilities.context import BuildContext, BuiltDelegate, Delegates, Delegat
 from capabilities.registry import CapabilityDef, Registry, config_for, provider_gate_problems
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.channel_context import binding_instructions
+from gateway.agents.mcp_servers import NO_SERVERS, ConnectedServers
 from gateway.agents.models import ModelResolver
 from gateway.agents.tool_policy import ToolPolicy
 from gateway.config.schema import AgentSpec, CapabilityEntry, ConfigError, secret_name
@@ -96,12 +97,13 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, run
              ask_user: Callable[[str], Awaitable[str]] | None = None, specialists: Sequence[Mapping[str, Any]] = (),
              secrets: SecretLookup | None = None,
              instrumentation: InstrumentationSettings | None = None,
-             bind: ResourceBinder = _unbound) -> AssembledAgent:
+             bind: ResourceBinder = _unbound, mcp: ConnectedServers = NO_SERVERS) -> AssembledAgent:
     """The agent for one run. `ask_user` is how a synchronous delegate's question reaches the run's person
     (`allow_questions`); None: no delegate is offered `ask_parent`. `specialists` are the model-written ones a
     parked run carried, registered again when it continues. `secrets` resolves entries' `secret_id`s.
     `instrumentation` gives the run and each of its delegates pydantic-ai's OpenTelemetry spans. `bind` resolves
-    the resources each spec names, the agent's own and each delegate's, into its run's facts."""
+    the resources each spec names, the agent's own and each delegate's, into its run's facts. `mcp` are the
+    MCP servers this run reached: their tools join the agent's, deferred when a bound capability finds them."""
     spec = binding.agent.spec
     binding_text = binding_instructions(binding.spec.instructions, run.directory, run.address.channel_id)
     instructions = [text for text in (spec.instructions, binding_text) if not isinstance(text, str) or text.strip()]
@@ -116,8 +118,10 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, run
                                                                                          specialists=kept)
     built, policy = builder.build([*spec.capabilities, *_binding_grants(binding, registry)],
                                   replace(bind(spec, run), delegates=delegates))
+    policy = mcp.governed(policy, modes)
     agent: Agent[Any, Output] = Agent(models.resolve(spec.model), output_type=[str, DeferredToolRequests],
                                       instructions=instructions or None, name=spec.name,
+                                      toolsets=mcp.toolsets(deferred=_defers_mcp_tools(spec, registry)),
                                       capabilities=[*traced, *built, policy])
     return AssembledAgent(agent=agent, policy=policy, delegated=delegated, specialists=kept, end_run=end_run)
 
@@ -254,6 +258,12 @@ class GatewayDelegates:
             instructions=instructions or None, model_settings=model_settings,
             capabilities=[*self.traced, *built, policy, *extra])
         return BuiltDelegate(agent=agent, stable_id=policy.stable_id)
+
+
+def _defers_mcp_tools(spec: AgentSpec, registry: Registry) -> bool:
+    """A bound capability finds the MCP tools (`tool_search`), so they are loaded deferred."""
+    return any(entry.enabled and (definition := registry.get(entry.id)) is not None and definition.defers_mcp_tools
+               for entry in spec.capabilities)
 
 
 def _binding_grants(binding: Binding, registry: Registry) -> list[CapabilityEntry]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,21 +30,27 @@ class ToolPolicy(AbstractCapability[Any]):
     names: Mapping[str, str] = field(default_factory=dict)
     """Stable id → the name the model sees."""
     descriptions: Mapping[str, str] = field(default_factory=dict)
+    gated_when: Callable[[ToolDefinition], bool] | None = None
+    """Gates for tools whose ids are known only once a server lists them (MCP), decided on their definition."""
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any] | None:
         wrapped = toolset
         if self.descriptions:
             wrapped = wrapped.prepared(self._describe)
-        if self.gated:
+        if self.gated or self.gated_when is not None:
             wrapped = wrapped.approval_required(
-                lambda ctx, tool_def, _args: tool_def.name in self.gated and not in_background(ctx))
-            wrapped = RefusedInBackground(wrapped, gated=self.gated)
+                lambda ctx, tool_def, _args: self.needs_approval(tool_def) and not in_background(ctx))
+            wrapped = RefusedInBackground(wrapped, needs_approval=self.needs_approval)
         if self.names:
             wrapped = wrapped.renamed({visible: stable for stable, visible in self.names.items()})
         return wrapped
 
     async def _describe(self, _ctx: RunContext[Any], tool_defs: list[ToolDefinition]) -> list[ToolDefinition]:
         return [_redescribed(t, self.descriptions.get(t.name)) for t in tool_defs]
+
+    def needs_approval(self, tool_def: ToolDefinition) -> bool:
+        """Keyed on the stable id: the wrapped toolset still names each tool by it."""
+        return tool_def.name in self.gated or (self.gated_when is not None and self.gated_when(tool_def))
 
     def stable_id(self, visible_name: str) -> str:
         return next((stable for stable, visible in self.names.items() if visible == visible_name), visible_name)
@@ -59,10 +65,10 @@ def in_background(ctx: RunContext[RunDeps]) -> bool:
 class RefusedInBackground(WrapperToolset[Any]):
     """A gated tool called inside a background delegation is refused with a sentence, not parked."""
 
-    gated: frozenset[str] = frozenset()
+    needs_approval: Callable[[ToolDefinition], bool] = lambda _tool_def: False
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[RunDeps], tool: Any) -> Any:
-        if name in self.gated and in_background(ctx) and not ctx.tool_call_approved:
+        if self.needs_approval(tool.tool_def) and in_background(ctx) and not ctx.tool_call_approved:
             return BACKGROUND_REFUSAL
         return await super().call_tool(name, tool_args, ctx, tool)
 

@@ -23,6 +23,7 @@ from gateway.config.schema import (
     capability_secrets,
     read_source,
     reference_name,
+    template_references,
     validate_source,
 )
 from gateway.config.secrets import SecretSource
@@ -107,8 +108,8 @@ def model_problems(config: GatewayConfig, models: ModelResolver) -> tuple[list[P
 
 
 def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]:
-    """Each bot credential and capability key whose variable is set neither in the environment nor in the
-    secrets file."""
+    """Each bot or MCP server credential and capability key whose variable is set neither in the environment
+    nor in the secrets file."""
     problems = [Problem(loc=loc, message=f"{variable} is not set in the environment or the secrets file")
                 for loc, variable in capability_secrets(config) if not secrets.get(variable)]
     for i, bot in enumerate(config.bots):
@@ -120,6 +121,12 @@ def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]
             if variable is not None and not secrets.get(variable):
                 problems.append(Problem(loc=("bots", i, field),
                                         message=f"{variable} is not set in the environment or the secrets file"))
+    for i, server in enumerate(config.mcp_servers):
+        for field, values in (("headers", server.headers), ("env", server.env)):
+            problems += [Problem(loc=("mcp_servers", i, field, name),
+                                 message=f"{variable} is not set in the environment or the secrets file")
+                         for name, value in values.items() for variable in template_references(value)
+                         if not secrets.get(variable)]
     return problems
 
 
@@ -146,6 +153,11 @@ def silent_settings(config: GatewayConfig, models: ModelResolver) -> list[Proble
     for i, agent in enumerate(config.agents):
         problems += _thinking_without_reasoning(config, agent, i, models)
         problems += _bound_without_resources(agent, i)
+    bound = {use.server for agent in config.agents for use in agent.mcp_servers if use.enabled}
+    problems += [Problem(loc=("mcp_servers", i, "name"),
+                         message=f"no agent binds {server.name!r}, so its tools reach nobody; name it in an agent's "
+                                 "mcp_servers, or remove it")
+                 for i, server in enumerate(config.mcp_servers) if server.name not in bound]
     for i, bot in enumerate(config.bots):
         binding = bot.binding
         if binding.allow and binding.access == "open":

@@ -16,6 +16,7 @@ import typer
 from gateway.cli.database import database_errors, existing_database, shown
 from gateway.cli.failures import CONFIG_EXIT, GatewayGroup, OperatorError
 from gateway.cli.knowledge import knowledge_app
+from gateway.cli.mcp import mcp_app
 from gateway.cli.people import identities_app, memory_app
 from gateway.config.schema import ConfigError, GatewayConfig, Settings, load_config
 from gateway.config.secrets import SecretSource
@@ -38,6 +39,7 @@ app.add_typer(mattermost_app, name="mattermost")
 app.add_typer(identities_app, name="identities")
 app.add_typer(memory_app, name="memory")
 app.add_typer(knowledge_app, name="knowledge")
+app.add_typer(mcp_app, name="mcp")
 
 ConfigOption = Annotated[Path, typer.Option("--config", "-c", "--file", "-f", help="Path to gateway.yaml.")]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")

@@ -28,6 +28,7 @@ from gateway.config.source import ConfigSource, SourceError
 from gateway.config.urls import check_server_url
 
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+_EMBEDDED_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _USER = re.compile(r"^@?[A-Za-z0-9_][A-Za-z0-9._-]*$")
 EXAMPLE = "examples/gateway.yaml"
 
@@ -74,6 +75,89 @@ class CapabilityEntry(_Strict):
     enabled: bool = True
 
 
+ApprovalMode = Literal["default", "required", "never"]
+MCP_NAME = r"^[a-z][a-z0-9_]{0,23}$"
+"""An MCP server's name: also the prefix of each of its tools (`github` → `github_create_issue`)."""
+_SENSITIVE_HEADER = re.compile(r"authorization|cookie|token|key|secret|password", re.IGNORECASE)
+
+
+def _templated(value: str) -> str:
+    """A header or environment value with `${ENV_VAR}` references inside (`Bearer ${GITHUB_MCP_TOKEN}`)."""
+    if "$" in _EMBEDDED_REFERENCE.sub("", value):
+        raise ValueError("a $ outside a ${ENV_VAR} reference; write references as ${NAME}")
+    return value
+
+
+SecretTemplate = Annotated[str, AfterValidator(_templated)]
+
+
+class McpServerSpec(_Strict):
+    """An MCP server the operator connects (`mcp_servers[]`); agents bind it by name. Its tools arrive as
+    `<name>_<tool>`, and that prefixed name is the stable id approvals and renames key on."""
+
+    name: str = Field(pattern=MCP_NAME)
+    """Lower-case letters, digits and `_`, up to 24: the prefix of every tool this server offers."""
+    url: str | None = None
+    """A streamable-HTTP endpoint (`https://mcp.example.org/mcp`)."""
+    headers: dict[str, SecretTemplate] = Field(default_factory=dict)
+    """HTTP headers; credentials inside them only as `${ENV_VAR}` references (`Bearer ${GITHUB_MCP_TOKEN}`)."""
+    command: str | None = None
+    """A program started per run that speaks MCP on stdio: code execution by configuration, operator only."""
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, SecretTemplate] = Field(default_factory=dict)
+    """The stdio program's environment (nothing else of the gateway's is passed); values may be references."""
+    allowed_tools: list[str] | None = None
+    """The server's own tool names (unprefixed) offered to agents; unset: every tool it lists."""
+    approval: ApprovalMode = "default"
+    """`default` asks before every tool the server does not mark read-only (`readOnlyHint`)."""
+    tool_approval: dict[str, ApprovalMode] = Field(default_factory=dict)
+    """Per prefixed tool id (`github_create_issue`), overriding `approval`."""
+    timeout: float = Field(default=10.0, gt=0, le=120)
+    """Seconds to connect and list the tools before the server is skipped for that turn."""
+
+    @field_validator("url")
+    @classmethod
+    def _server_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_server_url(value, example="https://mcp.example.org/mcp")
+
+    @field_validator("headers")
+    @classmethod
+    def _credentials_referenced(cls, value: dict[str, str]) -> dict[str, str]:
+        for header, text in value.items():
+            # A credential header is a reference with at most a scheme word before it (`Bearer ${TOKEN}`).
+            literal = _EMBEDDED_REFERENCE.sub("", text).split()
+            if _SENSITIVE_HEADER.search(header) and (not _EMBEDDED_REFERENCE.search(text) or len(literal) > 1):
+                raise ValueError(f"{header}: write the credential as a ${{ENV_VAR}} reference "
+                                 "(e.g. 'Bearer ${GITHUB_MCP_TOKEN}'), never the secret itself")
+        return value
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSpec:
+        if (self.url is None) == (self.command is None):
+            raise ValueError("give either url (streamable HTTP) or command (stdio), exactly one")
+        if self.command is None and (self.args or self.env):
+            raise ValueError("args and env belong to a stdio command; this server has a url")
+        if self.url is None and self.headers:
+            raise ValueError("headers belong to an HTTP url; a stdio command takes env")
+        return self
+
+    def prefixed(self, tool: str) -> str:
+        return f"{self.name}_{tool}"
+
+
+class McpBinding(_Strict):
+    """An agent's use of one MCP server (`agents[].mcp_servers[]`): a bare name, or with its overrides."""
+
+    server: str
+    approval: ApprovalMode = "default"
+    """This agent's mode for every tool of the server; `default` keeps the server's."""
+    tool_approval: dict[str, ApprovalMode] = Field(default_factory=dict)
+    """Per prefixed tool id, overriding the server's and `approval`."""
+    tool_overrides: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """The `name` and `description` the model sees, per prefixed tool id: the gate stays on the id."""
+    enabled: bool = True
+
+
 class AgentSpec(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     model: str
@@ -90,12 +174,21 @@ class AgentSpec(_Strict):
     """The top-level `context_files` this agent is given, by name (the `context` capability)."""
     skill_folders: list[str] = Field(default_factory=list)
     """The top-level `skill_folders` whose skills this agent may load, by name (the `skills` capability)."""
+    mcp_servers: list[McpBinding] = Field(default_factory=list)
+    """MCP servers of this config whose tools the agent gets, by name (`[github]` or `[{server: github, ...}]`)."""
 
     @field_validator("capabilities", mode="before")
     @classmethod
     def _bare_ids(cls, value: Any) -> Any:
         if isinstance(value, list):
             return [{"id": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _bare_servers(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"server": item} if isinstance(item, str) else item for item in value]
         return value
 
 
@@ -315,6 +408,8 @@ class GatewayConfig(_Strict):
     collections: list[CollectionSpec] = Field(default_factory=list)
     context_files: list[ContextFileSpec] = Field(default_factory=list)
     skill_folders: list[SkillFolderSpec] = Field(default_factory=list)
+    mcp_servers: list[McpServerSpec] = Field(default_factory=list)
+    """MCP servers the operator connects; agents bind them by name (`agents[].mcp_servers`)."""
 
     @field_validator("agents")
     @classmethod
@@ -423,6 +518,7 @@ def reference_problems(config: GatewayConfig) -> list[Problem]:
                     problems.append(Problem(loc=("agents", i, section, k),
                                             message=f"{name!r} is not defined in the top-level {section} "
                                                     f"({_names(defined)}); define it there, or remove it here"))
+    problems += _unique("mcp_servers", [s.name for s in config.mcp_servers]) + _mcp_references(config)
     agents = {a.name for a in config.agents}
     for i, bot in enumerate(config.bots):
         if bot.agent not in agents:
@@ -438,6 +534,45 @@ def reference_problems(config: GatewayConfig) -> list[Problem]:
 
 RESOURCE_SECTIONS = ("collections", "context_files", "skill_folders")
 """Top-level definitions an agent spec binds by name, under a field of the same name."""
+
+
+def _mcp_references(config: GatewayConfig) -> list[Problem]:
+    """Each agent's `mcp_servers` names a server of this config once, and keys its overrides on that server's
+    prefixed tool ids."""
+    servers = {s.name: s for s in config.mcp_servers}
+    problems = []
+    for i, agent in enumerate(config.agents):
+        seen: set[str] = set()
+        for j, use in enumerate(agent.mcp_servers):
+            where = ("agents", i, "mcp_servers", j)
+            server = servers.get(use.server)
+            if server is None:
+                problems.append(Problem(loc=(*where, "server"),
+                                        message=f"{use.server!r} is not one of mcp_servers ({_names(servers)})"))
+                continue
+            if use.server in seen:
+                problems.append(Problem(loc=(*where, "server"), message=f"{use.server!r} is bound twice"))
+            seen.add(use.server)
+            for field in ("tool_approval", "tool_overrides"):
+                problems += [Problem(loc=(*where, field, tool_id), message=message)
+                             for tool_id in getattr(use, field) if (message := mcp_tool_problem(server, tool_id))]
+    for i, server in enumerate(config.mcp_servers):
+        problems += [Problem(loc=("mcp_servers", i, "tool_approval", tool_id), message=message)
+                     for tool_id in server.tool_approval if (message := mcp_tool_problem(server, tool_id))]
+    return problems
+
+
+def mcp_tool_problem(server: McpServerSpec, tool_id: str) -> str | None:
+    """Why `tool_id` cannot be one of `server`'s prefixed tool ids, or None."""
+    prefix = f"{server.name}_"
+    if not tool_id.startswith(prefix):
+        return f"{tool_id!r} is not a tool id of {server.name!r}: its tools are keyed as {prefix}<tool>"
+    if server.allowed_tools is not None and tool_id.removeprefix(prefix) not in server.allowed_tools:
+        allowed = ", ".join(server.prefixed(t) for t in server.allowed_tools) or "none"
+        return f"{tool_id!r} is not in the server's allowed_tools (offered: {allowed})"
+    return None
+
+
 
 
 def resolve_secret(reference: str, secrets: SecretSource, *, field: str) -> SecretStr:
@@ -462,6 +597,20 @@ def capability_secrets(config: GatewayConfig) -> list[tuple[tuple[str | int, ...
     return [(("agents", i, "capabilities", j, "secret_id"), secret_name(entry.secret_id))
             for i, agent in enumerate(config.agents) for j, entry in enumerate(agent.capabilities)
             if entry.secret_id and entry.enabled]
+def resolve_template(template: str, secrets: SecretSource, *, field: str) -> str:
+    """A header or environment value with each `${ENV_VAR}` filled in; `ConfigError` naming the field and the
+    variable when one is unset (never the value)."""
+    def value(match: re.Match[str]) -> str:
+        found = secrets.get(match.group(1))
+        if not found:
+            raise ConfigError(f"{field}: {match.group(1)} is not set in the environment or the secrets file")
+        return found
+    return _EMBEDDED_REFERENCE.sub(value, template)
+
+
+def template_references(template: str) -> list[str]:
+    """The variables a header or environment value names."""
+    return _EMBEDDED_REFERENCE.findall(template)
 
 
 def reference_name(reference: str) -> str | None:

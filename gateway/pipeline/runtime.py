@@ -33,6 +33,7 @@ from capabilities.registry import Registry, RunRefused
 from capabilities.subagents.questions import ask_in_chat, asked
 from gateway.agents.assembly import AssembledAgent, SecretLookup, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
+from gateway.agents.mcp_servers import ConnectedServers, McpServers
 from gateway.agents.models import ModelResolver
 from gateway.agents.resources import BoundResources, Resources
 from gateway.agents.run_state import RunSpills, StoredConversationState
@@ -143,9 +144,10 @@ class Runtime:
     def __init__(self, *, models: ModelResolver, db: Database, registry: Registry, notes: NoteStore | None = None,
                  directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None,
                  instrumentation: InstrumentationSettings | None = None, resources: Resources | None = None,
-                 mem0: Mem0Access | None = None) -> None:
+                 mem0: Mem0Access | None = None, mcp: McpServers | None = None) -> None:
         """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none.
-        `resources`: the config's collections, context files and skill folders, bound per spec; None: none."""
+        `resources`: the config's collections, context files and skill folders, bound per spec; None: none.
+        `mcp`: the operator's MCP servers, reached per run for the agents that bind them."""
         self._models = models
         self._db = db
         self._registry = registry
@@ -157,6 +159,7 @@ class Runtime:
         self._resources = resources
         self._mem0 = mem0
         """The deployment's mem0 settings (its name, the hosts a key may go to), for `memory_mem0`."""
+        self._mcp = mcp or McpServers(servers={}, secrets={})
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
@@ -172,14 +175,19 @@ class Runtime:
         return await self._drive(run_id, deps, reply, resuming=True, delegated=delegated, conversation=conversation,
                                  results=results, specialists=specialists)
 
-    async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, resuming: bool = False,
-                     delegated: RunUsage | None = None, specialists: Sequence[Mapping[str, Any]] = (),
-                     **run_input: Any) -> RunOutcome:
+    async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, **kwargs: Any) -> RunOutcome:
+        """The run with the MCP servers its agent binds connected for its length (those down are skipped)."""
         await reply.start()
+        async with self._mcp.connect(deps.binding.agent.spec) as mcp:
+            return await self._drive_connected(run_id, deps, reply, mcp=mcp, **kwargs)
+
+    async def _drive_connected(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, mcp: ConnectedServers,
+                               resuming: bool = False, delegated: RunUsage | None = None,
+                               specialists: Sequence[Mapping[str, Any]] = (), **run_input: Any) -> RunOutcome:
         run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner, notes=self._notes,
                        spills=RunSpills(self._db, run_id), directory=self._directories.get(deps.binding.bot_name),
                        state=StoredConversationState(self._db, deps.address.conversation_key), notice=reply.notice,
-                       resuming=resuming, mem0=self._mem0,
+                       resuming=resuming, mem0=self._mem0, mcp_servers=mcp.names,
                        conversations=PersonalConversations(self._db, self._directories, speaker=deps.speaker,
                                                            current_conversation=deps.address.conversation_key))
         assembled: AssembledAgent | None = None
@@ -187,7 +195,7 @@ class Runtime:
             bound = await self._resources.for_run() if self._resources is not None else BoundResources()
             assembled = assemble(deps.binding, registry=self._registry, models=self._models, run=run,
                                  ask_user=ask_in_chat, specialists=specialists, secrets=self._secrets,
-                                 instrumentation=self._instrumentation, bind=bound.bind)
+                                 instrumentation=self._instrumentation, bind=bound.bind, mcp=mcp)
             if delegated is not None:
                 assembled.delegated.incr(delegated)
             result = await self._stream(assembled, deps, reply, **run_input)

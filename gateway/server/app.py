@@ -23,6 +23,8 @@ from adapters.platforms import PlatformAdapter
 from adapters.protocols import Closable
 from capabilities.registry import Registry
 from gateway.agents.bindings import BindingStore
+from gateway.agents.mcp_servers import McpServers
+from gateway.agents.mcp_servers import secret_values as mcp_secret_values
 from gateway.agents.models import ModelResolver
 from gateway.agents.resources import Resources
 from gateway.approvals.parking import ApprovalFlow
@@ -156,9 +158,12 @@ class Gateway:
         inbox = Inbox(db)
         memory = MemoryNotes(db)
         directories = {name: adapter.directory for name, adapter in self.adapters.items()}
+        for value in mcp_secret_values(self.config.mcp_servers, self._secrets):
+            self.redactor.add(value)
         runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
                           directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation,
-                          resources=Resources(self.config, db), mem0=self.settings.mem0_access)
+                          resources=Resources(self.config, db), mem0=self.settings.mem0_access,
+                          mcp=McpServers.of(self.config.mcp_servers, self._secrets))
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
