@@ -128,7 +128,7 @@ async def test_telegram_reads_a_persons_file_through_getfile(telegram: FakeTeleg
         data = await adapter.fetch_file(FileRef(file_id="doc-1", name="sales.csv"), max_bytes=1000)
         with pytest.raises(FileUnreadable, match="larger than"):
             await adapter.fetch_file(FileRef(file_id="doc-1", name="sales.csv"), max_bytes=10)
-        with pytest.raises(FileUnreadable, match="(?i)invalid file_id"):
+        with pytest.raises(FileUnreadable, match=r"(?i)invalid file_id"):
             await adapter.fetch_file(FileRef(file_id="gone", name="gone.csv"), max_bytes=1000)
     finally:
         await adapter.close()

@@ -339,7 +339,7 @@ class SlackAdapter:
         async with self._live_session().get(url, headers={"Authorization": f"Bearer {self._client.token}"},
                                             allow_redirects=True) as answer:
             kind = answer.headers.get("Content-Type", "")
-            if answer.status != 200 or kind.startswith("text/html") and info.get("mimetype") != "text/html":
+            if answer.status != 200 or (kind.startswith("text/html") and info.get("mimetype") != "text/html"):
                 raise FileUnreadable(f"{file.name}: Slack answered the download with {answer.status} "
                                      f"{kind or 'no content type'}, not the file: the bot may not read it")
             data = bytearray()
