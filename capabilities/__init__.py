@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from capabilities import (
     channel_tools,
+    charts,
     clock,
     compaction,
     guardrails,
@@ -27,6 +28,7 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     tool_output_limits.CAPABILITY,
     channel_tools.CAPABILITY,
     subagents.CAPABILITY,
+    charts.CAPABILITY,
 )
 
 

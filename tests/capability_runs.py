@@ -13,7 +13,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from adapters.base import ChannelInfo, ChatAddress, HistoryItem, Speaker
 from capabilities import default_registry
-from capabilities.context import ConversationState, MemoryOwner, NoteStore, RunFacts, SpillStore
+from capabilities.context import ConversationState, MemoryOwner, NoteStore, Outbox, RunFacts, SpillStore
 from capabilities.registry import Registry
 from gateway.agents.assembly import AssembledAgent, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
@@ -90,6 +90,16 @@ class RunMemoryStore:
         self.payloads.clear()
 
 
+class MemoryOutbox:
+    """An outbox that keeps what a run posts, in order: (name, data, mime type, caption)."""
+
+    def __init__(self) -> None:
+        self.files: list[tuple[str, bytes, str | None, str | None]] = []
+
+    async def post_file(self, *, name: str, data: bytes, mime_type: str | None, caption: str | None = None) -> None:
+        self.files.append((name, data, mime_type, caption))
+
+
 def binding_with(capabilities: Iterable[Mapping[str, Any]] = (), *, binding: Mapping[str, Any] | None = None,
                  instructions: str = "") -> Binding:
     spec = AgentSpec.model_validate({"name": "assistant", "model": "scripted", "instructions": instructions,
@@ -101,11 +111,13 @@ def binding_with(capabilities: Iterable[Mapping[str, Any]] = (), *, binding: Map
 def assembled(binding: Binding, model: Model, *, registry: Registry | None = None, notes: NoteStore | None = None,
               owner: MemoryOwner | None = None, spills: SpillStore | None = None, directory: Any = None,
               state: ConversationState | None = None, resuming: bool = False,
-              notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM) -> AssembledAgent:
-    """Assembled as the runtime does; spills go to memory unless `spills` says where."""
+              notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM,
+              outbox: Outbox | None = None) -> AssembledAgent:
+    """Assembled as the runtime does; spills and posted files go to memory unless `spills`/`outbox` say where."""
     models = ModelResolver({}, SecretSource(environ={}), fixed={"scripted": model})
     run = run_facts(binding, address=address, owner=owner, notes=notes, spills=spills or RunMemoryStore(),
-                    directory=directory, state=state, resuming=resuming, notice=notice)
+                    directory=directory, state=state, resuming=resuming, notice=notice,
+                    outbox=outbox or MemoryOutbox())
     return assemble(binding, registry=registry or default_registry(), models=models, run=run)
 
 
@@ -174,6 +186,7 @@ CASES = (
     Case(id="subagents-menu", capability="subagents",
          config={"inline": [SPECIALIST], "models": {"fast": {"model": "scripted", "description": "quick drafts"}}}),
     Case(id="subagents-dynamic", capability="subagents", config={"allow_dynamic": True}),
+    Case(id="charts", capability="charts"),
 )
 """Every registered capability, under the configs that change what it offers."""
 
