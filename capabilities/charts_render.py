@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 SIZE = (8.0, 4.5)
 """Inches: a 16:9 picture, which chat clients show wide without cropping."""
 DPI = 150
-"""1200 × 675 pixels: sharp on a phone, small enough to post (tens of KB)."""
+"""1200 by 675 pixels: sharp on a phone, small enough to post (tens of KB)."""
 PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2",
            "#EECA3B", "#9D755D", "#FF9DA6", "#BAB0AC", "#1F4E79", "#8C6D31")
 """Tableau-like colours in an order that keeps neighbours apart; twelve, one per series at most."""
