@@ -19,6 +19,7 @@ from pydantic_ai import (
     TextPart,
     TextPartDelta,
     UsageLimits,
+    UserContent,
 )
 from pydantic_ai.exceptions import AgentRunError, ModelAPIError, UsageLimitExceeded, UserError
 from pydantic_ai.models.instrumented import InstrumentationSettings
@@ -35,6 +36,7 @@ from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.models import ModelResolver
 from gateway.agents.run_state import RunSpills, StoredConversationState
 from gateway.config.schema import AgentSpec, BindingSpec, ConfigError
+from gateway.pipeline.attachments import Attachment, user_content
 from gateway.pipeline.live_reply import LiveReply
 from gateway.pipeline.outbox import FileChat, RunOutbox, turn_key
 from storage.db import Database
@@ -77,6 +79,8 @@ class Turn:
     conversation_id: int
     identity_id: int
     inbox_id: int | None
+    files: tuple[Attachment, ...] = ()
+    """What the person attached, downloaded (or why not): part of the prompt as far as the model takes it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,7 +160,7 @@ class Runtime:
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
-        return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history)
+        return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history, files=turn.files)
 
     async def resume(self, run_id: int, deps: TurnDeps, state: str, results: DeferredToolResults,
                      reply: LiveReply, *, specialists: Sequence[Mapping[str, Any]] = ()) -> RunOutcome:
@@ -170,7 +174,7 @@ class Runtime:
 
     async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, resuming: bool = False,
                      delegated: RunUsage | None = None, specialists: Sequence[Mapping[str, Any]] = (),
-                     **run_input: Any) -> RunOutcome:
+                     files: Sequence[Attachment] = (), **run_input: Any) -> RunOutcome:
         await reply.start()
         outbox = RunOutbox(self._db, self._files.get(deps.binding.bot_name), deps.address, run_id=run_id,
                            key=await self._turn_key(run_id))
@@ -185,6 +189,8 @@ class Runtime:
                                  instrumentation=self._instrumentation)
             if delegated is not None:
                 assembled.delegated.incr(delegated)
+            if files:  # what the model takes of them depends on the model, known only now
+                run_input["prompt"] = user_content(run_input["prompt"], files, assembled.agent.model)
             result = await self._stream(assembled, deps, reply, **run_input)
         except RunRefused as exc:  # a refusal is the platform doing its job: an outcome of its own
             log.info("run %d for bot %r refused at the %s edge (%s)", run_id, deps.binding.bot_name, exc.edge,
@@ -232,7 +238,7 @@ class Runtime:
         return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id, usage=usage or RunUsage())
 
     async def _stream(self, assembled: AssembledAgent, deps: TurnDeps, reply: LiveReply,
-                      prompt: str | None = None, history: list[ModelMessage] | None = None,
+                      prompt: str | Sequence[UserContent] | None = None, history: list[ModelMessage] | None = None,
                       conversation: Any = None, results: DeferredToolResults | None = None) -> AgentRunResult[Any]:
         shown = ""
         async with assembled.agent.run_stream_events(
