@@ -49,9 +49,9 @@ def turn_key(run_id: int, inbox_id: int | None) -> str:
 class RunOutbox:
     """The outbox of one run in one conversation (what `RunFacts.outbox` holds)."""
 
-    def __init__(self, db: Database, chat: FileChat | None, address: ChatAddress, *, run_id: int,
+    def __init__(self, db: Database, chat: FileChat | None, address: ChatAddress, *, run_id: int | None,
                  key: str) -> None:
-        """`chat` None: this bot's platform takes no files, and `post_file` says so."""
+        """`chat` None: this bot's platform takes no files, and `post_file` says so. `run_id` None: no run row."""
         self._db = db
         self._chat = chat
         self._address = address
