@@ -75,7 +75,8 @@ CASES = [
         "{f}:6:1: agents: lists no agent; define at least one, as examples/gateway.yaml does",)),
     Case(id="unknown-capability", edits=edit("capabilities: []", "capabilities: [planing]"), errors=(
         "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: channel_tools, charts, "
-        "clock, compaction, guardrails, memory_files, planning, subagents, system_reminders, thinking, tool_output_limits",)),
+        "clock, compaction, guardrails, memory_files, planning, subagents, system_reminders, thinking, "
+        "tool_output_limits",)),
     Case(id="capability-as-a-string", edits=edit("capabilities: []", "capabilities: planning"), errors=(
         "{f}:9:5: agents['helper'].capabilities: should be a list, not a single value; write [planning] or one "
         "'- item' line per entry",)),
