@@ -155,7 +155,8 @@ class PostsFiles(Protocol):
         """Upload `file` and post it in `address`'s thread with its caption; returns the platform's id of the post.
 
         Raises:
-            FileUnreadable: the platform refused the file itself (too large for it); the message says so.
+            FileUnreadable: the platform refused the file (too large, or the bot may not post files); the message
+                says so in words for people.
         """
         ...
 

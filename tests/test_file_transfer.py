@@ -44,13 +44,13 @@ async def test_slack_posts_a_file_into_the_thread_through_the_external_upload(sl
     assert [c.method for c in slack.calls][-2:] == ["files.getUploadURLExternal", "files.completeUploadExternal"]
 
 
-async def test_slack_without_files_write_is_a_configuration_error(slack: FakeSlack) -> None:
+async def test_slack_without_files_write_names_the_missing_scope(slack: FakeSlack) -> None:
     adapter, app = await slack_bot(slack)
     app.scopes.discard("files:write")  # type: ignore[attr-defined]
     channel = slack.add_channel("general", members=[app])
     address = ChatAddress(bot_id="helper", platform="slack", channel_id=f"{slack.team_id}:{channel['id']}")
     try:
-        with pytest.raises(Exception, match="missing_scope"):
+        with pytest.raises(FileUnreadable, match="files:write"):
             await adapter.post_file(address, OutgoingFile(name="c.png", data=PNG, mime_type="image/png"))
     finally:
         await adapter.close()

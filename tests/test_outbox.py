@@ -99,5 +99,6 @@ async def test_an_upload_the_platform_refuses_is_said_in_the_thread(db: Database
     finally:
         await adapter.close()
     [notice] = slack.texts(channel, by=app, thread_ts=root["ts"])
-    assert notice.startswith("I made chart.png but could not post it here")
+    assert notice.startswith("I made chart.png but could not post it here: this Slack app may not post files: "
+                             "it needs the files:write scope")
     assert await statuses(db) == ["failed"]

@@ -312,9 +312,16 @@ class SlackAdapter:
         """`files.getUploadURLExternal`, the bytes to the upload URL, then `files.completeUploadExternal` into the
         thread (slack-sdk's `files_upload_v2`); needs the bot scope `files:write`. Returns the file's id."""
         comment = self._fit(file.caption, TEXT_CAP) if file.caption else None
-        response = await self._call("files.completeUploadExternal", self._client.files_upload_v2(
-            channel=channel(address.channel_id), thread_ts=address.thread_id, file=file.data, filename=file.name,
-            title=file.name, initial_comment=comment), setting="token")
+        try:
+            response = await self._call("files.completeUploadExternal", self._client.files_upload_v2(
+                channel=channel(address.channel_id), thread_ts=address.thread_id, file=file.data,
+                filename=file.name, title=file.name, initial_comment=comment), setting="token")
+        except PlatformConfigError as exc:
+            if "missing_scope" not in str(exc):
+                raise
+            log.error("%s", exc)
+            raise FileUnreadable("this Slack app may not post files: it needs the files:write scope (the operator "
+                                 "adds it and reinstalls the app)") from None
         return str((response.get("file") or {}).get("id") or "")
 
     async def fetch_file(self, file: FileRef, *, max_bytes: int) -> bytes:
