@@ -9,6 +9,8 @@ with ``Retry-After`` on demand); a Socket Mode WebSocket that says ``hello``, se
 ``interactive`` envelopes and sends unacknowledged ones again on the next connection; and, for apps
 with a request URL, ``v0``-signed Events API POSTs retried with ``X-Slack-Retry-Num`` when refused.
 As on Slack, a post that mentions an app reaches it twice: as ``message`` and as ``app_mention``.
+Files go both ways as on Slack (``files``, `gateway/sandbox/slack_files.py`): the external upload flow of
+``files_upload_v2``, and private downloads with the bot token (`files:read`, else a sign-in page).
 """
 
 from __future__ import annotations

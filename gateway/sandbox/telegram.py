@@ -2,8 +2,9 @@
 
 Any Bot API client works against it unmodified, e.g.
 ``telegram.Bot(token, base_url=f"{sandbox.url}/bot")``. Callers play the users
-(``user_says``, ``user_clicks``) and read what bots did (``calls``, ``bot_messages``,
-``transcript``). Requests may be JSON, urlencoded or multipart; like the Bot API, form fields
+(``user_says``, ``user_sends_file``, ``user_clicks``) and read what bots did (``calls``,
+``bot_messages``, ``transcript``, ``file_content``: what ``sendPhoto``/``sendDocument`` uploaded).
+Requests may be JSON, urlencoded or multipart; like the Bot API, form fields
 carry nested objects as JSON strings. Answers are ``{"ok": true, "result": ...}`` or
 ``{"ok": false, "error_code": N, "description": ..., "parameters": ...}``.
 """
