@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from capabilities import (
     channel_tools,
+    charts,
     clock,
     compaction,
     conversation_search,
@@ -43,6 +44,7 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     conversation_search.CAPABILITY,
     memory_mem0.CAPABILITY,
     tool_search.CAPABILITY,
+    charts.CAPABILITY,
 )
 
 

@@ -8,9 +8,9 @@ capability silently missing. What is legitimately absent is typed `... | None` a
 
 The entry's `secret` is resolved at assembly from the variable its `secret_id` names (environment, then
 secrets file); a running gateway has registered every such value with its log redactor. What an agent spec
-binds by name for `knowledge`, `context` and `skills` arrives in fields of its own. Slots kept for what
-comes next, typed and wired but not yet filled by any capability: the generic `resources` mapping, and the
-run's `outbox` for files posted into the chat.
+binds by name for `knowledge`, `context` and `skills` arrives in fields of its own, and the run's `outbox`
+takes the files a capability posts into the chat (`charts`). The generic `resources` mapping is a slot kept
+for what comes next, typed and wired but not yet filled by any capability.
 """
 
 from __future__ import annotations
@@ -97,10 +97,27 @@ class ConversationState(Protocol):
     async def save(self, capability: str, data: dict[str, Any]) -> None: ...
 
 
-class Outbox(Protocol):
-    """Files a run posts into the chat, delivered once across parks, resumes and crashes (DESIGN §11)."""
+class FileRefused(Exception):
+    """The chat cannot take a file (larger than the platform takes, or a chat that takes no files). The message
+    says why in words fit for the model and for people; nothing was stored."""
 
-    async def post_file(self, *, name: str, data: bytes, mime_type: str | None) -> None: ...
+
+class Outbox(Protocol):
+    """Files a run posts into the chat, delivered once across parks, resumes and crashes (DESIGN §11).
+
+    `post_file` stores the file durably with the run's turn and returns; the gateway posts it into the
+    conversation's thread when the run answers, parks for a person, or fails, each stored file exactly once:
+    a resume on another replica finds it posted, and a turn retried after a worker died between store and post
+    posts the file the dead attempt stored (the same name and bytes stored again are the same file)."""
+
+    async def post_file(self, *, name: str, data: bytes, mime_type: str | None, caption: str | None = None) -> None:
+        """Store `data` as `name` for the chat, shown with `caption` (Markdown); `mime_type` None: guessed from
+        the name.
+
+        Raises:
+            FileRefused: the chat cannot take it (the message says why; tell the model as text).
+        """
+        ...
 
 
 class Resource(Protocol):
@@ -300,7 +317,8 @@ class RunFacts:
     resources: Mapping[str, Resource] = field(default_factory=dict)
     """What the agent spec binds by name; no capability reads one yet."""
     outbox: Outbox | None = None
-    """Where a run's files go to be posted into the chat; None until the gateway has a durable outbox."""
+    """Where a run's files go to be posted into the chat (`gateway/pipeline/outbox.py`); None where there is no
+    chat to post into (a run outside any conversation)."""
     knowledge: KnowledgeScope | None = None
     """The document collections the agent spec binds that hold something to search, with the search over them;
     None when it binds none, or none with a document in it (`knowledge` is then not attached)."""
@@ -350,6 +368,10 @@ class BuildContext(Generic[C]):
     @property
     def mem0(self) -> Mem0Access:
         return self._required("mem0", self.run.mem0)
+
+    @property
+    def outbox(self) -> Outbox:
+        return self._required("outbox", self.run.outbox)
 
     def _required(self, store: str, value: Any) -> Any:
         if value is None:

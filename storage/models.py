@@ -13,6 +13,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -393,3 +394,31 @@ def mapped_schema(_object: Any, name: str | None, _kind: str, _reflected: bool, 
 for _dialect, _statements in KNOWLEDGE_INDEX_DDL.items():
     for _statement in _statements:
         event.listen(KnowledgeChunkRow.__table__, "after_create", DDL(_statement).execute_if(dialect=_dialect))
+class OutboxFileRow(Base):
+    """A file a run posts into the chat, stored before it is posted (`gateway/pipeline/outbox.py`).
+
+    One row per file of a turn: the unique `(turn_key, digest)` makes a file stored again by a retried attempt
+    the same file, and `status` moves pending → posting (claimed until `claimed_until`) → posted | failed by
+    compare-and-swap, so each file is posted once whichever replica delivers it."""
+
+    __tablename__ = "outbox_files"
+    __table_args__ = (UniqueConstraint("turn_key", "digest"),
+                      Index("ix_outbox_files_turn_status", "turn_key", "status"))
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    turn_key: Mapped[str] = mapped_column(String(64))
+    """`inbox:<id>` for a turn a message started (its retries share it), else `run:<id>`."""
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    digest: Mapped[str] = mapped_column(String(64))
+    """SHA-256 of the name and the bytes."""
+    name: Mapped[str] = mapped_column(String(255))
+    mime_type: Mapped[str] = mapped_column(String(128))
+    caption: Mapped[str | None] = mapped_column(Text)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    """Emptied once posted: the platform holds the file then."""
+    size: Mapped[int]
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    claimed_until: Mapped[datetime | None]
+    posted_id: Mapped[str | None] = mapped_column(String(128))
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    posted_at: Mapped[datetime | None]

@@ -20,6 +20,7 @@ from capabilities.context import (
     KnowledgeScope,
     MemoryOwner,
     NoteStore,
+    Outbox,
     RunFacts,
     SkillFolder,
     SpillStore,
@@ -116,6 +117,16 @@ class RunMemoryStore:
         self.payloads.clear()
 
 
+class MemoryOutbox:
+    """An outbox that keeps what a run posts, in order: (name, data, mime type, caption)."""
+
+    def __init__(self) -> None:
+        self.files: list[tuple[str, bytes, str | None, str | None]] = []
+
+    async def post_file(self, *, name: str, data: bytes, mime_type: str | None, caption: str | None = None) -> None:
+        self.files.append((name, data, mime_type, caption))
+
+
 def binding_with(capabilities: Iterable[Mapping[str, Any]] = (), *, binding: Mapping[str, Any] | None = None,
                  instructions: str = "") -> Binding:
     spec = AgentSpec.model_validate({"name": "assistant", "model": "scripted", "instructions": instructions,
@@ -129,14 +140,15 @@ def assembled(binding: Binding, model: Model, *, registry: Registry | None = Non
               state: ConversationState | None = None, resuming: bool = False,
               notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM,
               facts: Mapping[str, Any] | None = None, conversations: ConversationCorpus | None = None,
-              mem0: Mem0Access | None = None, secrets: Mapping[str, str] | None = None) -> AssembledAgent:
-    """Assembled as the runtime does; spills go to memory unless `spills` says where. `facts` are further
-    `RunFacts` fields (the resources a spec binds: `knowledge`, `context_files`, `skill_folders`); `secrets`
-    are what entries' `secret_id`s resolve from."""
+              mem0: Mem0Access | None = None, secrets: Mapping[str, str] | None = None,
+              outbox: Outbox | None = None) -> AssembledAgent:
+    """Assembled as the runtime does; spills and posted files go to memory unless `spills`/`outbox` say where.
+    `facts` are further `RunFacts` fields (the resources a spec binds: `knowledge`, `context_files`,
+    `skill_folders`); `secrets` are what entries' `secret_id`s resolve from."""
     models = ModelResolver({}, SecretSource(environ={}), fixed={"scripted": model})
     run = run_facts(binding, address=address, owner=owner, notes=notes, spills=spills or RunMemoryStore(),
                     directory=directory, state=state, resuming=resuming, notice=notice, conversations=conversations,
-                    mem0=mem0, **(facts or {}))
+                    mem0=mem0, outbox=outbox or MemoryOutbox(), **(facts or {}))
     return assemble(binding, registry=registry or default_registry(), models=models, run=run,
                     secrets=SecretSource(environ=dict(secrets or {})))
 
@@ -229,6 +241,7 @@ CASES = (
     Case(id="conversation_search", capability="conversation_search"),
     Case(id="memory_mem0-cloud", capability="memory_mem0"),
     Case(id="tool_search", capability="tool_search", config={"strategy": "keywords"}),
+    Case(id="charts", capability="charts"),
 )
 """Every registered capability, under the configs that change what it offers."""
 

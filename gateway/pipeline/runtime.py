@@ -19,6 +19,7 @@ from pydantic_ai import (
     TextPart,
     TextPartDelta,
     UsageLimits,
+    UserContent,
 )
 from pydantic_ai.exceptions import AgentRunError, ModelAPIError, UsageLimitExceeded, UserError
 from pydantic_ai.models.instrumented import InstrumentationSettings
@@ -39,7 +40,9 @@ from gateway.agents.resources import BoundResources, Resources
 from gateway.agents.run_state import RunSpills, StoredConversationState
 from gateway.config.schema import AgentSpec, BindingSpec, ConfigError
 from gateway.people.conversation_search import PersonalConversations
+from gateway.pipeline.attachments import Attachment, user_content
 from gateway.pipeline.live_reply import LiveReply
+from gateway.pipeline.outbox import FileChat, RunOutbox, turn_key
 from storage.db import Database
 from storage.models import RunRow, utcnow
 
@@ -80,6 +83,8 @@ class Turn:
     conversation_id: int
     identity_id: int
     inbox_id: int | None
+    files: tuple[Attachment, ...] = ()
+    """What the person attached, downloaded (or why not): part of the prompt as far as the model takes it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,10 +149,12 @@ class Runtime:
     def __init__(self, *, models: ModelResolver, db: Database, registry: Registry, notes: NoteStore | None = None,
                  directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None,
                  instrumentation: InstrumentationSettings | None = None, resources: Resources | None = None,
-                 mem0: Mem0Access | None = None, mcp: McpServers | None = None) -> None:
+                 mem0: Mem0Access | None = None, mcp: McpServers | None = None,
+                 files: Mapping[str, FileChat] | None = None) -> None:
         """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none.
         `resources`: the config's collections, context files and skill folders, bound per spec; None: none.
-        `mcp`: the operator's MCP servers, reached per run for the agents that bind them."""
+        `mcp`: the operator's MCP servers, reached per run for the agents that bind them. `files`: each bot's
+        adapter that posts files, by bot name (a run's outbox posts through it)."""
         self._models = models
         self._db = db
         self._registry = registry
@@ -160,10 +167,11 @@ class Runtime:
         self._mem0 = mem0
         """The deployment's mem0 settings (its name, the hosts a key may go to), for `memory_mem0`."""
         self._mcp = mcp or McpServers(servers={}, secrets={})
+        self._files = dict(files or {})
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
-        return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history)
+        return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history, files=turn.files)
 
     async def resume(self, run_id: int, deps: TurnDeps, state: str, results: DeferredToolResults,
                      reply: LiveReply, *, specialists: Sequence[Mapping[str, Any]] = ()) -> RunOutcome:
@@ -183,11 +191,14 @@ class Runtime:
 
     async def _drive_connected(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, mcp: ConnectedServers,
                                resuming: bool = False, delegated: RunUsage | None = None,
-                               specialists: Sequence[Mapping[str, Any]] = (), **run_input: Any) -> RunOutcome:
+                               specialists: Sequence[Mapping[str, Any]] = (), files: Sequence[Attachment] = (),
+                               **run_input: Any) -> RunOutcome:
+        outbox = RunOutbox(self._db, self._files.get(deps.binding.bot_name), deps.address, run_id=run_id,
+                           key=await self._turn_key(run_id))
         run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner, notes=self._notes,
                        spills=RunSpills(self._db, run_id), directory=self._directories.get(deps.binding.bot_name),
                        state=StoredConversationState(self._db, deps.address.conversation_key), notice=reply.notice,
-                       resuming=resuming, mem0=self._mem0, mcp_servers=mcp.names,
+                       resuming=resuming, outbox=outbox, mem0=self._mem0, mcp_servers=mcp.names,
                        conversations=PersonalConversations(self._db, self._directories, speaker=deps.speaker,
                                                            current_conversation=deps.address.conversation_key))
         assembled: AssembledAgent | None = None
@@ -198,22 +209,28 @@ class Runtime:
                                  instrumentation=self._instrumentation, bind=bound.bind, mcp=mcp)
             if delegated is not None:
                 assembled.delegated.incr(delegated)
+            if files:  # what the model takes of them depends on the model, known only now
+                run_input["prompt"] = user_content(run_input["prompt"], files, assembled.agent.model)
             result = await self._stream(assembled, deps, reply, **run_input)
         except RunRefused as exc:  # a refusal is the platform doing its job: an outcome of its own
             log.info("run %d for bot %r refused at the %s edge (%s)", run_id, deps.binding.bot_name, exc.edge,
                      exc.status)
             refs = await reply.finish(exc.notice)
+            await _deliver(outbox)
             await self._set_run(run_id, status=exc.status, error=str(exc))
             if assembled is not None:
                 await assembled.end_run()
             return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
         except Exception as exc:
-            return await self._failed(run_id, deps, reply, exc, assembled)
+            failed = await self._failed(run_id, deps, reply, exc, assembled)
+            await _deliver(outbox)  # what the run made before it failed is still the person's
+            return failed
         if isinstance(result.output, DeferredToolRequests):
             calls, questions = _waiting_on(result.output, assembled)
             waiting = ("I need a decision before I can continue:" if calls
                        else "I need an answer before I can continue:")
             await reply.finish(reply.shown_text or waiting)
+            await _deliver(outbox)  # before the cards: the person sees what was made, then what is asked
             usage = result.usage + assembled.delegated
             await self._set_run(run_id, status="parked", usage=usage)
             return Parked(run_id=run_id, calls=calls, questions=questions, usage=usage,
@@ -221,6 +238,7 @@ class Runtime:
                           specialists=tuple(assembled.specialists.values()),
                           placeholder_id=None if reply.shown_text.strip() else reply.message_id)
         refs = await reply.finish(result.output)
+        await _deliver(outbox)
         usage = result.usage + assembled.delegated
         await self._set_run(run_id, status="answered", usage=usage)
         await assembled.end_run()
@@ -240,7 +258,7 @@ class Runtime:
         return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id, usage=usage or RunUsage())
 
     async def _stream(self, assembled: AssembledAgent, deps: TurnDeps, reply: LiveReply,
-                      prompt: str | None = None, history: list[ModelMessage] | None = None,
+                      prompt: str | Sequence[UserContent] | None = None, history: list[ModelMessage] | None = None,
                       conversation: Any = None, results: DeferredToolResults | None = None) -> AgentRunResult[Any]:
         shown = ""
         async with assembled.agent.run_stream_events(
@@ -270,6 +288,13 @@ class Runtime:
                             output_tokens=max(0, (row.output_tokens or 0) - own.output_tokens))
         return await self._db.transaction(work)
 
+    async def _turn_key(self, run_id: int) -> str:
+        """The outbox key of the run's turn: its inbox item's, so a retried attempt finds what the last one stored."""
+        async def work(session: AsyncSession) -> int | None:
+            row = await session.get(RunRow, run_id)
+            return row.inbox_id if row is not None else None
+        return turn_key(run_id, await self._db.transaction(work))
+
     async def _open_run(self, turn: Turn) -> int:
         binding = turn.deps.binding
         row = RunRow(conversation_id=turn.conversation_id, inbox_id=turn.inbox_id, bot_name=binding.bot_name,
@@ -294,6 +319,14 @@ class Runtime:
         async def work(session: AsyncSession) -> None:
             await session.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
         await self._db.transaction(work)
+
+
+async def _deliver(outbox: RunOutbox) -> None:
+    """Post the run's files; a database fault here is logged, and the next delivery of the turn posts them."""
+    try:
+        await outbox.deliver()
+    except Exception as exc:
+        log.warning("could not deliver the files of %s: %s: %s", outbox.key, type(exc).__name__, exc)
 
 
 def _waiting_on(requests: DeferredToolRequests, assembled: AssembledAgent) -> tuple[tuple[GatedCall, ...],

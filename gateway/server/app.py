@@ -20,7 +20,7 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from adapters.platforms import PlatformAdapter
-from adapters.protocols import Closable
+from adapters.protocols import Closable, PostsFiles
 from capabilities.registry import Registry
 from gateway.agents.bindings import BindingStore
 from gateway.agents.mcp_servers import McpServers
@@ -163,7 +163,8 @@ class Gateway:
         runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
                           directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation,
                           resources=Resources(self.config, db), mem0=self.settings.mem0_access,
-                          mcp=McpServers.of(self.config.mcp_servers, self._secrets))
+                          mcp=McpServers.of(self.config.mcp_servers, self._secrets),
+                          files={name: a for name, a in self.adapters.items() if isinstance(a, PostsFiles)})
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
