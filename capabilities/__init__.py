@@ -13,6 +13,7 @@ from capabilities import (
     system_reminders,
     thinking,
     tool_output_limits,
+    workspace,
 )
 from capabilities.registry import ALL_SCOPES, CapabilityDef, Registry
 
@@ -27,6 +28,7 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     tool_output_limits.CAPABILITY,
     channel_tools.CAPABILITY,
     subagents.CAPABILITY,
+    workspace.CAPABILITY,
 )
 
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, SecretStr
 from pydantic_ai.capabilities import AbstractCapability
 
 from adapters.base import ChatAddress, Directory
+from capabilities.workspace_facts import WorkspaceFacts
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -234,6 +235,9 @@ class RunFacts:
     """What the agent spec binds by name; no capability reads one yet."""
     outbox: Outbox | None = None
     """Where a run's files go to be posted into the chat; None until the gateway has a durable outbox."""
+    workspace: WorkspaceFacts | None = None
+    """The workspace keys, store and sandbox connections `sandbox` opens its workspace from; None for a delegate
+    the parent did not share its workspace with, which then works in memory for its run."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -304,3 +304,19 @@ class ConversationStateRow(Base):
     capability: Mapped[str] = mapped_column(String(64))
     data: Mapped[dict[str, Any]]
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class SandboxWorkspaceRow(Base):
+    """A `state` workspace of the `sandbox` capability: its files as one `StateBackend` document."""
+
+    __tablename__ = "sandbox_workspaces"
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_key: Mapped[str] = mapped_column(String(64), unique=True)
+    """A hash of the key the server decided (agent, backend, scope and the scope's own key)."""
+    label: Mapped[str] = mapped_column(Text)
+    """The key itself, for whoever inspects the table: whose workspace this is."""
+    files: Mapped[dict[str, Any]]
+    directories: Mapped[list[Any]]
+    size: Mapped[int] = mapped_column(BigInteger, default=0)
+    """Bytes of file content, as stored."""
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
