@@ -174,6 +174,8 @@ CASES = (
     Case(id="subagents-menu", capability="subagents",
          config={"inline": [SPECIALIST], "models": {"fast": {"model": "scripted", "description": "quick drafts"}}}),
     Case(id="subagents-dynamic", capability="subagents", config={"allow_dynamic": True}),
+    Case(id="sandbox-state", capability="sandbox"),
+    Case(id="sandbox-no-execute", capability="sandbox", config={"include_execute": False}),
 )
 """Every registered capability, under the configs that change what it offers."""
 

@@ -263,11 +263,49 @@ class ServerSpec(_Strict):
     """Where the platforms reach this server; webhook transports need it."""
 
 
+class BubblewrapSandboxSpec(_Strict):
+    """A shell on this host: each workspace a directory under `directory`, each command inside bubblewrap."""
+
+    kind: Literal["bubblewrap"]
+    directory: Path
+    hidden: list[str] = Field(default_factory=lambda: ["/root", "/home"])
+    """Host directories an empty tmpfs covers inside the sandbox; credentials usually live there."""
+    default: bool = False
+
+
+class SandboxdSpec(_Strict):
+    """A `sandboxd` service (pydantic-ai-backend's) that owns the containers."""
+
+    kind: Literal["sandboxd"]
+    url: str
+    token: SecretReference
+    runtimes: list[str] = Field(default_factory=list)
+    """The runtime aliases agents may name; empty: only the service's default."""
+    default: bool = False
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        return check_server_url(value)
+
+
+SandboxSpec = Annotated[BubblewrapSandboxSpec | SandboxdSpec, Field(discriminator="kind")]
+
+
 class GatewayConfig(_Strict):
     models: dict[str, ModelProfile] = Field(default_factory=dict)
     agents: list[AgentSpec]
     bots: list[BotSpec]
     server: ServerSpec = ServerSpec()
+    sandboxes: dict[str, SandboxSpec] = Field(default_factory=dict)
+    """Sandbox connections for `sandbox` workspaces with `backend: service`, by name (the spec's `connection_id`)."""
+
+    def default_sandbox(self) -> str | None:
+        """What `connection_id: null` means: the one marked `default`, or the only one there is."""
+        marked = [name for name, spec in self.sandboxes.items() if spec.default]
+        if marked:
+            return marked[0]
+        return next(iter(self.sandboxes)) if len(self.sandboxes) == 1 else None
 
     @field_validator("agents")
     @classmethod
@@ -293,6 +331,10 @@ class Settings(BaseSettings):
     otlp_endpoint: str | None = Field(default=None, alias="OTEL_EXPORTER_OTLP_ENDPOINT")
     """Where traces go over OTLP/HTTP (`/v1/traces` is appended, as OpenTelemetry does); unset: no tracing."""
     trace_content: bool = Field(default=False, alias="GATEWAY_TRACE_CONTENT")
+    sandbox_state_max_bytes: int = Field(default=10 * 2**20, gt=0, alias="SANDBOX_STATE_MAX_BYTES")
+    """Bytes of file content one `state` workspace of `sandbox` may hold."""
+    browser_engine_url: str | None = Field(default=None, alias="GATEWAY_BROWSER_ENGINE")
+    """Where the out-of-process browser engine for `browser_use` listens (loopback); unset: no engine."""
     """Put message text and tool arguments into the exported spans; off, spans carry only their shape."""
 
     @field_validator("database_url")

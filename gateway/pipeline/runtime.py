@@ -30,10 +30,12 @@ from adapters.base import ChatAddress, Directory, Speaker
 from capabilities.context import MemoryOwner, NoteStore, RunFacts
 from capabilities.registry import Registry, RunRefused
 from capabilities.subagents.questions import ask_in_chat, asked
+from capabilities.workspace_facts import WorkspaceFacts
 from gateway.agents.assembly import AssembledAgent, SecretLookup, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.models import ModelResolver
 from gateway.agents.run_state import RunSpills, StoredConversationState
+from gateway.agents.workspaces import StoredWorkspaces, WorkspaceWiring, workspace_keys
 from gateway.config.schema import AgentSpec, BindingSpec, ConfigError
 from gateway.pipeline.live_reply import LiveReply
 from storage.db import Database
@@ -58,6 +60,9 @@ class TurnDeps:
     """Whose memory this run reaches (`gateway/people/scope.py`); None: no store in this conversation."""
     background: bool = False
     """True inside a background delegation: a gated tool there is refused, since nobody can be asked."""
+    user_key: str | None = None
+    """The speaker as one person across platforms (`person:<id>` when linked, else `identity:<id>`): what a
+    `user`-scoped workspace is keyed on."""
 
     def for_background(self) -> TurnDeps:
         return replace(self, background=True)
@@ -139,8 +144,10 @@ RunOutcome = Answered | Parked | Failed
 class Runtime:
     def __init__(self, *, models: ModelResolver, db: Database, registry: Registry, notes: NoteStore | None = None,
                  directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None,
-                 instrumentation: InstrumentationSettings | None = None) -> None:
-        """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none."""
+                 instrumentation: InstrumentationSettings | None = None,
+                 workspaces: WorkspaceWiring | None = None) -> None:
+        """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none.
+        `workspaces`: the sandbox connections and `state` cap for `sandbox` workspaces; None: no connections."""
         self._models = models
         self._db = db
         self._registry = registry
@@ -149,6 +156,8 @@ class Runtime:
         """Each bot's channel lookups, by bot name."""
         self._secrets = secrets
         self._instrumentation = instrumentation
+        self._workspaces = workspaces or WorkspaceWiring()
+        self._workspace_documents = StoredWorkspaces(db)
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
@@ -171,7 +180,7 @@ class Runtime:
         run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner, notes=self._notes,
                        spills=RunSpills(self._db, run_id), directory=self._directories.get(deps.binding.bot_name),
                        state=StoredConversationState(self._db, deps.address.conversation_key), notice=reply.notice,
-                       resuming=resuming)
+                       resuming=resuming, workspace=self._workspace_facts(run_id, deps))
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
             assembled = assemble(deps.binding, registry=self._registry, models=self._models, run=run,
@@ -206,6 +215,12 @@ class Runtime:
         await self._set_run(run_id, status="answered", usage=usage)
         await assembled.end_run()
         return Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id, usage=usage)
+
+    def _workspace_facts(self, run_id: int, deps: TurnDeps) -> WorkspaceFacts:
+        wiring = self._workspaces
+        return WorkspaceFacts(keys=workspace_keys(deps.address, deps.speaker, run_id=run_id, user_key=deps.user_key),
+                              documents=self._workspace_documents, connections=wiring.connections,
+                              default_connection=wiring.default_connection, state_max_bytes=wiring.state_max_bytes)
 
     async def _failed(self, run_id: int, deps: TurnDeps, reply: LiveReply, exc: Exception,
                       assembled: AssembledAgent | None) -> Failed:
@@ -313,7 +328,7 @@ def deps_snapshot(deps: TurnDeps) -> dict[str, Any]:
     version, and every delegate version its pins reach."""
     binding = deps.binding
     return {"address": asdict(deps.address), "speaker": asdict(deps.speaker),
-            "owner": asdict(deps.owner) if deps.owner else None,
+            "owner": asdict(deps.owner) if deps.owner else None, "user_key": deps.user_key,
             "binding": {"bot_name": binding.bot_name, "spec": binding.spec.model_dump(mode="json"),
                         "agent": _definition_snapshot(binding.agent),
                         "delegate_versions": [_definition_snapshot(d) for d in binding.delegate_versions.values()]}}
@@ -327,7 +342,8 @@ def deps_from_snapshot(snapshot: Mapping[str, Any]) -> TurnDeps:
                       delegate_versions={(d.name, d.version): d for d in versions})
     owner = snapshot.get("owner")
     return TurnDeps(address=ChatAddress(**snapshot["address"]), speaker=Speaker(**snapshot["speaker"]),
-                    binding=binding, owner=MemoryOwner(**owner) if owner else None)
+                    binding=binding, owner=MemoryOwner(**owner) if owner else None,
+                    user_key=snapshot.get("user_key"))
 
 
 def _definition_snapshot(definition: AgentDefinition) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from adapters.protocols import Closable
 from capabilities.registry import Registry
 from gateway.agents.bindings import BindingStore
 from gateway.agents.models import ModelResolver
+from gateway.agents.workspaces import build_workspace_wiring
 from gateway.approvals.parking import ApprovalFlow
 from gateway.approvals.question_store import DelegateQuestions
 from gateway.approvals.questions import QuestionFlow
@@ -142,7 +143,9 @@ class Gateway:
         memory = MemoryNotes(db)
         directories = {name: adapter.directory for name, adapter in self.adapters.items()}
         runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
-                          directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation)
+                          directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation,
+                          workspaces=build_workspace_wiring(self.config, self.settings, self._secrets,
+                                                                       register=self.redactor.add))
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
