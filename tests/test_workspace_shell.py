@@ -1,0 +1,82 @@
+"""The local shell backend (bubblewrap, no containers): no network, a read-only host, one writable directory."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from capabilities.workspace.shell import bubblewrap_missing
+from capabilities.workspace_facts import BubblewrapConnection
+from tests.workspace_runs import Turn, slack, workspace_turn
+
+
+def _bubblewrap_unusable() -> str | None:
+    missing = bubblewrap_missing()
+    if missing is not None:
+        return missing
+    ran = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-user", "--unshare-net", "true"],
+                         capture_output=True, check=False)
+    return None if ran.returncode == 0 else f"bwrap cannot create namespaces here: {ran.stderr.decode().strip()}"
+
+
+pytestmark = pytest.mark.skipif(_bubblewrap_unusable() is not None, reason=str(_bubblewrap_unusable()))
+
+SHELL = {"backend": "service", "session_scope": "conversation"}
+UNGATED = {"execute": "never"}
+
+
+def local(root: Path) -> dict[str, BubblewrapConnection]:
+    return {"local": BubblewrapConnection(name="local", root=root)}
+
+
+async def shell(root: Path, command: str, *, turn: Turn | None = None) -> str:
+    [answer] = await workspace_turn(SHELL, [("execute", {"command": command})], connections=local(root),
+                                    approval=UNGATED, turn=turn)
+    return answer
+
+
+async def test_a_command_cannot_reach_the_network_not_even_loopback(tmp_path: Path) -> None:
+    reached = asyncio.Event()
+
+    async def accept(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        reached.set()
+        writer.close()
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        answer = await shell(tmp_path, f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}))\"")
+    assert "Command failed" in answer and "PermissionError" in answer
+    assert not reached.is_set()
+
+
+async def test_a_command_cannot_write_outside_its_directory(tmp_path: Path) -> None:
+    name = f"escaped-{tmp_path.name}"
+    outside, in_tmp, in_opt = str(tmp_path / name), f"/tmp/{name}", f"/opt/{name}"
+    answer = await shell(tmp_path, f"echo x > {outside}; echo y > {in_tmp}; d=/o; touch ${{d}}{in_opt[2:]}")
+    assert "Read-only file system" in answer
+    assert [path for path in (outside, in_tmp, in_opt) if await asyncio.to_thread(os.path.exists, path)] == []
+
+
+async def test_what_a_command_writes_in_its_directory_is_there_next_turn(tmp_path: Path) -> None:
+    await shell(tmp_path, "mkdir -p output && echo 'total 12' > output/sum.txt")
+    [answer] = await workspace_turn(SHELL, [("read_file", {"path": "output/sum.txt"})], connections=local(tmp_path),
+                                    turn=Turn(run_id=2))
+    assert "total 12" in answer
+
+
+async def test_a_command_sees_neither_the_gateways_processes_nor_the_home_directories(tmp_path: Path) -> None:
+    hidden = f"p=/pr; r=/ro; test -e ${{p}}oc/{os.getpid()} && echo visible; ls -A ${{r}}ot | wc -l"
+    answer = await shell(tmp_path, hidden)
+    assert "visible" not in answer and answer.strip() == "0"
+
+
+async def test_two_conversations_get_two_directories(tmp_path: Path) -> None:
+    await shell(tmp_path, "echo mine > mine.txt")
+    other = Turn(address=slack("C1", "t2"), run_id=2)
+    answer = await shell(tmp_path, "cat mine.txt", turn=other)
+    assert "No such file" in answer
