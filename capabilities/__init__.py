@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from capabilities import (
+    browser_use,
     channel_tools,
     clock,
     compaction,
@@ -29,6 +30,7 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     channel_tools.CAPABILITY,
     subagents.CAPABILITY,
     workspace.CAPABILITY,
+    browser_use.CAPABILITY,
 )
 
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, SecretStr
 from pydantic_ai.capabilities import AbstractCapability
 
 from adapters.base import ChatAddress, Directory
+from capabilities.browser_engine import BrowserEngine
 from capabilities.workspace_facts import WorkspaceFacts
 
 C = TypeVar("C", bound=BaseModel)
@@ -238,6 +239,8 @@ class RunFacts:
     workspace: WorkspaceFacts | None = None
     """The workspace keys, store and sandbox connections `sandbox` opens its workspace from; None for a delegate
     the parent did not share its workspace with, which then works in memory for its run."""
+    browser: BrowserEngine | None = None
+    """The out-of-process browser engine `browser_use` hands tasks to; None: none installed here."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

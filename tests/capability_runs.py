@@ -176,6 +176,7 @@ CASES = (
     Case(id="subagents-dynamic", capability="subagents", config={"allow_dynamic": True}),
     Case(id="sandbox-state", capability="sandbox"),
     Case(id="sandbox-no-execute", capability="sandbox", config={"include_execute": False}),
+    Case(id="browser_use", capability="browser_use"),
 )
 """Every registered capability, under the configs that change what it offers."""
 

@@ -27,6 +27,7 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Directory, Speaker
+from capabilities.browser_engine import BrowserEngine
 from capabilities.context import MemoryOwner, NoteStore, RunFacts
 from capabilities.registry import Registry, RunRefused
 from capabilities.subagents.questions import ask_in_chat, asked
@@ -145,9 +146,10 @@ class Runtime:
     def __init__(self, *, models: ModelResolver, db: Database, registry: Registry, notes: NoteStore | None = None,
                  directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None,
                  instrumentation: InstrumentationSettings | None = None,
-                 workspaces: WorkspaceWiring | None = None) -> None:
+                 workspaces: WorkspaceWiring | None = None, browser: BrowserEngine | None = None) -> None:
         """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none.
-        `workspaces`: the sandbox connections and `state` cap for `sandbox` workspaces; None: no connections."""
+        `workspaces`: the sandbox connections and `state` cap for `sandbox` workspaces; None: no connections.
+        `browser`: the out-of-process engine `browser_use` hands tasks to; None: none installed."""
         self._models = models
         self._db = db
         self._registry = registry
@@ -158,6 +160,7 @@ class Runtime:
         self._instrumentation = instrumentation
         self._workspaces = workspaces or WorkspaceWiring()
         self._workspace_documents = StoredWorkspaces(db)
+        self._browser = browser
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
@@ -180,7 +183,8 @@ class Runtime:
         run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner, notes=self._notes,
                        spills=RunSpills(self._db, run_id), directory=self._directories.get(deps.binding.bot_name),
                        state=StoredConversationState(self._db, deps.address.conversation_key), notice=reply.notice,
-                       resuming=resuming, workspace=self._workspace_facts(run_id, deps))
+                       resuming=resuming, workspace=self._workspace_facts(run_id, deps),
+                       browser=self._browser)
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
             assembled = assemble(deps.binding, registry=self._registry, models=self._models, run=run,

@@ -21,6 +21,7 @@ from sqlalchemy import text
 
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Closable
+from capabilities.browser_engine import HttpBrowserEngine
 from capabilities.registry import Registry
 from gateway.agents.bindings import BindingStore
 from gateway.agents.models import ModelResolver
@@ -145,7 +146,9 @@ class Gateway:
         runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
                           directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation,
                           workspaces=build_workspace_wiring(self.config, self.settings, self._secrets,
-                                                                       register=self.redactor.add))
+                                                                       register=self.redactor.add),
+                          browser=HttpBrowserEngine(url=self.settings.browser_engine_url)
+                          if self.settings.browser_engine_url else None)
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
