@@ -45,9 +45,9 @@ class Case:
 
 CASES = [
     Case(id="unknown-capability", capabilities=["planing"],
-         problem="agents[0].capabilities[0].id: unknown capability 'planing'; known: channel_tools, clock, "
-                 "compaction, fetcher, guardrails, mailer, memory_files, planning, subagents, system_reminders, "
-                 "thinking, tool_output_limits"),
+         problem="agents[0].capabilities[0].id: unknown capability 'planing'; known: browser_use, channel_tools, "
+                 "clock, compaction, fetcher, guardrails, mailer, memory_files, planning, sandbox, subagents, "
+                 "system_reminders, thinking, tool_output_limits"),
     Case(id="unknown-tool-in-approval", capabilities=[{"id": "planning", "tool_approval": {"write_plans": "required"}}],
          problem="agents[0].capabilities[0].tool_approval.write_plans: 'planning' has no tool 'write_plans' "
                  "(tools: write_plan, read_plan, add_task, update_task_status, update_task_statuses, remove_task, "
