@@ -54,7 +54,7 @@ def edit(old: str, new: str) -> tuple[tuple[str, str], ...]:
 CASES = [
     Case(id="agent-for-agents", edits=edit("agents:\n", "agent:\n"), errors=(
         "{f}:1:1: agents: Field required",
-        "{f}:6:1: agent: unknown setting; did you mean 'agents'? (known: models, agents, bots, server)")),
+        "{f}:6:1: agent: unknown setting; did you mean 'agents'? (known: models, agents, bots, server, sandboxes)")),
     Case(id="token-misspelt", edits=edit("token:", "tokn:"), errors=(
         "{f}:11:5: bots['team-telegram'].token: Field required",
         "{f}:13:5: bots['team-telegram'].tokn: unknown setting; did you mean 'token'? (known: name, token, "
@@ -74,8 +74,9 @@ CASES = [
     Case(id="no-agents", edits=edit("  - name: helper\n    model: local\n    capabilities: []\n", "  []\n"), errors=(
         "{f}:6:1: agents: lists no agent; define at least one, as examples/gateway.yaml does",)),
     Case(id="unknown-capability", edits=edit("capabilities: []", "capabilities: [planing]"), errors=(
-        "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: channel_tools, clock, "
-        "compaction, guardrails, memory_files, planning, subagents, system_reminders, thinking, tool_output_limits",)),
+        "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: browser_use, "
+        "channel_tools, clock, compaction, guardrails, memory_files, planning, sandbox, subagents, system_reminders, "
+        "thinking, tool_output_limits",)),
     Case(id="capability-as-a-string", edits=edit("capabilities: []", "capabilities: planning"), errors=(
         "{f}:9:5: agents['helper'].capabilities: should be a list, not a single value; write [planning] or one "
         "'- item' line per entry",)),
@@ -127,9 +128,9 @@ CASES = [
                  "itself",)),
     Case(id="schema-and-capability-together",
          edits=(("rate_limit:", "rate_limt:"), ("capabilities: []", "capabilities: [planing]")), errors=(
-             "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: channel_tools, "
-             "clock, compaction, guardrails, memory_files, planning, subagents, system_reminders, thinking, "
-             "tool_output_limits",
+             "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: browser_use, "
+             "channel_tools, clock, compaction, guardrails, memory_files, planning, sandbox, subagents, "
+             "system_reminders, thinking, tool_output_limits",
              "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? "
              "(known: instructions, access, allow, rate_limit, history_turns, approvals, allow_personal_memory, "
              "allow_bots, channel_tools)")),
