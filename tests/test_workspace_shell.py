@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from capabilities.workspace.shell import bubblewrap_missing
-from capabilities.workspace_facts import BubblewrapConnection
+from capabilities.workspace_facts import BubblewrapConnection, StoredWorkspace
 from tests.workspace_runs import Turn, slack, workspace_turn
 
 
@@ -26,6 +28,25 @@ def _bubblewrap_unusable() -> str | None:
 pytestmark = pytest.mark.skipif(_bubblewrap_unusable() is not None, reason=str(_bubblewrap_unusable()))
 
 SHELL = {"backend": "service", "session_scope": "conversation"}
+
+
+class RunDocuments:
+    """`state` workspaces in a dict, as `StoredWorkspaces` keeps them in the database."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, StoredWorkspace] = {}
+
+    async def load(self, key: str) -> StoredWorkspace | None:
+        return self.rows.get(key)
+
+    async def save(self, key: str, *, label: str, changed: Mapping[str, Any | None],
+                   directories: Sequence[str]) -> None:
+        files = {**(self.rows[key].files if key in self.rows else {}), **changed}
+        self.rows[key] = StoredWorkspace(files={p: d for p, d in files.items() if d is not None},
+                                         directories=tuple(directories))
+
+    async def delete(self, key: str) -> None:
+        self.rows.pop(key, None)
 UNGATED = {"execute": "never"}
 
 
@@ -80,3 +101,22 @@ async def test_two_conversations_get_two_directories(tmp_path: Path) -> None:
     other = Turn(address=slack("C1", "t2"), run_id=2)
     answer = await shell(tmp_path, "cat mine.txt", turn=other)
     assert "No such file" in answer
+
+
+async def test_a_run_scoped_shell_workspace_is_removed_when_the_run_ends(tmp_path: Path) -> None:
+    config = {**SHELL, "session_scope": "run"}
+    [answer] = await workspace_turn(config, [("execute", {"command": "echo x > x.txt && ls"})],
+                                    connections=local(tmp_path), approval=UNGATED)
+    assert "x.txt" in answer
+    assert await asyncio.to_thread(lambda: list(tmp_path.iterdir())) == []
+
+
+async def test_changing_the_backend_starts_a_fresh_workspace(tmp_path: Path) -> None:
+    documents = RunDocuments()
+    await workspace_turn({}, [("write_file", {"path": "notes.md", "content": "in the database"})],
+                         documents=documents)
+    [answer] = await workspace_turn(SHELL, [("read_file", {"path": "notes.md"})], connections=local(tmp_path),
+                                    documents=documents, turn=Turn(run_id=2))
+    [again] = await workspace_turn({}, [("read_file", {"path": "notes.md"})], documents=documents,
+                                   turn=Turn(run_id=3))
+    assert "not found" in answer and "in the database" in again
