@@ -98,3 +98,6 @@ class WorkspaceFacts:
     skills: Mapping[str, Mapping[str, bytes]] = field(default_factory=dict)
     """Skills bound to the agent, by name: relative path → content (`SKILL.md` and its resources), placed under
     `skills/<name>/`; filled where the skills capability resolves an agent's skill folders."""
+    opened: dict[str, Any] = field(default_factory=dict, compare=False)
+    """The `state` workspaces this run has open, by key: one copy per run, so a delegate the workspace is lent
+    to (`share_with_delegates: [sandbox]`) reads what the agent wrote a moment ago, and the other way round."""

@@ -127,7 +127,10 @@ def _open(context: BuildContext[SandboxConfig], facts: WorkspaceFacts, key: str)
     config = context.config
     deliveries = Deliveries(uploads=facts.uploads, skills=facts.skills, outbox=context.run.outbox)
     if config.backend == "state":
-        document = StoredDocument(key=key, label=key, documents=facts.documents, max_bytes=facts.state_max_bytes)
+        document = facts.opened.get(key)
+        if not isinstance(document, StoredDocument):
+            document = facts.opened[key] = StoredDocument(key=key, label=key, documents=facts.documents,
+                                                          max_bytes=facts.state_max_bytes)
         return WorkspaceSession(workspace=document.workspace, deliveries=deliveries, opening=document.open,
                                 keeping=document.keep)
     connection = facts.connections[connection_name(config, facts)]

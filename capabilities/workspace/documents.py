@@ -52,6 +52,7 @@ class StoredDocument:
     _store: dict[str, StateBackend] = field(default_factory=dict, init=False, repr=False)
     _opened: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     _opened_dirs: set[str] = field(default_factory=set, init=False, repr=False)
+    _is_open: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._store[self.key] = CappedStateBackend(max_bytes=self.max_bytes)
@@ -63,6 +64,10 @@ class StoredDocument:
         return self._store[self.key]
 
     async def open(self) -> None:
+        """Load the stored workspace; a second open in the same run (a delegate it is lent to) changes nothing."""
+        if self._is_open:
+            return
+        self._is_open = True
         stored = await self.documents.load(self.key) if self.documents is not None else None
         if stored is not None:
             self._store[self.key] = CappedStateBackend(max_bytes=self.max_bytes, files=copy.deepcopy(stored.files),

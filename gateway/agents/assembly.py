@@ -200,12 +200,13 @@ class GatewayDelegates:
         bound = {entry.id for entry in spec.capabilities}
         entries = [*spec.capabilities, *(entry for entry in self._lent(share) if entry.id not in bound)]
         child = replace(self, parent=spec, pins=version.pins).delegation(depth_left=depth_left, specialists={})
-        return self._built(spec.name, spec.model, spec.instructions, entries, extra, delegates=child)
+        return self._built(spec.name, spec.model, spec.instructions, entries, extra, delegates=child,
+                           lends_workspace="sandbox" in share and "sandbox" not in bound)
 
     def build_specialist(self, *, name: str, instructions: str, model: str, model_settings: Any = None,
                          share: Sequence[str], extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
         return self._built(name, model, instructions, list(self._lent(share)), extra, delegates=None,
-                           model_settings=model_settings)
+                           model_settings=model_settings, lends_workspace="sandbox" in share)
 
     def _pinned(self, name: str) -> AgentDefinition | None:
         """The version of `name` the delegating agent's own version pinned."""
@@ -220,8 +221,11 @@ class GatewayDelegates:
 
     def _built(self, name: str, model: str, instructions: str, entries: list[CapabilityEntry],
                extra: Sequence[AbstractCapability[Any]], *, delegates: Delegates | None,
-               model_settings: Any = None) -> BuiltDelegate:
-        run = replace(self.run, state=None, resuming=False, delegates=delegates)
+               model_settings: Any = None, lends_workspace: bool = False) -> BuiltDelegate:
+        """`lends_workspace`: the delegate runs on the agent's own `sandbox` entry, so it works in the same
+        workspace; a delegate binding `sandbox` itself gets one in memory for its run."""
+        run = replace(self.run, state=None, resuming=False, delegates=delegates,
+                      workspace=self.run.workspace if lends_workspace else None)
         built, policy = self.builder.build(entries, run)
         agent: Agent[Any, Output] = Agent(
             self.models.resolve(model), output_type=[str, DeferredToolRequests], name=name,
