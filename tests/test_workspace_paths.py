@@ -80,3 +80,10 @@ async def test_an_output_file_left_unchanged_is_not_posted_again(db: Database) -
                          documents=documents)
     await workspace_turn({}, [("ls", {"path": "output"})], outbox=second, documents=documents)
     assert len(first.files) == 1 and second.files == []
+
+
+async def test_an_upload_too_large_for_the_workspace_is_left_out_and_the_run_goes_on() -> None:
+    answers = await workspace_turn({}, [("ls", {"path": "uploads"})], max_bytes=10,
+                                   uploads=[UploadedFile(name="big.bin", data=b"x" * 100),
+                                            UploadedFile(name="small.txt", data=b"ok")])
+    assert "small.txt" in answers[0] and "big.bin" not in answers[0]

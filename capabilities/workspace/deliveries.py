@@ -37,11 +37,14 @@ class Deliveries:
 
     async def arrive(self, workspace: Workspace) -> dict[str, str]:
         """Place uploads and skills; returns `output/` as it is now (path → content hash)."""
-        for upload in self.uploads:
-            await workspace.write_bytes(f"{UPLOADS}/{_safe_name(upload.name)}", upload.data)
-        for name, files in (self.skills or {}).items():
-            for relative, data in files.items():
-                await workspace.write_bytes(_inside(f"{SKILLS}/{_safe_name(name)}", relative), data)
+        placed = [(f"{UPLOADS}/{_safe_name(upload.name)}", upload.data) for upload in self.uploads]
+        placed += [(_inside(f"{SKILLS}/{_safe_name(name)}", relative), data)
+                   for name, files in (self.skills or {}).items() for relative, data in files.items()]
+        for path, data in placed:
+            try:
+                await workspace.write_bytes(path, data)
+            except OSError as exc:  # a full workspace: the run goes on without this file, and the log says so
+                log.warning("could not place %s in the workspace: %s", path, exc)
         return await outputs(workspace) if self.outbox is not None else {}
 
     async def depart(self, workspace: Workspace, before: Mapping[str, str]) -> None:

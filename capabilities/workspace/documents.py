@@ -53,6 +53,8 @@ class StoredDocument:
     _opened: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     _opened_dirs: set[str] = field(default_factory=set, init=False, repr=False)
     _is_open: bool = field(default=False, init=False, repr=False)
+    workspace: Workspace = field(init=False, repr=False)
+    """What the run's tools work in: the library's backend over this run's copy of the document."""
 
     def __post_init__(self) -> None:
         self._store[self.key] = CappedStateBackend(max_bytes=self.max_bytes)
