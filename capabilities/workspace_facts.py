@@ -87,6 +87,8 @@ class WorkspaceFacts:
     keys: Mapping[SessionScope, str]
     """The workspace each `session_scope` means for this run (`run` the run's id, `conversation` the chat or
     Slack thread, `channel` the room, `user` the linked person or the identity, `agent` the whole agent)."""
+    scope: SessionScope | None = None
+    """The bot binding's `sandbox_scope`, which overrides the spec's `session_scope` in that bot's chats."""
     documents: WorkspaceDocuments | None = None
     """Where `state` workspaces are kept; None: in memory for this run only (a delegate, a test)."""
     connections: Mapping[str, SandboxConnection] = field(default_factory=dict)

@@ -107,3 +107,15 @@ async def test_execute_asks_by_default_and_writing_does_not() -> None:
 async def test_include_execute_off_removes_the_shell() -> None:
     answers = await workspace_turn({"include_execute": False}, [("execute", {"command": "echo hi"})])
     assert "Unknown tool name" in answers[0]
+
+
+async def test_a_bot_binding_overrides_the_specs_scope(db: Database) -> None:
+    """The spec says `agent`; this bot's binding narrows it to `conversation`, so another thread shares nothing."""
+    documents = StoredWorkspaces(db)
+    config = {"session_scope": "agent"}
+    await workspace_turn(config, [WRITE], turn=FIRST, documents=documents, binding_scope="conversation")
+    elsewhere = Turn(address=slack("C1", "t2"), run_id=2)
+    [narrowed] = await workspace_turn(config, [READ], turn=elsewhere, documents=documents,
+                                      binding_scope="conversation")
+    [wide] = await workspace_turn(config, [READ], turn=elsewhere, documents=documents)
+    assert "not found" in narrowed and "not found" in wide

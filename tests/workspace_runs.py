@@ -52,7 +52,7 @@ async def workspace_turn(config: Mapping[str, Any], calls: Sequence[tuple[str, d
                          connections: Mapping[str, SandboxConnection] | None = None,
                          uploads: Sequence[UploadedFile] = (), skills: Mapping[str, Mapping[str, bytes]] | None = None,
                          outbox: Posted | None = None, max_bytes: int | None = None,
-                         approval: Mapping[str, str] | None = None) -> list[str]:
+                         approval: Mapping[str, str] | None = None, binding_scope: str | None = None) -> list[str]:
     """One run that makes `calls` in the workspace; returns what each call returned (the run is then ended)."""
     turn = turn or Turn()
     entry: dict[str, Any] = {"id": "sandbox", "config": dict(config)}
@@ -63,6 +63,7 @@ async def workspace_turn(config: Mapping[str, Any], calls: Sequence[tuple[str, d
     facts = WorkspaceFacts(keys=workspace_keys(turn.address, turn.speaker, run_id=turn.run_id, user_key=turn.user_key),
                            documents=documents, connections=connections,
                            default_connection=next(iter(connections), None), uploads=uploads, skills=skills or {},
+                           scope=binding_scope,  # type: ignore[arg-type]
                            **({"state_max_bytes": max_bytes} if max_bytes is not None else {}))
     returned: list[str] = []
     model = calls_then_answers(*calls, answer=lambda results: returned.extend(results) or "done")

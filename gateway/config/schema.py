@@ -154,6 +154,8 @@ class BindingSpec(_Strict):
     channel_tools: dict[str, Any] | None = None
     """The channel lookups granted in this bot's chats (`{tools: [...], default_limit: 20}`), validated
     against the `channel_tools` capability and what the platform can answer when applied."""
+    sandbox_scope: Literal["run", "conversation", "channel", "user", "agent"] | None = None
+    """Overrides the agent's `sandbox` `session_scope` in this bot's chats; null keeps the spec's."""
 
     @model_validator(mode="after")
     def _allowlist_named(self) -> BindingSpec:

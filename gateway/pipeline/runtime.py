@@ -224,7 +224,8 @@ class Runtime:
         wiring = self._workspaces
         return WorkspaceFacts(keys=workspace_keys(deps.address, deps.speaker, run_id=run_id, user_key=deps.user_key),
                               documents=self._workspace_documents, connections=wiring.connections,
-                              default_connection=wiring.default_connection, state_max_bytes=wiring.state_max_bytes)
+                              default_connection=wiring.default_connection, state_max_bytes=wiring.state_max_bytes,
+                              scope=deps.binding.spec.sandbox_scope)
 
     async def _failed(self, run_id: int, deps: TurnDeps, reply: LiveReply, exc: Exception,
                       assembled: AssembledAgent | None) -> Failed:
