@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from capabilities import (
+    browser_use,
     channel_tools,
     charts,
     clock,
@@ -22,6 +23,7 @@ from capabilities import (
     tool_search,
     web_fetch,
     web_research,
+    workspace,
 )
 from capabilities.registry import ALL_SCOPES, CapabilityDef, Registry
 
@@ -45,6 +47,8 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     memory_mem0.CAPABILITY,
     tool_search.CAPABILITY,
     charts.CAPABILITY,
+    workspace.CAPABILITY,
+    browser_use.CAPABILITY,
 )
 
 

@@ -24,8 +24,10 @@ from pydantic import BaseModel, SecretStr
 from pydantic_ai.capabilities import AbstractCapability
 
 from adapters.base import ChatAddress, Directory
+from capabilities.browser_engine import BrowserEngine
 from capabilities.corpus import ConversationCorpus
 from capabilities.mem0_client import Mem0Access
+from capabilities.workspace_facts import WorkspaceFacts
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -334,6 +336,12 @@ class RunFacts:
     mcp_servers: tuple[str, ...] = ()
     """The MCP servers this run reached, by name (each prefixes its tools): empty when the agent binds none or
     none answered. `tool_search` has nothing to find without them."""
+    """Where a run's files go to be posted into the chat; None until the gateway has a durable outbox."""
+    workspace: WorkspaceFacts | None = None
+    """The workspace keys, store and sandbox connections `sandbox` opens its workspace from; None for a delegate
+    the parent did not share its workspace with, which then works in memory for its run."""
+    browser: BrowserEngine | None = None
+    """The out-of-process browser engine `browser_use` hands tasks to; None: none installed here."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -394,6 +394,8 @@ def mapped_schema(_object: Any, name: str | None, _kind: str, _reflected: bool, 
 for _dialect, _statements in KNOWLEDGE_INDEX_DDL.items():
     for _statement in _statements:
         event.listen(KnowledgeChunkRow.__table__, "after_create", DDL(_statement).execute_if(dialect=_dialect))
+
+
 class OutboxFileRow(Base):
     """A file a run posts into the chat, stored before it is posted (`gateway/pipeline/outbox.py`).
 
@@ -422,3 +424,19 @@ class OutboxFileRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     posted_at: Mapped[datetime | None]
+
+
+class SandboxWorkspaceRow(Base):
+    """A `state` workspace of the `sandbox` capability: its files as one `StateBackend` document."""
+
+    __tablename__ = "sandbox_workspaces"
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_key: Mapped[str] = mapped_column(String(64), unique=True)
+    """A hash of the key the server decided (agent, backend, scope and the scope's own key)."""
+    label: Mapped[str] = mapped_column(Text)
+    """The key itself, for whoever inspects the table: whose workspace this is."""
+    files: Mapped[dict[str, Any]]
+    directories: Mapped[list[Any]]
+    size: Mapped[int] = mapped_column(BigInteger, default=0)
+    """Bytes of file content, as stored."""
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

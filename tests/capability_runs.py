@@ -242,6 +242,9 @@ CASES = (
     Case(id="memory_mem0-cloud", capability="memory_mem0"),
     Case(id="tool_search", capability="tool_search", config={"strategy": "keywords"}),
     Case(id="charts", capability="charts"),
+    Case(id="sandbox-state", capability="sandbox"),
+    Case(id="sandbox-no-execute", capability="sandbox", config={"include_execute": False}),
+    Case(id="browser_use", capability="browser_use"),
 )
 """Every registered capability, under the configs that change what it offers."""
 

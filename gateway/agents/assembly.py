@@ -227,12 +227,13 @@ class GatewayDelegates:
         bound = {entry.id for entry in spec.capabilities}
         entries = [*spec.capabilities, *(entry for entry in self._lent(share) if entry.id not in bound)]
         child = replace(self, parent=spec, pins=version.pins).delegation(depth_left=depth_left, specialists={})
-        return self._built(spec.name, spec.model, spec.instructions, entries, extra, delegates=child, spec=spec)
+        return self._built(spec.name, spec.model, spec.instructions, entries, extra, delegates=child, spec=spec,
+                           lends_workspace="sandbox" in share and "sandbox" not in bound)
 
     def build_specialist(self, *, name: str, instructions: str, model: str, model_settings: Any = None,
                          share: Sequence[str], extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
         return self._built(name, model, instructions, list(self._lent(share)), extra, delegates=None,
-                           model_settings=model_settings)
+                           model_settings=model_settings, lends_workspace="sandbox" in share)
 
     def _pinned(self, name: str) -> AgentDefinition | None:
         """The version of `name` the delegating agent's own version pinned."""
@@ -247,11 +248,15 @@ class GatewayDelegates:
 
     def _built(self, name: str, model: str, instructions: str, entries: list[CapabilityEntry],
                extra: Sequence[AbstractCapability[Any]], *, delegates: Delegates | None,
-               model_settings: Any = None, spec: AgentSpec | None = None) -> BuiltDelegate:
+               model_settings: Any = None, spec: AgentSpec | None = None,
+               lends_workspace: bool = False) -> BuiltDelegate:
         """`spec`: a pinned delegate's own, whose resources it gets; a specialist keeps its caller's, which is
-        all that its lent capabilities may reach."""
+        all that its lent capabilities may reach. `lends_workspace`: the delegate runs on the agent's own
+        `sandbox` entry, so it works in the same workspace; a delegate binding `sandbox` itself gets one in
+        memory for its run."""
         own = self.run if spec is None else self.bind(spec, self.run)
-        run = replace(own, state=None, resuming=False, delegates=delegates)
+        run = replace(own, state=None, resuming=False, delegates=delegates,
+                      workspace=self.run.workspace if lends_workspace else None)
         built, policy = self.builder.build(entries, run)
         agent: Agent[Any, Output] = Agent(
             self.models.resolve(model), output_type=[str, DeferredToolRequests], name=name,

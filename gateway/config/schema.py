@@ -254,6 +254,8 @@ class BindingSpec(_Strict):
     channel_tools: dict[str, Any] | None = None
     """The channel lookups granted in this bot's chats (`{tools: [...], default_limit: 20}`), validated
     against the `channel_tools` capability and what the platform can answer when applied."""
+    sandbox_scope: Literal["run", "conversation", "channel", "user", "agent"] | None = None
+    """Overrides the agent's `sandbox` `session_scope` in this bot's chats; null keeps the spec's."""
 
     @model_validator(mode="after")
     def _allowlist_named(self) -> BindingSpec:
@@ -398,6 +400,33 @@ class SkillFolderSpec(_Strict):
     name: str = Field(pattern=_RESOURCE_NAME)
     path: str
     """Relative to the directory the gateway runs in."""
+class BubblewrapSandboxSpec(_Strict):
+    """A shell on this host: each workspace a directory under `directory`, each command inside bubblewrap."""
+
+    kind: Literal["bubblewrap"]
+    directory: Path
+    hidden: list[str] = Field(default_factory=lambda: ["/root", "/home"])
+    """Host directories an empty tmpfs covers inside the sandbox; credentials usually live there."""
+    default: bool = False
+
+
+class SandboxdSpec(_Strict):
+    """A `sandboxd` service (pydantic-ai-backend's) that owns the containers."""
+
+    kind: Literal["sandboxd"]
+    url: str
+    token: SecretReference
+    runtimes: list[str] = Field(default_factory=list)
+    """The runtime aliases agents may name; empty: only the service's default."""
+    default: bool = False
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        return check_server_url(value)
+
+
+SandboxSpec = Annotated[BubblewrapSandboxSpec | SandboxdSpec, Field(discriminator="kind")]
 
 
 class GatewayConfig(_Strict):
@@ -410,6 +439,15 @@ class GatewayConfig(_Strict):
     skill_folders: list[SkillFolderSpec] = Field(default_factory=list)
     mcp_servers: list[McpServerSpec] = Field(default_factory=list)
     """MCP servers the operator connects; agents bind them by name (`agents[].mcp_servers`)."""
+    sandboxes: dict[str, SandboxSpec] = Field(default_factory=dict)
+    """Sandbox connections for `sandbox` workspaces with `backend: service`, by name (the spec's `connection_id`)."""
+
+    def default_sandbox(self) -> str | None:
+        """What `connection_id: null` means: the one marked `default`, or the only one there is."""
+        marked = [name for name, spec in self.sandboxes.items() if spec.default]
+        if marked:
+            return marked[0]
+        return next(iter(self.sandboxes)) if len(self.sandboxes) == 1 else None
 
     @field_validator("agents")
     @classmethod
@@ -435,6 +473,10 @@ class Settings(BaseSettings):
     otlp_endpoint: str | None = Field(default=None, alias="OTEL_EXPORTER_OTLP_ENDPOINT")
     """Where traces go over OTLP/HTTP (`/v1/traces` is appended, as OpenTelemetry does); unset: no tracing."""
     trace_content: bool = Field(default=False, alias="GATEWAY_TRACE_CONTENT")
+    sandbox_state_max_bytes: int = Field(default=10 * 2**20, gt=0, alias="SANDBOX_STATE_MAX_BYTES")
+    """Bytes of file content one `state` workspace of `sandbox` may hold."""
+    browser_engine_url: str | None = Field(default=None, alias="GATEWAY_BROWSER_ENGINE")
+    """Where the out-of-process browser engine for `browser_use` listens (loopback); unset: no engine."""
     """Put message text and tool arguments into the exported spans; off, spans carry only their shape."""
     dev_web_fetch_allow_local: bool = Field(default=False, alias="GATEWAY_DEV_WEB_FETCH_ALLOW_LOCAL")
     """Tests and development only: `web_fetch` may read private and loopback addresses (never cloud metadata).

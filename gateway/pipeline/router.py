@@ -15,6 +15,7 @@ from adapters.base import ApprovalClick, Inbound, MessageRef
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Chat, ChatOutput, FollowsThreads, ReadsFiles
 from gateway.agents.bindings import Binding, BindingStore, is_listed
+from gateway.agents.workspaces import user_key
 from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations, speaker_line, thread_context
 from gateway.people.scope import memory_owner
@@ -134,7 +135,8 @@ class Router:
             history = thread_context(earlier, before=inbound.message_id)
         owner = memory_owner(inbound.address, identity_id=record.identity_id, person_id=record.person_id,
                              allow_personal=binding.spec.allow_personal_memory)
-        turn = Turn(deps=TurnDeps(address=inbound.address, speaker=inbound.speaker, binding=binding, owner=owner),
+        turn = Turn(deps=TurnDeps(address=inbound.address, speaker=inbound.speaker, binding=binding, owner=owner,
+                                  user_key=user_key(identity_id=record.identity_id, person_id=record.person_id)),
                     prompt=speaker_line(inbound.speaker.display_name, inbound.text, group),
                     history=history, conversation_id=record.conversation_id,
                     identity_id=record.identity_id, inbox_id=item.id,

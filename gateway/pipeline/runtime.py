@@ -28,16 +28,19 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Directory, Speaker
+from capabilities.browser_engine import BrowserEngine
 from capabilities.context import MemoryOwner, NoteStore, RunFacts
 from capabilities.mem0_client import Mem0Access
 from capabilities.registry import Registry, RunRefused
 from capabilities.subagents.questions import ask_in_chat, asked
+from capabilities.workspace_facts import WorkspaceFacts
 from gateway.agents.assembly import AssembledAgent, SecretLookup, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.mcp_servers import ConnectedServers, McpServers
 from gateway.agents.models import ModelResolver
 from gateway.agents.resources import BoundResources, Resources
 from gateway.agents.run_state import RunSpills, StoredConversationState
+from gateway.agents.workspaces import StoredWorkspaces, WorkspaceWiring, workspace_keys
 from gateway.config.schema import AgentSpec, BindingSpec, ConfigError
 from gateway.people.conversation_search import PersonalConversations
 from gateway.pipeline.attachments import Attachment, user_content
@@ -65,6 +68,9 @@ class TurnDeps:
     """Whose memory this run reaches (`gateway/people/scope.py`); None: no store in this conversation."""
     background: bool = False
     """True inside a background delegation: a gated tool there is refused, since nobody can be asked."""
+    user_key: str | None = None
+    """The speaker as one person across platforms (`person:<id>` when linked, else `identity:<id>`): what a
+    `user`-scoped workspace is keyed on."""
 
     def for_background(self) -> TurnDeps:
         return replace(self, background=True)
@@ -150,11 +156,14 @@ class Runtime:
                  directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None,
                  instrumentation: InstrumentationSettings | None = None, resources: Resources | None = None,
                  mem0: Mem0Access | None = None, mcp: McpServers | None = None,
-                 files: Mapping[str, FileChat] | None = None) -> None:
+                 files: Mapping[str, FileChat] | None = None, workspaces: WorkspaceWiring | None = None,
+                 browser: BrowserEngine | None = None) -> None:
         """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none.
         `resources`: the config's collections, context files and skill folders, bound per spec; None: none.
         `mcp`: the operator's MCP servers, reached per run for the agents that bind them. `files`: each bot's
-        adapter that posts files, by bot name (a run's outbox posts through it)."""
+        adapter that posts files, by bot name (a run's outbox posts through it). `workspaces`: the sandbox
+        connections and `state` cap for `sandbox` workspaces; None: no connections. `browser`: the
+        out-of-process engine `browser_use` hands tasks to; None: none installed."""
         self._models = models
         self._db = db
         self._registry = registry
@@ -168,6 +177,9 @@ class Runtime:
         """The deployment's mem0 settings (its name, the hosts a key may go to), for `memory_mem0`."""
         self._mcp = mcp or McpServers(servers={}, secrets={})
         self._files = dict(files or {})
+        self._workspaces = workspaces or WorkspaceWiring()
+        self._workspace_documents = StoredWorkspaces(db)
+        self._browser = browser
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
@@ -200,7 +212,8 @@ class Runtime:
                        state=StoredConversationState(self._db, deps.address.conversation_key), notice=reply.notice,
                        resuming=resuming, outbox=outbox, mem0=self._mem0, mcp_servers=mcp.names,
                        conversations=PersonalConversations(self._db, self._directories, speaker=deps.speaker,
-                                                           current_conversation=deps.address.conversation_key))
+                                                           current_conversation=deps.address.conversation_key),
+                       workspace=self._workspace_facts(run_id, deps), browser=self._browser)
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
             bound = await self._resources.for_run() if self._resources is not None else BoundResources()
@@ -243,6 +256,13 @@ class Runtime:
         await self._set_run(run_id, status="answered", usage=usage)
         await assembled.end_run()
         return Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id, usage=usage)
+
+    def _workspace_facts(self, run_id: int, deps: TurnDeps) -> WorkspaceFacts:
+        wiring = self._workspaces
+        return WorkspaceFacts(keys=workspace_keys(deps.address, deps.speaker, run_id=run_id, user_key=deps.user_key),
+                              documents=self._workspace_documents, connections=wiring.connections,
+                              default_connection=wiring.default_connection, state_max_bytes=wiring.state_max_bytes,
+                              scope=deps.binding.spec.sandbox_scope)
 
     async def _failed(self, run_id: int, deps: TurnDeps, reply: LiveReply, exc: Exception,
                       assembled: AssembledAgent | None) -> Failed:
@@ -365,7 +385,7 @@ def deps_snapshot(deps: TurnDeps) -> dict[str, Any]:
     version, and every delegate version its pins reach."""
     binding = deps.binding
     return {"address": asdict(deps.address), "speaker": asdict(deps.speaker),
-            "owner": asdict(deps.owner) if deps.owner else None,
+            "owner": asdict(deps.owner) if deps.owner else None, "user_key": deps.user_key,
             "binding": {"bot_name": binding.bot_name, "spec": binding.spec.model_dump(mode="json"),
                         "agent": _definition_snapshot(binding.agent),
                         "delegate_versions": [_definition_snapshot(d) for d in binding.delegate_versions.values()]}}
@@ -379,7 +399,8 @@ def deps_from_snapshot(snapshot: Mapping[str, Any]) -> TurnDeps:
                       delegate_versions={(d.name, d.version): d for d in versions})
     owner = snapshot.get("owner")
     return TurnDeps(address=ChatAddress(**snapshot["address"]), speaker=Speaker(**snapshot["speaker"]),
-                    binding=binding, owner=MemoryOwner(**owner) if owner else None)
+                    binding=binding, owner=MemoryOwner(**owner) if owner else None,
+                    user_key=snapshot.get("user_key"))
 
 
 def _definition_snapshot(definition: AgentDefinition) -> dict[str, Any]:

@@ -21,12 +21,14 @@ from sqlalchemy import text
 
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Closable, PostsFiles
+from capabilities.browser_engine import HttpBrowserEngine
 from capabilities.registry import Registry
 from gateway.agents.bindings import BindingStore
 from gateway.agents.mcp_servers import McpServers
 from gateway.agents.mcp_servers import secret_values as mcp_secret_values
 from gateway.agents.models import ModelResolver
 from gateway.agents.resources import Resources
+from gateway.agents.workspaces import build_workspace_wiring
 from gateway.approvals.parking import ApprovalFlow
 from gateway.approvals.question_store import DelegateQuestions
 from gateway.approvals.questions import QuestionFlow
@@ -164,7 +166,11 @@ class Gateway:
                           directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation,
                           resources=Resources(self.config, db), mem0=self.settings.mem0_access,
                           mcp=McpServers.of(self.config.mcp_servers, self._secrets),
-                          files={name: a for name, a in self.adapters.items() if isinstance(a, PostsFiles)})
+                          files={name: a for name, a in self.adapters.items() if isinstance(a, PostsFiles)},
+                          workspaces=build_workspace_wiring(self.config, self.settings, self._secrets,
+                                                            register=self.redactor.add),
+                          browser=HttpBrowserEngine(url=self.settings.browser_engine_url)
+                          if self.settings.browser_engine_url else None)
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)

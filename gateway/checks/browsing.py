@@ -1,0 +1,57 @@
+"""What `gateway check` refuses about `browser_use`: a `remote` `cdp_url` whose name resolves inside the network.
+
+The config class already refuses a literal internal address without DNS; a name is resolved here, once, when the
+config is checked (never on a run, where resolving would block the event loop the run is assembled on).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from pydantic import ValidationError
+
+from capabilities.browser_use import BrowserUseConfig, address_problem
+from gateway.config.schema import GatewayConfig
+
+Resolver = Callable[[str], list[str]]
+
+
+def resolve(host: str) -> list[str]:
+    """Every address `host` resolves to (empty when it does not resolve)."""
+    try:
+        return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None)})
+    except OSError:
+        return []
+
+
+def browser_problems(config: GatewayConfig, *, resolver: Resolver = resolve) -> list[str]:
+    problems: list[str] = []
+    for i, agent in enumerate(config.agents):
+        for j, entry in enumerate(agent.capabilities):
+            if entry.id != "browser_use":
+                continue
+            try:
+                settings = BrowserUseConfig.model_validate(entry.config)
+            except ValidationError:
+                continue  # the registry reports the config itself
+            if settings.mode != "remote" or settings.cdp_url is None:
+                continue
+            problem = _resolved_problem(urlsplit(settings.cdp_url).hostname or "", resolver)
+            if problem is not None:
+                problems.append(f"agents[{i}].capabilities[{j}].config.cdp_url: {problem}; point it at the "
+                                "browser service's public address")
+    return problems
+
+
+def _resolved_problem(host: str, resolver: Resolver) -> str | None:
+    addresses = resolver(host)
+    if not addresses:
+        return f"{host!r} does not resolve"
+    for address in addresses:
+        problem = address_problem(ipaddress.ip_address(address.split("%")[0]))
+        if problem is not None:
+            return f"{host!r} {problem}"
+    return None
