@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from sqlalchemy import event
@@ -36,6 +37,9 @@ class Database:
         if self.dialect == "sqlite":
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._open: ContextVar[tuple[asyncio.Task[Any] | None, AsyncSession] | None] = ContextVar(
+            f"open-transaction-{id(self)}", default=None)
+        """The transaction `transaction()` is running in this task, which nested calls join."""
 
     @property
     def dialect(self) -> str:
@@ -51,11 +55,20 @@ class Database:
         """Run `work` in one transaction, again after a conflict or a lost connection (a restart, a failover).
 
         `work` must be safe to run twice: a connection lost at COMMIT leaves unknown whether it landed.
+        Called inside another `transaction()` of the same task, `work` joins it: several stores' writes then
+        commit (and are retried) as one transaction, which is how a turn keeps to a few (`gateway/pipeline/`).
         """
+        joined = self._open.get()
+        if joined is not None and joined[0] is asyncio.current_task():
+            return await work(joined[1])
         for attempt in range(1, _RETRIES + 1):
             try:
                 async with self.session() as session:
-                    return await work(session)
+                    token = self._open.set((asyncio.current_task(), session))
+                    try:
+                        return await work(session)
+                    finally:
+                        self._open.reset(token)
             except (OperationalError, DBAPIError) as exc:
                 lost = is_connection_error(exc)
                 if attempt == _RETRIES or not (lost or _conflict(exc)):
@@ -65,6 +78,12 @@ class Database:
                 delay = _CONNECTION_BACKOFF * 2 ** (attempt - 1) if lost else _CONFLICT_BACKOFF * attempt
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
+
+    async def together(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run `work`, whose stores each call `transaction()`, as one transaction (retried as a whole)."""
+        async def joined(_session: AsyncSession) -> T:
+            return await work()
+        return await self.transaction(joined)
 
     async def create_all(self) -> None:
         """Create the tables directly (tests); deployments run the Alembic migrations."""

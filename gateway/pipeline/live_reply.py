@@ -67,8 +67,9 @@ class LiveReply:
         """Everything streamed so far (the preview may show less)."""
         return self._streamed
 
-    async def start(self) -> MessageRef:
-        """Post the placeholder (or adopt the stored one) before the model is asked anything."""
+    async def start(self, *, record: bool = True) -> MessageRef:
+        """Post the placeholder (or adopt the stored one) before the model is asked anything; `record=False`
+        leaves storing its id to the caller (in the transaction that starts the turn)."""
         if self._ref is None:
             if isinstance(self._adapter, ShowsTyping):
                 await _quietly(self._adapter.show_typing(self._address))
@@ -76,7 +77,7 @@ class LiveReply:
             self._shown = PLACEHOLDER
             self._last_edit = time.monotonic()
             self.posted_at = self._last_edit
-            if self._placeholder is not None:
+            if self._placeholder is not None and record:
                 await self._placeholder.record(self._ref.message_id)
         return self._ref
 

@@ -23,7 +23,7 @@ from pydantic_ai import (
 from pydantic_ai.exceptions import AgentRunError, ModelAPIError, UsageLimitExceeded, UserError
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RunUsage
-from sqlalchemy import update
+from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Directory, Speaker
@@ -150,9 +150,17 @@ class Runtime:
         self._secrets = secrets
         self._instrumentation = instrumentation
 
-    async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
-        run_id = await self._open_run(turn)
-        return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history)
+    async def run(self, turn: Turn, reply: LiveReply, *, run_id: int | None = None,
+                  record_answer: bool = True) -> RunOutcome:
+        """`run_id`: the row `open_run` opened (in the caller's transaction); `record_answer=False` leaves an answered
+        run's row to `record_answered`, which the caller commits with the rest of the turn's end."""
+        if run_id is None:
+            run_id = await self.open_run(turn)
+        return await self._drive(run_id, turn.deps, reply, record_answer=record_answer, prompt=turn.prompt,
+                                 history=turn.history)
+
+    async def record_answered(self, outcome: Answered) -> None:
+        await self._set_run(outcome.run_id, status="answered", usage=outcome.usage)
 
     async def resume(self, run_id: int, deps: TurnDeps, state: str, results: DeferredToolResults,
                      reply: LiveReply, *, specialists: Sequence[Mapping[str, Any]] = ()) -> RunOutcome:
@@ -166,7 +174,7 @@ class Runtime:
 
     async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, resuming: bool = False,
                      delegated: RunUsage | None = None, specialists: Sequence[Mapping[str, Any]] = (),
-                     **run_input: Any) -> RunOutcome:
+                     record_answer: bool = True, **run_input: Any) -> RunOutcome:
         await reply.start()
         run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner, notes=self._notes,
                        spills=RunSpills(self._db, run_id), directory=self._directories.get(deps.binding.bot_name),
@@ -203,9 +211,11 @@ class Runtime:
                           placeholder_id=None if reply.shown_text.strip() else reply.message_id)
         refs = await reply.finish(result.output)
         usage = result.usage + assembled.delegated
-        await self._set_run(run_id, status="answered", usage=usage)
+        answered = Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id, usage=usage)
+        if record_answer:
+            await self.record_answered(answered)
         await assembled.end_run()
-        return Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id, usage=usage)
+        return answered
 
     async def _failed(self, run_id: int, deps: TurnDeps, reply: LiveReply, exc: Exception,
                       assembled: AssembledAgent | None) -> Failed:
@@ -251,16 +261,16 @@ class Runtime:
                             output_tokens=max(0, (row.output_tokens or 0) - own.output_tokens))
         return await self._db.transaction(work)
 
-    async def _open_run(self, turn: Turn) -> int:
+    async def open_run(self, turn: Turn) -> int:
+        """The run's row, status running (a Core insert: no ORM unit of work on the turn's path)."""
         binding = turn.deps.binding
-        row = RunRow(conversation_id=turn.conversation_id, inbox_id=turn.inbox_id, bot_name=binding.bot_name,
-                     agent_name=binding.agent.name, agent_version=binding.agent.version,
-                     model=binding.agent.spec.model, identity_id=turn.identity_id, status="running")
+        statement = insert(RunRow).values(
+            conversation_id=turn.conversation_id, inbox_id=turn.inbox_id, bot_name=binding.bot_name,
+            agent_name=binding.agent.name, agent_version=binding.agent.version, model=binding.agent.spec.model,
+            identity_id=turn.identity_id, status="running", started_at=utcnow()).returning(RunRow.id)
 
         async def work(session: AsyncSession) -> int:
-            session.add(row)
-            await session.flush()
-            return row.id
+            return int((await session.execute(statement)).scalar_one())
         return await self._db.transaction(work)
 
     async def _set_run(self, run_id: int, *, status: str, usage: RunUsage | None = None,
