@@ -190,7 +190,8 @@ class Router:
         # A thread this very message starts (a top-level mention on Slack) has nothing earlier to read.
         if record.first_turn and inbound.address.thread_id not in (None, inbound.message_id) \
                 and isinstance(adapter, FollowsThreads):
-            earlier = await adapter.read_thread(inbound.address, limit=THREAD_CONTEXT_LIMIT)
+            earlier = [m for m in await adapter.read_thread(inbound.address, limit=THREAD_CONTEXT_LIMIT)
+                       if m.message_id != shown.message_id]  # our own placeholder, posted just before
             turn = replace(turn, history=thread_context(earlier, before=inbound.message_id))
         outcome = await self._runtime.run(turn, reply, run_id=run_id, record_answer=False)
         self._account(binding, item, outcome, started=started, posted_at=reply.posted_at)
