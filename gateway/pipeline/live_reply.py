@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from adapters.base import ChatAddress, MessageRef
 from adapters.markdown.chunking import split_text
-from adapters.protocols import ChatOutput, FindsOwnPosts, PostsOnce, ShowsTyping
+from adapters.protocols import ChatOutput, FindsOwnPosts, PostsOnce
 from gateway.pipeline.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -71,8 +71,6 @@ class LiveReply:
         """Post the placeholder (or adopt the stored one) before the model is asked anything; `record=False`
         leaves storing its id to the caller (in the transaction that starts the turn)."""
         if self._ref is None:
-            if isinstance(self._adapter, ShowsTyping):
-                await _quietly(self._adapter.show_typing(self._address))
             self._ref = await self._stray() or await self._post()
             self._shown = PLACEHOLDER
             self._last_edit = time.monotonic()
@@ -161,9 +159,3 @@ class LiveReply:
 def _preview(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
-
-async def _quietly(action: Awaitable[None]) -> None:
-    try:
-        await action
-    except Exception as exc:  # the typing indicator is a courtesy; its failure changes nothing
-        log.debug("typing indicator failed: %s", exc)

@@ -88,7 +88,14 @@ class Worker:
         self._idle_poll = idle_poll
         self._wake = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
+        self._keys: dict[int, str] = {}
+        """The conversation of each running item."""
         self._draining = False
+
+    def busy_with(self, conversation_key: str) -> bool:
+        """A message of this conversation accepted now would wait: no slot is free, or the conversation is mid-turn
+        here."""
+        return len(self._running) >= self._concurrency or conversation_key in self._keys.values()
 
     def wake(self) -> None:
         """A new item was accepted in this process: look now instead of at the next poll."""
@@ -134,7 +141,8 @@ class Worker:
             self._claims_failing = False
         self._maybe_more = len(items) >= free
         for item in items:
-            self._running[item.id] = asyncio.create_task(self._process(item))
+            self._keys[item.id] = item.conversation_key
+            self._running[item.id] = asyncio.create_task(self._process(item), name=f"turn {item.id}")
 
     async def _process(self, item: InboxItem) -> None:
         more = True
@@ -152,6 +160,7 @@ class Worker:
                                               unknown=True)
         finally:
             self._running.pop(item.id, None)
+            self._keys.pop(item.id, None)
             # Claim again only when something may wait: the next message of this conversation, or items no free
             # slot took. Anything else accepted here woke the worker itself; other replicas' leftovers wait for
             # the idle poll, as before.

@@ -159,7 +159,7 @@ class Gateway:
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer,
                              prepare=router.prepare)
         intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in,
-                        metrics=self.metrics)
+                        metrics=self.metrics, waits=self.worker.busy_with)
 
         async def scrape() -> bytes:
             return self.metrics.render(await _backlog(inbox, approvals))
