@@ -209,7 +209,9 @@ def command(variant: str, url: str, tokens: list[str], database_url: str | None)
     if database_url is None:
         return [sys.executable, "-m", "bench.floor_bots", "--kind", variant, "--url", url, "--token", tokens[0],
                 "--username", USERNAME]
-    return [sys.executable, "-m", "bench.gateway_bot", "--url", url, "--token", ",".join(tokens),
+    profile = os.environ.get("BENCH_PROFILE")  # a cProfile of the gateway's main thread, written at its exit
+    prefix = ["-m", "cProfile", "-o", f"{profile}/{variant}-{uuid.uuid4().hex[:6]}.prof"] if profile else []
+    return [sys.executable, *prefix, "-m", "bench.gateway_bot", "--url", url, "--token", ",".join(tokens),
             "--database-url", database_url]
 
 

@@ -18,10 +18,13 @@ async def test_a_queued_message_shows_typing_before_its_turn(telegram: FakeTeleg
                                model=waits_for(gate, "done", started=started)):
         await telegram.user_says(bot.token, chat, user, "first")
         await asyncio.wait_for(started.wait(), 10)
-        assert not [c for c in telegram.calls if c.method == "sendChatAction"]  # a free worker: the "…" is the sign
+
+        def typed() -> int:
+            return sum(1 for c in telegram.calls if c.method == "sendChatAction" and c.params.get("action") == "typing")
+
+        before = typed()  # the first turn's own, beside its placeholder
         await telegram.user_says(bot.token, chat, user, "second")  # waits behind the first turn of its chat
-        await telegram.wait_for(lambda: any(c.method == "sendChatAction" and c.params.get("action") == "typing"
-                                            for c in telegram.calls))
+        await telegram.wait_for(lambda: typed() > before)
         assert len(said_by(telegram, chat, bot)) == 1  # only the first turn has posted
         gate.set()
         await telegram.wait_for(lambda: said_by(telegram, chat, bot).count("thinking done") == 2)
