@@ -174,6 +174,7 @@ class Worker:
             log.warning("turn for inbox item %d waits %.0fs for a dependency: %s", item.id, wait.total_seconds(),
                         error)
             await self._inbox.defer(self.worker_id, item, error, delay=wait)
+            asyncio.get_running_loop().call_later(wait.total_seconds(), self.wake)  # due: look at once
             return
         log.exception("turn for inbox item %d failed (failure %d)", item.id, item.failures + 1)
         if await self._inbox.fail(self.worker_id, item, error) and self._give_up is not None:
