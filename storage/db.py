@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -40,6 +41,10 @@ class Database:
         self._open: ContextVar[tuple[asyncio.Task[Any] | None, AsyncSession] | None] = ContextVar(
             f"open-transaction-{id(self)}", default=None)
         """The transaction `transaction()` is running in this task, which nested calls join."""
+        self._one_at_a_time = asyncio.Lock() if self.dialect == "sqlite" else contextlib.nullcontext()
+        """SQLite takes one writer at a time; in-process writers queue here, in order, instead of meeting the file
+        lock and sleeping in SQLite's busy handler (whose backoff grows to 100 ms a try: seconds under load, and the
+        accept that acks the platform waited behind them)."""
 
     @property
     def dialect(self) -> str:
@@ -63,7 +68,7 @@ class Database:
             return await work(joined[1])
         for attempt in range(1, _RETRIES + 1):
             try:
-                async with self.session() as session:
+                async with self._one_at_a_time, self.session() as session:
                     token = self._open.set((asyncio.current_task(), session))
                     try:
                         return await work(session)
