@@ -23,8 +23,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,7 +45,10 @@ from gateway.sandbox.telegram import TelegramSandbox
 ROOT = Path(__file__).resolve().parent.parent
 USERNAME = "bench_helper_bot"
 TICK = os.sysconf("SC_CLK_TCK")
-VARIANTS = {"echo": "echo floor", "llm": "LLM floor", "sqlite": "gateway, SQLite", "postgresql": "gateway, PostgreSQL"}
+VARIANTS = {"echo": "echo floor", "llm": "LLM floor", "base-sqlite": "baseline gateway, SQLite",
+            "sqlite": "gateway, SQLite", "postgresql": "gateway, PostgreSQL"}
+BASELINE = os.environ.get("BENCH_BASELINE", "")
+"""`base-sqlite` runs the gateway package found here (say `git archive <commit> | tar -x -C DIR`) with this bench."""
 
 
 def tree(pid: int) -> list[int]:
@@ -195,7 +200,7 @@ class Run:
 
 @contextlib.asynccontextmanager
 async def database(variant: str, args: argparse.Namespace) -> AsyncIterator[str | None]:
-    if variant == "sqlite":
+    if variant in ("sqlite", "base-sqlite"):
         with tempfile.TemporaryDirectory(prefix="gateway-ratio-") as workdir:
             yield f"sqlite+aiosqlite:///{Path(workdir) / 'gateway.db'}"
     elif variant == "postgresql":
@@ -221,8 +226,10 @@ async def polling(sandbox: Watch, tokens: list[str], within: float) -> None:
                            timeout=within)
 
 
-async def spawn(argv: list[str]) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(*argv, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+async def spawn(argv: list[str], *, baseline: bool = False) -> asyncio.subprocess.Process:
+    path = f"{BASELINE}/_bench:{BASELINE}" if baseline else str(ROOT)
+    workdir = f"{BASELINE}/_bench" if baseline else ROOT  # `-m` puts the working directory first on the path
+    return await asyncio.create_subprocess_exec(*argv, cwd=workdir, env={**os.environ, "PYTHONPATH": path},
                                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                                 stderr=subprocess.DEVNULL)
 
@@ -247,7 +254,7 @@ async def run_once(variant: str, args: argparse.Namespace) -> Run:
         chats = [sandbox.private_chat(users[n]) for n in range(args.chats - half)]
         chats += [sandbox.group(-100_000 - n, f"Team {n}", supergroup=True) for n in range(half)]
         speakers = dict(zip((c["id"] for c in chats), users, strict=True))
-        process = await spawn(command(variant, sandbox.url, [token], database_url))
+        process = await spawn(command(variant, sandbox.url, [token], database_url), baseline=variant == "base-sqlite")
         numbers = iter(range(1, 10**6))
 
         def tag() -> str:
@@ -362,7 +369,8 @@ def table(runs: dict[str, list[Run]]) -> None:
 
     def ratios(pick: Callable[[Run], float], floor: str) -> str:
         base = median(floor, pick)
-        parts = [f"{VARIANTS[g].split(', ')[1]} {median(g, pick) / base:.2f}x" for g in ("sqlite", "postgresql")
+        parts = [f"{VARIANTS[g].split(', ')[1]}{' (baseline)' if g.startswith('base') else ''} "
+                 f"{median(g, pick) / base:.2f}x" for g in ("base-sqlite", "sqlite", "postgresql")
                  if g in runs and base and not math.isnan(base)]
         return (f"vs {VARIANTS[floor]}: " + ", ".join(parts)) if parts and floor in runs else ""
 
@@ -386,6 +394,12 @@ def table(runs: dict[str, list[Run]]) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> None:
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)  # a stopped bot's cut-off long poll
+    if BASELINE:  # the baseline checkout gets this bench beside its own code, under _bench/bench
+        target = Path(BASELINE) / "_bench" / "bench"
+        target.parent.mkdir(exist_ok=True)
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(ROOT / "bench", target)
     variants = args.variants.split(",")
     if "postgresql" in variants and await postgres_reachable(args.postgres_url) is None:
         print(f"PostgreSQL at {args.postgres_url} does not answer: left out")

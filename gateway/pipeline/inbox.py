@@ -178,7 +178,7 @@ class Inbox:
 
         async def work(session: AsyncSession) -> bool:
             return (await session.execute(statement)).first() is not None
-        return await self._db.transaction(work)
+        return await self._db.transaction(work, urgent=True)  # the platform's ack waits for it
 
 
 def _storable_text(text: str) -> str:
