@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from sqlalchemy import event
@@ -36,6 +39,13 @@ class Database:
         if self.dialect == "sqlite":
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._open: ContextVar[tuple[asyncio.Task[Any] | None, AsyncSession] | None] = ContextVar(
+            f"open-transaction-{id(self)}", default=None)
+        """The transaction `transaction()` is running in this task, which nested calls join."""
+        self._turnstile = Turnstile() if self.dialect == "sqlite" else None
+        """SQLite takes one writer at a time; in-process transactions queue here instead of meeting the file lock and
+        sleeping in SQLite's busy handler (whose backoff grows to 100 ms a try: seconds under load), urgent ones (the
+        accept that acks the platform) ahead of the turns'."""
 
     @property
     def dialect(self) -> str:
@@ -47,15 +57,24 @@ class Database:
         async with self._sessions() as session, session.begin():
             yield session
 
-    async def transaction(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    async def transaction(self, work: Callable[[AsyncSession], Awaitable[T]], *, urgent: bool = False) -> T:
         """Run `work` in one transaction, again after a conflict or a lost connection (a restart, a failover).
 
         `work` must be safe to run twice: a connection lost at COMMIT leaves unknown whether it landed.
+        Called inside another `transaction()` of the same task, `work` joins it: several stores' writes then
+        commit (and are retried) as one transaction, which is how a turn keeps to a few (`gateway/pipeline/`).
         """
+        joined = self._open.get()
+        if joined is not None and joined[0] is asyncio.current_task():
+            return await work(joined[1])
         for attempt in range(1, _RETRIES + 1):
             try:
-                async with self.session() as session:
-                    return await work(session)
+                async with self._turn(urgent), self.session() as session:
+                    token = self._open.set((asyncio.current_task(), session))
+                    try:
+                        return await work(session)
+                    finally:
+                        self._open.reset(token)
             except (OperationalError, DBAPIError) as exc:
                 lost = is_connection_error(exc)
                 if attempt == _RETRIES or not (lost or _conflict(exc)):
@@ -66,6 +85,15 @@ class Database:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
+    def _turn(self, urgent: bool) -> contextlib.AbstractAsyncContextManager[None]:
+        return self._turnstile.turn(urgent) if self._turnstile is not None else contextlib.nullcontext()
+
+    async def together(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run `work`, whose stores each call `transaction()`, as one transaction (retried as a whole)."""
+        async def joined(_session: AsyncSession) -> T:
+            return await work()
+        return await self.transaction(joined)
+
     async def create_all(self) -> None:
         """Create the tables directly (tests); deployments run the Alembic migrations."""
         async with self.engine.begin() as conn:
@@ -73,6 +101,49 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
+
+
+class Turnstile:
+    """One holder at a time; waiters in order of arrival, the urgent ones first."""
+
+    def __init__(self) -> None:
+        self._held = False
+        self._urgent: deque[asyncio.Future[None]] = deque()
+        self._normal: deque[asyncio.Future[None]] = deque()
+
+    @contextlib.asynccontextmanager
+    async def turn(self, urgent: bool = False) -> AsyncIterator[None]:
+        await self._acquire(urgent)
+        try:
+            yield
+        finally:
+            self._release()
+
+    async def _acquire(self, urgent: bool) -> None:
+        if not self._held and not self._urgent and not self._normal:
+            self._held = True
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        queue = self._urgent if urgent else self._normal
+        queue.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._release()  # handed the turn just as it was cancelled: pass it on
+            else:
+                with contextlib.suppress(ValueError):
+                    queue.remove(waiter)
+            raise
+
+    def _release(self) -> None:
+        for queue in (self._urgent, self._normal):
+            while queue:
+                waiter = queue.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)  # the turn passes on; `_held` stays True
+                    return
+        self._held = False
 
 
 def insert_for(dialect: str) -> Callable[..., Any]:

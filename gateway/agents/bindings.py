@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -58,6 +59,10 @@ class ApplyReport:
 class BindingStore:
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._specs: dict[tuple[str, int], AgentSpec] = {}
+        """Validated agent specs by (name, version): a version is never rewritten, so it is read once."""
+        self._binding_specs: dict[str, tuple[Any, BindingSpec]] = {}
+        """Each bot's validated binding spec, with the stored JSON it was validated from."""
 
     async def apply(self, config: GatewayConfig) -> ApplyReport:
         """Upsert agents, bots and bindings from a validated config, in one transaction.
@@ -80,20 +85,35 @@ class BindingStore:
         return await self._db.transaction(work)
 
     async def load(self, bot_name: str) -> Binding:
+        """One SELECT (binding, agent and its version's pins joined), and one more per level of delegates; specs
+        are validated once per agent version and binding."""
         async def work(session: AsyncSession) -> Binding:
             row = (await session.execute(
-                select(BindingRow, AgentRow).join(AgentRow, AgentRow.name == BindingRow.agent_name)
+                select(BindingRow.spec, AgentRow.name, AgentRow.version, AgentRow.spec, AgentVersionRow.pins)
+                .join(AgentRow, AgentRow.name == BindingRow.agent_name)
+                .outerjoin(AgentVersionRow, (AgentVersionRow.agent_name == AgentRow.name)
+                           & (AgentVersionRow.version == AgentRow.version))
                 .where(BindingRow.bot_name == bot_name))).first()
             if row is None:
                 raise UnknownBot(f"no binding for bot {bot_name!r}; run `gateway apply`")
-            binding, agent = row
-            pins = (await session.execute(select(AgentVersionRow.pins).where(
-                AgentVersionRow.agent_name == agent.name, AgentVersionRow.version == agent.version))).scalar()
-            definition = AgentDefinition(name=agent.name, version=agent.version,
-                                         spec=AgentSpec.model_validate(agent.spec), pins=pins or {})
-            return Binding(bot_name=bot_name, agent=definition, spec=BindingSpec.model_validate(binding.spec),
-                           delegate_versions=await _reachable(session, definition.pins))
+            binding_spec, name, version, agent_spec, pins = row
+            definition = AgentDefinition(name=name, version=version, spec=self._agent_spec(name, version, agent_spec),
+                                         pins=pins or {})
+            return Binding(bot_name=bot_name, agent=definition, spec=self._binding_spec(bot_name, binding_spec),
+                           delegate_versions=await _reachable(session, definition.pins) if definition.pins else {})
         return await self._db.transaction(work)
+
+    def _agent_spec(self, name: str, version: int, stored: Any) -> AgentSpec:
+        key = (name, version)
+        if key not in self._specs:
+            self._specs[key] = AgentSpec.model_validate(stored)
+        return self._specs[key]
+
+    def _binding_spec(self, bot_name: str, stored: Any) -> BindingSpec:
+        cached = self._binding_specs.get(bot_name)
+        if cached is None or cached[0] != stored:
+            cached = self._binding_specs[bot_name] = (stored, BindingSpec.model_validate(stored))
+        return cached[1]
 
     async def webhook_secret(self, bot_name: str) -> str:
         """The bot's webhook secret, generated once and shared by every replica."""

@@ -61,6 +61,14 @@ class QuestionFlow:
         expired = await self._questions.expire_due()
         return sorted({question.parked_run_id for question in expired})
 
+    async def may_take(self, inbound: Inbound, *, retried: bool) -> bool:
+        """Whether `take_answer` could find anything: an open question to this person here, or (a retry) one this
+        message answered already. Reads only."""
+        key = inbound.address.conversation_key
+        if await self._questions.pending(key, inbound.speaker.platform_user_id) is not None:
+            return True
+        return retried and await self._questions.answered_with(key, inbound.message_id) is not None
+
     async def take_answer(self, inbound: Inbound, *, retried: bool) -> TakenAnswer | None:
         """The requester's message answers the question a delegate of their parked run asked in this
         conversation. Anyone else's message, or one with no open question, is left to be a turn of its own

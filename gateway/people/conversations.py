@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from sqlalchemy import select
+from sqlalchemy import Row, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, HistoryItem, Inbound, Speaker
@@ -31,33 +32,33 @@ class Conversations:
         self._db = db
 
     async def record_user_turn(self, inbound: Inbound) -> TurnRecord:
-        """Store the speaker, the conversation and the user's words once, even when a turn is retried."""
+        """Store the speaker, the conversation and the user's words once, even when a turn is retried.
+
+        Core statements, each row looked up before it is inserted: a known conversation and speaker cost one
+        SELECT each (the common case), not an INSERT that conflicts and a SELECT after it."""
         async def work(session: AsyncSession) -> TurnRecord:
             conversation_id = await self._conversation(session, inbound.address)
-            identity = await self._identity(session, inbound.speaker)
-            identity_id = identity.id
+            identity_id, person_id = await self._speaker(session, inbound.speaker)
             existing = (await session.execute(
                 select(MessageRow.id).where(MessageRow.conversation_id == conversation_id,
                                             MessageRow.role == "user",
                                             MessageRow.platform_message_id == inbound.message_id))).scalar()
             if existing is None:
-                row = MessageRow(conversation_id=conversation_id, role="user", identity_id=identity_id,
-                                 speaker_name=inbound.speaker.display_name, text=inbound.text,
-                                 platform_message_id=inbound.message_id)
-                session.add(row)
-                await session.flush()
-                existing = row.id
+                existing = (await session.execute(insert(MessageRow).values(
+                    conversation_id=conversation_id, role="user", identity_id=identity_id,
+                    speaker_name=inbound.speaker.display_name, text=inbound.text,
+                    platform_message_id=inbound.message_id, created_at=utcnow()).returning(MessageRow.id))).scalar_one()
             earlier = (await session.execute(
                 select(MessageRow.id).where(MessageRow.conversation_id == conversation_id,
                                             MessageRow.id < existing).limit(1))).scalar()
             return TurnRecord(conversation_id=conversation_id, identity_id=identity_id,
-                              person_id=identity.person_id, message_id=existing, first_turn=earlier is None)
+                              person_id=person_id, message_id=existing, first_turn=earlier is None)
         return await self._db.transaction(work)
 
     async def identity(self, speaker: Speaker) -> int:
         """Store the speaker (handle and name kept fresh) without recording anything they said."""
         async def work(session: AsyncSession) -> int:
-            return (await self._identity(session, speaker)).id
+            return (await self._speaker(session, speaker))[0]
         return await self._db.transaction(work)
 
     async def answered_in(self, conversation_key: str) -> bool:
@@ -70,9 +71,9 @@ class Conversations:
     async def record_answer(self, conversation_id: int, *, run_id: int, text: str, speaker_name: str,
                             platform_message_id: str | None) -> None:
         async def work(session: AsyncSession) -> None:
-            session.add(MessageRow(conversation_id=conversation_id, role="assistant", identity_id=None,
-                                   speaker_name=speaker_name, text=text, run_id=run_id,
-                                   platform_message_id=platform_message_id))
+            await session.execute(insert(MessageRow).values(
+                conversation_id=conversation_id, role="assistant", identity_id=None, speaker_name=speaker_name,
+                text=text, run_id=run_id, platform_message_id=platform_message_id, created_at=utcnow()))
         await self._db.transaction(work)
 
     async def history(self, turn: TurnRecord, *, limit: int, name_speakers: bool) -> list[ModelMessage]:
@@ -80,36 +81,43 @@ class Conversations:
         if limit <= 0:
             return []
 
-        async def work(session: AsyncSession) -> list[MessageRow]:
+        async def work(session: AsyncSession) -> list[Row[Any]]:
             rows = (await session.execute(
-                select(MessageRow).where(MessageRow.conversation_id == turn.conversation_id,
-                                         MessageRow.id < turn.message_id)
-                .order_by(MessageRow.id.desc()).limit(limit))).scalars().all()
+                select(MessageRow.role, MessageRow.text, MessageRow.speaker_name, MessageRow.created_at)
+                .where(MessageRow.conversation_id == turn.conversation_id, MessageRow.id < turn.message_id)
+                .order_by(MessageRow.id.desc()).limit(limit))).all()
             return list(reversed(rows))
         return [_as_model_message(row, name_speakers) for row in await self._db.transaction(work)]
 
     async def _conversation(self, session: AsyncSession, address: ChatAddress) -> int:
+        where = ConversationRow.key == address.conversation_key
+        found = (await session.execute(select(ConversationRow.id).where(where))).scalar()
+        if found is not None:
+            return int(found)
         values = {"key": address.conversation_key, "bot_name": address.bot_id, "platform": address.platform,
                   "channel_id": address.channel_id, "thread_id": address.thread_id,
                   "is_direct": address.is_direct, "created_at": utcnow()}
-        return await _get_or_insert(session, ConversationRow, values, ["key"],
-                                    ConversationRow.key == address.conversation_key)
+        return await _get_or_insert(session, ConversationRow, values, ["key"], where)
 
-    async def _identity(self, session: AsyncSession, speaker: Speaker) -> IdentityRow:
-        values = {"platform": speaker.platform, "workspace": speaker.workspace,
-                  "platform_user_id": speaker.platform_user_id,
-                  "handle": speaker.handle, "display_name": speaker.display_name, "is_bot": speaker.is_bot,
-                  "updated_at": utcnow()}
+    async def _speaker(self, session: AsyncSession, speaker: Speaker) -> tuple[int, int | None]:
+        """The speaker's identity id and linked person, stored on first sight; handle and name kept fresh."""
         where = ((IdentityRow.platform == speaker.platform) & (IdentityRow.workspace == speaker.workspace)
                  & (IdentityRow.platform_user_id == speaker.platform_user_id))
-        identity_id = await _get_or_insert(session, IdentityRow, values,
-                                           ["platform", "workspace", "platform_user_id"], where)
-        row = await session.get(IdentityRow, identity_id)
+        row = (await session.execute(select(IdentityRow.id, IdentityRow.person_id, IdentityRow.handle,
+                                            IdentityRow.display_name).where(where))).first()
         if row is None:
-            raise LookupError(f"identity {identity_id} vanished while its turn was being recorded")
+            values = {"platform": speaker.platform, "workspace": speaker.workspace,
+                      "platform_user_id": speaker.platform_user_id, "handle": speaker.handle,
+                      "display_name": speaker.display_name, "is_bot": speaker.is_bot, "updated_at": utcnow()}
+            identity_id = await _get_or_insert(session, IdentityRow, values,
+                                               ["platform", "workspace", "platform_user_id"], where)
+            person_id = (await session.execute(select(IdentityRow.person_id)
+                                               .where(IdentityRow.id == identity_id))).scalar()
+            return identity_id, person_id
         if (row.handle, row.display_name) != (speaker.handle, speaker.display_name):
-            row.handle, row.display_name, row.updated_at = speaker.handle, speaker.display_name, utcnow()
-        return row
+            await session.execute(update(IdentityRow).where(IdentityRow.id == row.id).values(
+                handle=speaker.handle, display_name=speaker.display_name, updated_at=utcnow()))
+        return int(row.id), row.person_id
 
 
 async def _get_or_insert(session: AsyncSession, table: type, values: dict, keys: list[str], where: object) -> int:
@@ -122,7 +130,7 @@ async def _get_or_insert(session: AsyncSession, table: type, values: dict, keys:
     return int((await session.execute(select(table.id).where(where))).scalar_one())
 
 
-def _as_model_message(row: MessageRow, name_speakers: bool) -> ModelMessage:
+def _as_model_message(row: Row[Any], name_speakers: bool) -> ModelMessage:
     if row.role == "assistant":
         return ModelResponse(parts=[TextPart(row.text)], timestamp=row.created_at)
     return ModelRequest(parts=[UserPromptPart(speaker_line(row.speaker_name, row.text, name_speakers),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -75,8 +75,10 @@ class Inbox:
             return int(count or 0), 0.0 if oldest is None else max(0.0, (now - _aware(oldest)).total_seconds())
         return await self._db.transaction(work)
 
-    async def claim(self, worker_id: str, *, lease: timedelta, limit: int) -> list[InboxItem]:
-        """Lease the oldest open item of each idle conversation, up to `limit` items."""
+    async def claim(self, worker_id: str, *, lease: timedelta, limit: int,
+                    then: Callable[[list[InboxItem]], Awaitable[None]] | None = None) -> list[InboxItem]:
+        """Lease the oldest open item of each idle conversation, up to `limit` items; `then` reads what their turns
+        need first in the same transaction (a turn's reads before its placeholder cost no transaction of their own)."""
         async def work(session: AsyncSession) -> list[InboxItem]:
             now = utcnow()
             candidates = (await session.execute(_claimable(now, limit, self._db.dialect))).scalars().all()
@@ -90,6 +92,8 @@ class Inbox:
                 row = result.scalar_one_or_none()
                 if row is not None:
                     claimed.append(_item(row))
+            if claimed and then is not None:
+                await then(claimed)
             return claimed
         return await self._db.transaction(work)
 
@@ -109,8 +113,24 @@ class Inbox:
                                   .values(reply_message_id=message_id))
         await self._db.transaction(work)
 
-    async def complete(self, worker_id: str, item_id: int) -> None:
-        await self._finish(worker_id, item_id, status="done", error=None)
+    async def complete(self, worker_id: str, item_id: int,
+                       also: Callable[[], Awaitable[None]] | None = None) -> bool:
+        """Mark the item done, in one transaction with `also` (the turn's own last writes: the answer, the run).
+        True when its conversation has another item waiting, which the worker then claims at once."""
+        async def work(session: AsyncSession) -> bool:
+            if also is not None:
+                await also()
+            result = await session.execute(
+                update(InboxRow).where(InboxRow.id == item_id, InboxRow.lease_owner == worker_id)
+                .values(status="done", error=None, lease_owner=None, lease_until=None, finished_at=utcnow())
+                .returning(InboxRow.conversation_key))
+            key = result.scalar()
+            if key is None:
+                return True  # not ours any more: whoever has it now decides; a look costs one claim
+            waiting = await session.execute(select(InboxRow.id).where(
+                InboxRow.conversation_key == key, InboxRow.status.in_(OPEN), InboxRow.id > item_id).limit(1))
+            return waiting.scalar() is not None
+        return await self._db.transaction(work)
 
     async def fail(self, worker_id: str, item: InboxItem, error: str) -> bool:
         """The turn itself failed: give the item back for another attempt, or mark it failed once its attempts
@@ -158,7 +178,7 @@ class Inbox:
 
         async def work(session: AsyncSession) -> bool:
             return (await session.execute(statement)).first() is not None
-        return await self._db.transaction(work)
+        return await self._db.transaction(work, urgent=True)  # the platform's ack waits for it
 
 
 def _storable_text(text: str) -> str:

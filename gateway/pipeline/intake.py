@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from adapters.base import ApprovalClick, Deliver, Inbound, MalformedPayload
-from adapters.protocols import FollowsThreads, Parser
+from adapters.protocols import FollowsThreads, Parser, ShowsTyping
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.metrics import GatewayMetrics
 
@@ -17,11 +19,19 @@ log = logging.getLogger(__name__)
 IntakeResult = Literal["accepted", "duplicate", "ignored", "rejected"]
 KEY_LIMIT = 512
 """Characters of the inbox's `logical_id` and `conversation_key` columns."""
+TYPING_LASTS = 4.0
+"""Seconds a typing indicator shows (Telegram: 5): a conversation is not told again sooner."""
 
 
 class Intake:
     def __init__(self, inbox: Inbox, adapters: Mapping[str, Parser], *, on_accepted: Callable[[], None],
-                 answered_in: Callable[[str], Awaitable[bool]], metrics: GatewayMetrics | None = None) -> None:
+                 answered_in: Callable[[str], Awaitable[bool]], metrics: GatewayMetrics | None = None,
+                 waits: Callable[[str], bool] = lambda _key: False) -> None:
+        """`waits(conversation_key)`: a message accepted now would queue (every worker slot busy, or its conversation
+        mid-turn); the chat is then shown typing at once, after the commit, without holding up the ack."""
+        self._waits = waits
+        self._typing: dict[str, float] = {}
+        self._background: set[asyncio.Task[None]] = set()
         self._inbox = inbox
         self._metrics = metrics or GatewayMetrics({})
         self._adapters = adapters
@@ -60,7 +70,22 @@ class Intake:
             log.info("bot %r: duplicate delivery of %s dropped", bot_name, event.logical_id)
             return "duplicate"
         self._on_accepted()
+        queued = self._waits(conversation.conversation_key)
+        if queued and isinstance(event, Inbound) and isinstance(adapter, ShowsTyping):
+            self._show_typing(adapter, event)
         return "accepted"
+
+    def _show_typing(self, adapter: ShowsTyping, event: Inbound) -> None:
+        """The first sign a queued message was seen, in the background: the ack does not wait for it."""
+        key, now = event.address.conversation_key, time.monotonic()
+        if now - self._typing.get(key, -TYPING_LASTS) < TYPING_LASTS:
+            return
+        if len(self._typing) > 10_000:
+            self._typing = {k: t for k, t in self._typing.items() if now - t < TYPING_LASTS}
+        self._typing[key] = now
+        task = asyncio.create_task(_quietly(adapter.show_typing(event.address)))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def reject(self, bot_name: str, body: bytes, reason: str) -> None:
         """Keep an authenticated body that cannot be read as rejected (capped, with its hash), so it can be acked."""
@@ -87,6 +112,13 @@ class Intake:
         async def deliver(payload: Mapping[str, Any]) -> None:
             await self.deliver(bot_name, payload)
         return deliver
+
+
+async def _quietly(action: Awaitable[None]) -> None:
+    try:
+        await action
+    except Exception as exc:  # the typing indicator is a courtesy; its failure changes nothing
+        log.debug("typing indicator failed: %s", exc)
 
 
 def _check_storable(event: Inbound | ApprovalClick) -> None:

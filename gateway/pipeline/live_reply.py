@@ -67,18 +67,24 @@ class LiveReply:
         """Everything streamed so far (the preview may show less)."""
         return self._streamed
 
-    async def start(self) -> MessageRef:
-        """Post the placeholder (or adopt the stored one) before the model is asked anything."""
+    async def start(self, *, record: bool = True) -> MessageRef:
+        """Post the placeholder (or adopt the stored one) before the model is asked anything; `record=False`
+        leaves storing its id to the caller (in the transaction that starts the turn)."""
         if self._ref is None:
-            if isinstance(self._adapter, ShowsTyping):
-                await _quietly(self._adapter.show_typing(self._address))
-            self._ref = await self._stray() or await self._post()
+            if isinstance(self._adapter, ShowsTyping):  # alongside the placeholder, not before it
+                _, self._ref = await asyncio.gather(_quietly(self._adapter.show_typing(self._address)),
+                                                    self._first_post())
+            else:
+                self._ref = await self._first_post()
             self._shown = PLACEHOLDER
             self._last_edit = time.monotonic()
             self.posted_at = self._last_edit
-            if self._placeholder is not None:
+            if self._placeholder is not None and record:
                 await self._placeholder.record(self._ref.message_id)
         return self._ref
+
+    async def _first_post(self) -> MessageRef:
+        return await self._stray() or await self._post()
 
     async def _post(self) -> MessageRef:
         if self._placeholder is not None and isinstance(self._adapter, PostsOnce):
@@ -159,6 +165,7 @@ class LiveReply:
 
 def _preview(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
 
 
 async def _quietly(action: Awaitable[None]) -> None:

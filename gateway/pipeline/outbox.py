@@ -50,13 +50,16 @@ class RunOutbox:
     """The outbox of one run in one conversation (what `RunFacts.outbox` holds)."""
 
     def __init__(self, db: Database, chat: FileChat | None, address: ChatAddress, *, run_id: int | None,
-                 key: str) -> None:
-        """`chat` None: this bot's platform takes no files, and `post_file` says so. `run_id` None: no run row."""
+                 key: str, earlier: bool = True) -> None:
+        """`chat` None: this bot's platform takes no files, and `post_file` says so. `run_id` None: no run row.
+        `earlier` False: no earlier attempt or part of this turn can have stored a file, so a delivery after
+        which this outbox stored nothing has nothing to look up (a plain turn costs no outbox query)."""
         self._db = db
         self._chat = chat
         self._address = address
         self._run_id = run_id
         self.key = key
+        self._pending = earlier
 
     async def post_file(self, *, name: str, data: bytes, mime_type: str | None, caption: str | None = None) -> None:
         if self._chat is None:
@@ -76,12 +79,13 @@ class RunOutbox:
                 caption=caption, data=data, size=len(data), status="pending", created_at=utcnow(),
             ).on_conflict_do_nothing(index_elements=["turn_key", "digest"]))
         await self._db.transaction(work)
+        self._pending = True
 
     async def deliver(self) -> int:
         """Post every file of this turn that is not posted yet, oldest first; returns how many this call posted.
 
         Never raises for a file: a refused one is marked failed and the chat is told why."""
-        if self._chat is None:
+        if self._chat is None or not self._pending:
             return 0
         posted = 0
         for file_id in await self._waiting():

@@ -7,24 +7,26 @@ import hashlib
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Protocol
 
-from adapters.base import ApprovalClick, Inbound, MessageRef
+from adapters.base import ApprovalClick, Inbound, MalformedPayload, MessageRef
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Chat, ChatOutput, FollowsThreads, ReadsFiles
-from gateway.agents.bindings import Binding, BindingStore, is_listed
+from gateway.agents.bindings import Binding, BindingStore, UnknownBot, is_listed
 from gateway.agents.workspaces import user_key
 from gateway.people.commands import DirectCommands
-from gateway.people.conversations import Conversations, speaker_line, thread_context
+from gateway.people.conversations import Conversations, TurnRecord, speaker_line, thread_context
 from gateway.people.scope import memory_owner
 from gateway.pipeline.attachments import fetch_attachments
 from gateway.pipeline.inbox import Inbox, InboxItem
 from gateway.pipeline.live_reply import LiveReply, Placeholder
 from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.runtime import OPERATOR_HAS_DETAILS, Answered, Parked, RunOutcome, Runtime, Turn, TurnDeps
+from gateway.pipeline.worker import Finish
 from storage.cache import Cache
+from storage.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -57,15 +59,31 @@ class ParkedRuns(Protocol):
 class OpenQuestions(Protocol):
     """Delegates' questions put to people (`gateway/approvals/questions.py`)."""
 
+    async def may_take(self, inbound: Inbound, *, retried: bool) -> bool:
+        """Whether `take_answer` could find anything for this message (reads only; joins the claim's transaction)."""
+        ...
+
     async def take_answer(self, inbound: Inbound, *, retried: bool) -> TakenAnswer | None:
         """The parked run a message answers the open question of, or None: the message is a turn of its own."""
         ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prepared:
+    """What a claimed item's turn reads before it shows anything, read inside the claim's transaction."""
+
+    inbound: Inbound
+    binding: Binding
+    may_answer_question: bool
+
+
 class Router:
     def __init__(self, *, adapters: Mapping[str, PlatformAdapter], bindings: BindingStore, conversations: Conversations,
                  runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ParkedRuns,
-                 questions: OpenQuestions, commands: DirectCommands, metrics: GatewayMetrics | None = None) -> None:
+                 questions: OpenQuestions, commands: DirectCommands, db: Database,
+                 metrics: GatewayMetrics | None = None) -> None:
+        self._db = db
+        self._prepared: dict[int, Prepared] = {}
         self._adapters = adapters
         self._metrics = metrics or GatewayMetrics({})
         self._bindings = bindings
@@ -77,32 +95,52 @@ class Router:
         self._questions = questions
         self._commands = commands
 
-    async def handle(self, item: InboxItem) -> None:
+    async def prepare(self, items: list[InboxItem]) -> None:
+        """Inside the claim's transaction: each message's binding and whether it may answer an open question, so
+        a plain turn reads nothing more before its placeholder. What cannot be prepared is read again in `handle`."""
+        bindings: dict[str, Binding] = {}
+        for item in items:
+            adapter = self._adapters.get(item.bot_name)
+            try:
+                inbound = adapter.parse(item.payload) if adapter is not None else None
+                if not isinstance(inbound, Inbound):
+                    continue
+                if item.bot_name not in bindings:
+                    bindings[item.bot_name] = await self._bindings.load(item.bot_name)
+            except (UnknownBot, MalformedPayload):  # `handle` says so in its own words
+                continue
+            may = await self._questions.may_take(inbound, retried=item.attempts > 1)
+            self._prepared[item.id] = Prepared(inbound=inbound, binding=bindings[item.bot_name],
+                                               may_answer_question=may)
+
+    async def handle(self, item: InboxItem) -> Finish | None:
+        prepared = self._prepared.pop(item.id, None)
         adapter = self._adapters.get(item.bot_name)
         if adapter is None:
             log.error("inbox item %d is for bot %r, which this gateway does not run", item.id, item.bot_name)
-            return
-        inbound = adapter.parse(item.payload)
+            return None
+        inbound = prepared.inbound if prepared is not None else adapter.parse(item.payload)
         if isinstance(inbound, ApprovalClick):
             await self._approval_flow.on_click(adapter, inbound, retried=item.attempts > 1)
-            return
+            return None
         if not isinstance(inbound, Inbound):
-            return
-        binding = await self._bindings.load(item.bot_name)
+            return None
+        binding = prepared.binding if prepared is not None else await self._bindings.load(item.bot_name)
         refusal = await self._refusal(inbound, binding)
         if refusal is not None:
             if refusal and item.reply_message_id is None:
                 await adapter.send(inbound.address, refusal)
-            return
+            return None
         if self._commands.recognizes(inbound):
             await self._command(adapter, inbound, item)
-            return
+            return None
         # A question a delegate put to this person here is answered by their next message, not a new turn.
-        answered = await self._questions.take_answer(inbound, retried=item.attempts > 1)
-        if answered is not None:
-            await self._approval_flow.resume(adapter, answered.parked_run_id, reclaim=answered.retried)
-            return
-        await self._answer(adapter, inbound, binding, item)
+        if prepared is None or prepared.may_answer_question:
+            answered = await self._questions.take_answer(inbound, retried=item.attempts > 1)
+            if answered is not None:
+                await self._approval_flow.resume(adapter, answered.parked_run_id, reclaim=answered.retried)
+                return None
+        return await self._answer(adapter, inbound, binding, item)
 
     async def give_up(self, item: InboxItem) -> None:
         """Tell the chat a message will not be answered: in the reply already begun, or in a new one."""
@@ -124,37 +162,55 @@ class Router:
         ref = await adapter.send(inbound.address, await self._commands.answer(inbound, identity_id))
         await self._inbox.remember_reply(item.id, ref.message_id)
 
-    async def _answer(self, adapter: Chat, inbound: Inbound, binding: Binding, item: InboxItem) -> None:
-        record = await self._conversations.record_user_turn(inbound)
-        group = not inbound.address.is_direct
-        history = await self._conversations.history(record, limit=binding.spec.history_turns, name_speakers=group)
-        # A thread this very message starts (a top-level mention on Slack) has nothing earlier to read.
-        if record.first_turn and inbound.address.thread_id not in (None, inbound.message_id) \
-                and isinstance(adapter, FollowsThreads):
-            earlier = await adapter.read_thread(inbound.address, limit=THREAD_CONTEXT_LIMIT)
-            history = thread_context(earlier, before=inbound.message_id)
-        owner = memory_owner(inbound.address, identity_id=record.identity_id, person_id=record.person_id,
-                             allow_personal=binding.spec.allow_personal_memory)
-        turn = Turn(deps=TurnDeps(address=inbound.address, speaker=inbound.speaker, binding=binding, owner=owner,
-                                  user_key=user_key(identity_id=record.identity_id, person_id=record.person_id)),
-                    prompt=speaker_line(inbound.speaker.display_name, inbound.text, group),
-                    history=history, conversation_id=record.conversation_id,
-                    identity_id=record.identity_id, inbox_id=item.id,
-                    files=await fetch_attachments(adapter if isinstance(adapter, ReadsFiles) else None,
-                                                  inbound.attachments))
+    async def _answer(self, adapter: Chat, inbound: Inbound, binding: Binding, item: InboxItem) -> Finish | None:
+        """The placeholder first (the person sees the bot react), then one transaction for the user's turn, the
+        history, the run's row and the placeholder's id; the answer's rows are committed with the item's end."""
         placeholder = Placeholder(recorded_id=item.reply_message_id, key=inbound.logical_id,
                                   record=partial(self._inbox.remember_reply, item.id),
                                   answering=inbound.message_id, retried=item.attempts > 1)
         reply = LiveReply(adapter, inbound.address, placeholder=placeholder)
         started = time.monotonic()
-        outcome = await self._runtime.run(turn, reply)
+        shown = await reply.start(record=False)
+        group = not inbound.address.is_direct
+        speaker = inbound.speaker
+        prompt = speaker_line(speaker.display_name, inbound.text, group)
+        files = await fetch_attachments(adapter if isinstance(adapter, ReadsFiles) else None, inbound.attachments)
+
+        async def begin() -> tuple[Turn, TurnRecord, int]:
+            record = await self._conversations.record_user_turn(inbound)
+            history = await self._conversations.history(record, limit=binding.spec.history_turns,
+                                                        name_speakers=group)
+            owner = memory_owner(inbound.address, identity_id=record.identity_id, person_id=record.person_id,
+                                 allow_personal=binding.spec.allow_personal_memory)
+            turn = Turn(deps=TurnDeps(address=inbound.address, speaker=speaker, binding=binding, owner=owner,
+                                      user_key=user_key(identity_id=record.identity_id, person_id=record.person_id)),
+                        prompt=prompt, history=history, conversation_id=record.conversation_id,
+                        identity_id=record.identity_id, inbox_id=item.id, files=files, retried=item.attempts > 1)
+            if shown.message_id != item.reply_message_id:
+                await self._inbox.remember_reply(item.id, shown.message_id)
+            return turn, record, await self._runtime.open_run(turn)
+
+        turn, record, run_id = await self._db.together(begin)
+        # A thread this very message starts (a top-level mention on Slack) has nothing earlier to read.
+        if record.first_turn and inbound.address.thread_id not in (None, inbound.message_id) \
+                and isinstance(adapter, FollowsThreads):
+            earlier = [m for m in await adapter.read_thread(inbound.address, limit=THREAD_CONTEXT_LIMIT)
+                       if m.message_id != shown.message_id]  # our own placeholder, posted just before
+            turn = replace(turn, history=thread_context(earlier, before=inbound.message_id))
+        outcome = await self._runtime.run(turn, reply, run_id=run_id, record_answer=False)
         self._account(binding, item, outcome, started=started, posted_at=reply.posted_at)
         if isinstance(outcome, Answered):
-            await self._conversations.record_answer(record.conversation_id, run_id=outcome.run_id, text=outcome.text,
-                                                    speaker_name=binding.agent.name,
-                                                    platform_message_id=outcome.message_id)
-        elif isinstance(outcome, Parked):
+            answered = outcome
+
+            async def finish() -> None:
+                await self._runtime.record_answered(answered)
+                await self._conversations.record_answer(record.conversation_id, run_id=answered.run_id,
+                                                        text=answered.text, speaker_name=binding.agent.name,
+                                                        platform_message_id=answered.message_id)
+            return finish
+        if isinstance(outcome, Parked):
             await self._approval_flow.park(adapter, turn.deps, record.conversation_id, outcome)
+        return None
 
     def _account(self, binding: Binding, item: InboxItem, outcome: RunOutcome, *, started: float,
                  posted_at: float | None) -> None:

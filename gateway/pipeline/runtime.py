@@ -24,7 +24,7 @@ from pydantic_ai import (
 from pydantic_ai.exceptions import AgentRunError, ModelAPIError, UsageLimitExceeded, UserError
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RunUsage
-from sqlalchemy import update
+from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Directory, Speaker
@@ -91,6 +91,8 @@ class Turn:
     inbox_id: int | None
     files: tuple[Attachment, ...] = ()
     """What the person attached, downloaded (or why not): part of the prompt as far as the model takes it."""
+    retried: bool = False
+    """An earlier attempt of this turn was interrupted: it may have stored files the outbox has still to post."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,9 +183,18 @@ class Runtime:
         self._workspace_documents = StoredWorkspaces(db)
         self._browser = browser
 
-    async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
-        run_id = await self._open_run(turn)
-        return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history, files=turn.files)
+    async def run(self, turn: Turn, reply: LiveReply, *, run_id: int | None = None,
+                  record_answer: bool = True) -> RunOutcome:
+        """`run_id`: the row `open_run` opened (in the caller's transaction); `record_answer=False` leaves an answered
+        run's row to `record_answered`, which the caller commits with the rest of the turn's end."""
+        if run_id is None:
+            run_id = await self.open_run(turn)
+        return await self._drive(run_id, turn.deps, reply, record_answer=record_answer, prompt=turn.prompt,
+                                 history=turn.history, files=turn.files, turn_key=turn_key(run_id, turn.inbox_id),
+                                 retried=turn.retried)
+
+    async def record_answered(self, outcome: Answered) -> None:
+        await self._set_run(outcome.run_id, status="answered", usage=outcome.usage)
 
     async def resume(self, run_id: int, deps: TurnDeps, state: str, results: DeferredToolResults,
                      reply: LiveReply, *, specialists: Sequence[Mapping[str, Any]] = ()) -> RunOutcome:
@@ -204,9 +215,12 @@ class Runtime:
     async def _drive_connected(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, mcp: ConnectedServers,
                                resuming: bool = False, delegated: RunUsage | None = None,
                                specialists: Sequence[Mapping[str, Any]] = (), files: Sequence[Attachment] = (),
+                               record_answer: bool = True, turn_key: str | None = None, retried: bool = False,
                                **run_input: Any) -> RunOutcome:
+        """`turn_key`: the outbox key of a new run's turn (a resume looks it up); `retried`: an earlier attempt of
+        this turn may have stored files it did not post."""
         outbox = RunOutbox(self._db, self._files.get(deps.binding.bot_name), deps.address, run_id=run_id,
-                           key=await self._turn_key(run_id))
+                           key=turn_key or await self._turn_key(run_id), earlier=retried or resuming)
         run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner, notes=self._notes,
                        spills=RunSpills(self._db, run_id), directory=self._directories.get(deps.binding.bot_name),
                        state=StoredConversationState(self._db, deps.address.conversation_key), notice=reply.notice,
@@ -253,9 +267,11 @@ class Runtime:
         refs = await reply.finish(result.output)
         await _deliver(outbox)
         usage = result.usage + assembled.delegated
-        await self._set_run(run_id, status="answered", usage=usage)
+        answered = Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id, usage=usage)
+        if record_answer:
+            await self.record_answered(answered)
         await assembled.end_run()
-        return Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id, usage=usage)
+        return answered
 
     def _workspace_facts(self, run_id: int, deps: TurnDeps) -> WorkspaceFacts:
         wiring = self._workspaces
@@ -315,16 +331,16 @@ class Runtime:
             return row.inbox_id if row is not None else None
         return turn_key(run_id, await self._db.transaction(work))
 
-    async def _open_run(self, turn: Turn) -> int:
+    async def open_run(self, turn: Turn) -> int:
+        """The run's row, status running (a Core insert: no ORM unit of work on the turn's path)."""
         binding = turn.deps.binding
-        row = RunRow(conversation_id=turn.conversation_id, inbox_id=turn.inbox_id, bot_name=binding.bot_name,
-                     agent_name=binding.agent.name, agent_version=binding.agent.version,
-                     model=binding.agent.spec.model, identity_id=turn.identity_id, status="running")
+        statement = insert(RunRow).values(
+            conversation_id=turn.conversation_id, inbox_id=turn.inbox_id, bot_name=binding.bot_name,
+            agent_name=binding.agent.name, agent_version=binding.agent.version, model=binding.agent.spec.model,
+            identity_id=turn.identity_id, status="running", started_at=utcnow()).returning(RunRow.id)
 
         async def work(session: AsyncSession) -> int:
-            session.add(row)
-            await session.flush()
-            return row.id
+            return int((await session.execute(statement)).scalar_one())
         return await self._db.transaction(work)
 
     async def _set_run(self, run_id: int, *, status: str, usage: RunUsage | None = None,

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from functools import partial
+from typing import TypeVar
 
 from opentelemetry.trace import NoOpTracer, StatusCode, Tracer
 
@@ -20,8 +21,13 @@ from storage.cache import UNREACHABLE
 from storage.db import is_connection_error
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-Handler = Callable[[InboxItem], Awaitable[None]]
+Finish = Callable[[], Awaitable[None]]
+"""A turn's last writes, committed with its inbox item's completion."""
+Handler = Callable[[InboxItem], Awaitable[Finish | None]]
+Prepare = Callable[[list[InboxItem]], Awaitable[None]]
+GiveUp = Callable[[InboxItem], Awaitable[None]]
 
 FIRST_WAIT = timedelta(seconds=1)
 LONGEST_WAIT = timedelta(seconds=30)
@@ -61,23 +67,35 @@ def _nanoseconds(moment: datetime) -> int:
 
 
 class Worker:
-    def __init__(self, inbox: Inbox, handle: Handler, *, give_up: Handler | None = None, concurrency: int = 8,
+    def __init__(self, inbox: Inbox, handle: Handler, *, give_up: GiveUp | None = None, concurrency: int = 8,
                  lease: timedelta = timedelta(seconds=10), idle_poll: float = 1.0,
-                 tracer: Tracer = UNTRACED) -> None:
+                 tracer: Tracer = UNTRACED, prepare: Prepare | None = None) -> None:
         """`give_up` tells the chat of an item whose turn failed its last attempt; `tracer` opens one span per
-        item around its whole turn, the agent's own spans nested in it (`gateway/server/tracing.py`)."""
+        item around its whole turn, the agent's own spans nested in it (`gateway/server/tracing.py`); `prepare`
+        reads what the claimed items' turns need, inside the claim's transaction. What `handle` returns is
+        committed with the item's completion."""
         self.worker_id = f"worker-{uuid.uuid4().hex[:12]}"
         self._inbox = inbox
         self._handle = handle
         self._tracer = tracer
         self._give_up = give_up
+        self._prepare = prepare
+        self._maybe_more = False
+        """Items may wait that no claim took (all slots were busy): look again when a turn ends."""
         self._claims_failing = False
         self._concurrency = concurrency
         self._lease = lease
         self._idle_poll = idle_poll
         self._wake = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
+        self._keys: dict[int, str] = {}
+        """The conversation of each running item."""
         self._draining = False
+
+    def busy_with(self, conversation_key: str) -> bool:
+        """A message of this conversation accepted now would wait: no slot is free, or the conversation is mid-turn
+        here."""
+        return len(self._running) >= self._concurrency or conversation_key in self._keys.values()
 
     def wake(self) -> None:
         """A new item was accepted in this process: look now instead of at the next poll."""
@@ -108,9 +126,11 @@ class Worker:
     async def _claim_and_start(self) -> None:
         free = self._concurrency - len(self._running)
         if free <= 0 or self._draining:
+            self._maybe_more = self._maybe_more or free <= 0
             return
+        self._maybe_more = False
         try:
-            items = await self._inbox.claim(self.worker_id, lease=self._lease, limit=free)
+            items = await self._inbox.claim(self.worker_id, lease=self._lease, limit=free, then=self._prepare)
         except Exception as exc:  # a database outage must not kill the worker; the next poll retries
             if not self._claims_failing:
                 log.error("claiming inbox items failed, retrying at every poll until it works: %s", exc)
@@ -119,24 +139,33 @@ class Worker:
         if self._claims_failing:
             log.warning("claiming inbox items works again")
             self._claims_failing = False
+        self._maybe_more = len(items) >= free
         for item in items:
-            self._running[item.id] = asyncio.create_task(self._process(item))
+            self._keys[item.id] = item.conversation_key
+            self._running[item.id] = asyncio.create_task(self._process(item), name=f"turn {item.id}")
 
     async def _process(self, item: InboxItem) -> None:
+        more = True
         try:
             with self._tracer.start_as_current_span("turn", attributes=turn_attributes(item),
                                                     start_time=_nanoseconds(item.accepted_at)) as span:
                 try:
-                    await self._handle(item)
+                    finish = await self._handle(item)
                 except Exception as exc:
                     span.record_exception(exc)
                     span.set_status(StatusCode.ERROR, type(exc).__name__)
                     await self._settle(partial(self._after_failure, item, exc))
                 else:
-                    await self._settle(partial(self._inbox.complete, self.worker_id, item.id))
+                    more = await self._settle(partial(self._inbox.complete, self.worker_id, item.id, finish),
+                                              unknown=True)
         finally:
             self._running.pop(item.id, None)
-            self.wake()
+            self._keys.pop(item.id, None)
+            # Claim again only when something may wait: the next message of this conversation, or items no free
+            # slot took. Anything else accepted here woke the worker itself; other replicas' leftovers wait for
+            # the idle poll, as before.
+            if more or self._maybe_more:
+                self.wake()
 
     async def _after_failure(self, item: InboxItem, exc: Exception) -> None:
         error = f"{type(exc).__name__}: {exc}"
@@ -145,6 +174,7 @@ class Worker:
             log.warning("turn for inbox item %d waits %.0fs for a dependency: %s", item.id, wait.total_seconds(),
                         error)
             await self._inbox.defer(self.worker_id, item, error, delay=wait)
+            asyncio.get_running_loop().call_later(wait.total_seconds(), self.wake)  # due: look at once
             return
         log.exception("turn for inbox item %d failed (failure %d)", item.id, item.failures + 1)
         if await self._inbox.fail(self.worker_id, item, error) and self._give_up is not None:
@@ -153,9 +183,10 @@ class Worker:
             except Exception as notice_exc:  # the item is failed either way; the notice is a courtesy
                 log.warning("could not tell the chat inbox item %d was given up: %s", item.id, notice_exc)
 
-    async def _settle(self, record: Callable[[], Awaitable[None]]) -> None:
+    async def _settle(self, record: Callable[[], Awaitable[T]], unknown: T | None = None) -> T | None:
         """Record how a turn ended, through a database outage: until the lease would lapse anyway, after which
-        another claim retries the turn (and a finished turn's retry edits the reply it already posted)."""
+        another claim retries the turn (and a finished turn's retry edits the reply it already posted).
+        Returns what `record` returned, or `unknown` when it never worked."""
         deadline = time.monotonic() + self._lease.total_seconds()
         delay = FIRST_WAIT.total_seconds()
         while True:
@@ -164,7 +195,7 @@ class Worker:
             except Exception as exc:
                 if not is_dependency_fault(exc) or time.monotonic() + delay > deadline:
                     log.error("recording the end of a turn failed; its lease will lapse and it is retried: %s", exc)
-                    return
+                    return unknown
             await asyncio.sleep(delay)
             delay *= 2
 

@@ -105,6 +105,8 @@ class Gateway:
         self.adapters: dict[str, PlatformAdapter] = {}
         self.port: int | None = None
         self.worker: Worker | None = None
+        self.db: Database | None = None
+        """The gateway's database once started (tests count its transactions on `db.engine`)."""
         self.redactor = SecretRedactor()
         self.metrics = GatewayMetrics({bot.name: bot.platform for bot in config.bots})
         """This gateway's own series (tests run several gateways in one process)."""
@@ -143,7 +145,7 @@ class Gateway:
                 self.redactor.add(value)
         tracing = build_tracing(self.settings)
         self._stack.push_async_callback(tracing.shutdown)
-        db = Database(self.settings.database_url)
+        db = self.db = Database(self.settings.database_url)
         self._stack.push_async_callback(db.close)
         await (upgrade(db) if self._migrate else db.create_all())
         cache = build_cache(self.settings.redis_url)
@@ -179,12 +181,14 @@ class Gateway:
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
                         commands=DirectCommands(identities=Identities(db), memory=memory, mem0=self._mem0_forgetting()),
+                        db=db,
                         metrics=self.metrics)
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, give_up=router.give_up, concurrency=tuning.worker_concurrency,
-                             lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer)
+                             lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer,
+                             prepare=router.prepare)
         intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in,
-                        metrics=self.metrics)
+                        metrics=self.metrics, waits=self.worker.busy_with)
 
         async def scrape() -> bytes:
             return self.metrics.render(await _backlog(inbox, approvals))
@@ -202,8 +206,9 @@ class Gateway:
         await self._serve_http(http)
         self._essential.append(self._spawn(self.worker.run()))
         self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals",
-                           until_due=partial(_seconds_until, approvals.next_expiry)))
-        self._spawn(_every(3600, lambda: inbox.prune(older_than=INBOX_RETENTION), "pruning the inbox"))
+                           until_due=partial(_seconds_until, approvals.next_expiry)), name="sweep: approvals")
+        self._spawn(_every(3600, lambda: inbox.prune(older_than=INBOX_RETENTION), "pruning the inbox"),
+                    name="sweep: inbox")
         owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         for adapter in self.adapters.values():
             supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), cache=cache, owner=owner,
@@ -247,8 +252,9 @@ class Gateway:
         self._stack.push_async_callback(_close_listeners, server, sock)
         log.info("HTTP server listening on %s", self.url)
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.create_task(work)
+    def _spawn(self, work: Coroutine[Any, Any, None], *, name: str | None = None) -> asyncio.Task[None]:
+        """`name`: what the task is, for a profile or a test telling sweeps from turns."""
+        task = asyncio.create_task(work, name=name)
         self._tasks.append(task)
         return task
 

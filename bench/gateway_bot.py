@@ -1,0 +1,63 @@
+"""The gateway as `bench.ratio` runs it: one process, one Telegram bot (polling), the bench's scripted model.
+
+    python -m bench.gateway_bot --url http://127.0.0.1:PORT --token TOKEN[,TOKEN…] --database-url URL
+
+Several comma-separated tokens run one bot each on the same agent (the idle-bots figures). Runs until
+SIGTERM/SIGINT; logs at INFO (one line per turn), as `gateway serve` does by default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+from datetime import timedelta
+
+from bench.models import instant_model
+from gateway.agents.models import ModelResolver
+from gateway.config.schema import GatewayConfig, Settings
+from gateway.config.secrets import SecretSource
+from gateway.server.app import Gateway, Tuning
+
+TUNING = Tuning(worker_lease=timedelta(seconds=10), poll_timeout=1, transport_first_delay=0.1)
+"""Defaults, but 1 s long polls like the floors' and a quick first poll."""
+
+
+def config(url: str, tokens: list[str]) -> GatewayConfig:
+    return GatewayConfig.model_validate({
+        "agents": [{"name": "assistant", "model": "bench:instant", "instructions": "Answer briefly."}],
+        "bots": [{"name": f"bench{n}", "platform": "telegram", "token": f"${{BENCH_TOKEN_{n}}}",
+                  "api_base_url": url, "transport": "polling", "agent": "assistant",
+                  "binding": {"rate_limit": None}} for n in range(len(tokens))],
+        "server": {"host": "127.0.0.1", "port": 0},
+    })
+
+
+async def serve(args: argparse.Namespace) -> None:
+    tokens = args.token.split(",")
+    gateway_config = config(args.url, tokens)
+    secrets = SecretSource(environ={f"BENCH_TOKEN_{n}": token for n, token in enumerate(tokens)})
+    models = ModelResolver(gateway_config.models, secrets, fixed={"bench:instant": instant_model()})
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    settings = Settings(database_url=args.database_url, redis_url=None)
+    async with Gateway(gateway_config, settings, secrets=secrets, models=models, tuning=TUNING):
+        print("ready", flush=True)
+        await stop.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--token", required=True)
+    parser.add_argument("--database-url", required=True)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO)
+    asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    main()

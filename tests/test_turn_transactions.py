@@ -1,0 +1,115 @@
+"""How many database transactions one plain Telegram turn costs, from the accept to the finished inbox item.
+
+Counted with SQLAlchemy's engine events on the gateway's own engine. The sweeps (approval expiry, inbox pruning)
+run on their own clock whether anybody writes or not, so their tasks are left out; everything else a turn causes
+counts, the worker's claims after it included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import event, select
+
+from gateway.server.app import Gateway
+from storage.db import Database
+from storage.models import InboxRow, MessageRow, RunRow
+from tests.fakes.telegram import FakeTelegram
+from tests.harness import FAST, TelegramBot, ask, running_gateway
+from tests.scripted import echoes
+
+PLAIN_TURN_TRANSACTIONS = 4
+"""The accept, the claim, the turn's start (user turn, history, run, placeholder) and its end (answer, run, item)."""
+QUIET = replace(FAST, idle_poll=600.0, worker_lease=timedelta(seconds=600), expiry_interval=600.0)
+"""No idle claims nor lease renewals inside the counted window: only what the turn itself causes."""
+
+
+@dataclass
+class Counted:
+    begins: int = 0
+    commits: int = 0
+    statements: list[list[str]] = field(default_factory=list)
+
+
+@contextmanager
+def counting(gateway: Gateway) -> Iterator[Counted]:
+    assert gateway.db is not None
+    engine = gateway.db.engine.sync_engine
+    counted = Counted()
+
+    def in_sweep() -> bool:
+        task = asyncio.current_task()
+        return task is not None and task.get_name().startswith("sweep")
+
+    def begin(_conn: Any) -> None:
+        if not in_sweep():
+            counted.begins += 1
+            counted.statements.append([])
+
+    def commit(_conn: Any) -> None:
+        if not in_sweep():
+            counted.commits += 1
+
+    def statement(_conn: Any, _cursor: Any, sql: str, *_: Any) -> None:
+        if not in_sweep() and counted.statements:
+            counted.statements[-1].append(" ".join(sql.split())[:90])
+
+    event.listen(engine, "begin", begin)
+    event.listen(engine, "commit", commit)
+    event.listen(engine, "before_cursor_execute", statement)
+    try:
+        yield counted
+    finally:
+        event.remove(engine, "begin", begin)
+        event.remove(engine, "commit", commit)
+        event.remove(engine, "before_cursor_execute", statement)
+
+
+async def until_done(database_url: str, count: int) -> None:
+    """Wait (through a second engine, not counted) until `count` inbox items are done."""
+    observer = Database(database_url)
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                async with observer.session() as session:
+                    done = (await session.execute(select(InboxRow.id).where(InboxRow.status == "done"))).all()
+                if len(done) >= count:
+                    return
+                await asyncio.sleep(0.02)
+    finally:
+        await observer.close()
+
+
+async def test_a_plain_turn_costs_at_most_four_transactions(telegram: FakeTelegram, database_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    user = telegram.add_user(101, "Ada", username="ada")
+    chat = telegram.private_chat(user)
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=echoes(),
+                               tuning=QUIET) as gateway:
+        assert await ask(telegram, bot, chat, user, "warm up") == "echo: warm up"
+        await until_done(database_url, 1)
+        await asyncio.sleep(0.1)  # the claim that follows a finished turn
+        with counting(gateway) as counted:
+            assert await ask(telegram, bot, chat, user, "hello") == "echo: hello"
+            await until_done(database_url, 2)
+            await asyncio.sleep(0.3)  # anything the turn still causes afterwards counts too
+        assert counted.commits == counted.begins, counted.statements
+        assert counted.begins <= PLAIN_TURN_TRANSACTIONS, "\n".join(
+            f"{n}: {' | '.join(s)}" for n, s in enumerate(counted.statements, 1))
+
+    check = Database(database_url)
+    try:
+        async with check.session() as session:
+            roles = (await session.execute(select(MessageRow.role).order_by(MessageRow.id))).scalars().all()
+            runs = (await session.execute(select(RunRow.status))).scalars().all()
+            replies = (await session.execute(select(InboxRow.reply_message_id))).scalars().all()
+    finally:
+        await check.close()
+    assert roles == ["user", "assistant", "user", "assistant"]  # what the turn must still record
+    assert runs == ["answered", "answered"]
+    assert all(reply is not None for reply in replies)  # a retry edits the placeholder it posted
