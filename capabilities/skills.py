@@ -99,6 +99,29 @@ def load_skills(folders: Sequence[SkillFolder]) -> list[Skill]:
     return list(skills.values())
 
 
+def skill_files(folders: Sequence[SkillFolder]) -> dict[str, dict[str, bytes]]:
+    """Every skill of `folders` as files, by skill name: relative path → content (`SKILL.md`, its resources and
+    its scripts), for a `sandbox` workspace's `skills/<name>/`. A folder `load_skills` refuses is left out here:
+    the `skills` capability says what is wrong with it; symbolic links are never followed out of a skill."""
+    placed: dict[str, dict[str, bytes]] = {}
+    for folder in folders:
+        path = Path(folder.path)
+        if not path.is_dir():
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                found = discover_skills(path, validate=True)
+        except ValueError:
+            continue
+        for skill in found:
+            root = Path(skill.uri or "")
+            placed.setdefault(skill.name, {
+                file.relative_to(root).as_posix(): file.read_bytes() for file in sorted(root.rglob("*"))
+                if file.is_file() and not file.is_symlink()})
+    return placed
+
+
 def _shown(message: str, root: Path) -> str:
     """The library's message with the folder's absolute path shortened to the configured one."""
     return message.replace(str(root.expanduser().resolve()), str(root))

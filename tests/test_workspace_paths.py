@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from capabilities.context import FileRefused
 from capabilities.workspace_facts import UploadedFile
 from gateway.agents.workspaces import StoredWorkspaces
 from storage.db import Database
@@ -87,3 +88,23 @@ async def test_an_upload_too_large_for_the_workspace_is_left_out_and_the_run_goe
                                    uploads=[UploadedFile(name="big.bin", data=b"x" * 100),
                                             UploadedFile(name="small.txt", data=b"ok")])
     assert "small.txt" in answers[0] and "big.bin" not in answers[0]
+
+
+@dataclass
+class RefusesLarge(Posted):
+    """An outbox whose chat takes files of at most `limit` bytes, as the outbox refuses one past a platform's cap."""
+
+    limit: int = 10
+
+    async def post_file(self, *, name: str, data: bytes, mime_type: str | None) -> None:
+        if len(data) > self.limit:
+            raise FileRefused(f"{name} is too large for this chat; it was not sent")
+        await super().post_file(name=name, data=data, mime_type=mime_type)
+
+
+async def test_an_output_file_the_chat_refuses_stays_in_the_workspace_and_the_others_are_posted() -> None:
+    outbox = RefusesLarge()
+    await workspace_turn({}, [("write_file", {"path": "output/a-big.csv", "content": "x" * 100}),
+                              ("write_file", {"path": "output/b-small.md", "content": "ok"})],
+                         outbox=outbox)  # returns: the run is not failed by the refusal
+    assert outbox.files == [("b-small.md", b"ok", "text/markdown")]

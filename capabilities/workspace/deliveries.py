@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from pydantic_ai.workspaces import Workspace
 
-from capabilities.context import Outbox
+from capabilities.context import FileRefused, Outbox
 from capabilities.workspace_facts import UploadedFile
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,10 @@ class Deliveries:
         for path in fresh[:MAX_POSTED]:
             data = await workspace.read_bytes(path)
             name = posixpath.basename(path)
-            await self.outbox.post_file(name=name, data=data, mime_type=mimetypes.guess_type(name)[0])
+            try:
+                await self.outbox.post_file(name=name, data=data, mime_type=mimetypes.guess_type(name)[0])
+            except FileRefused as refused:  # the run has answered: one file the chat cannot take never undoes it
+                log.warning("%s stays in the workspace: %s", path, refused)
         if len(fresh) > MAX_POSTED:
             log.info("%d files under output/ were not posted (at most %d per run)", len(fresh) - MAX_POSTED,
                      MAX_POSTED)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from capabilities.context import ContextFile, DocumentSearch, KnowledgeScope, RunFacts, SkillFolder
+from capabilities.skills import skill_files
 from gateway.agents.knowledge import FullTextRanker, KnowledgeSearch, KnowledgeStore
 from gateway.config.schema import AgentSpec, ConfigError, ContextFileSpec, GatewayConfig
 from storage.db import Database
@@ -56,7 +57,11 @@ class BoundResources:
             if collections and self.search is not None else None
         files = tuple(self.context_files[n] for n in spec.context_files if n in self.context_files)
         folders = tuple(self.skill_folders[n] for n in spec.skill_folders if n in self.skill_folders)
-        return replace(run, knowledge=knowledge, context_files=files, skill_folders=folders)
+        workspace = run.workspace
+        if workspace is not None and folders and any(entry.id == "sandbox" for entry in spec.capabilities):
+            # the skills as files in the workspace, a script beside the shell that may run it
+            workspace = replace(workspace, skills=skill_files(folders))
+        return replace(run, knowledge=knowledge, context_files=files, skill_folders=folders, workspace=workspace)
 
 
 class Resources:

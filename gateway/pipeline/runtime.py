@@ -33,7 +33,7 @@ from capabilities.context import MemoryOwner, NoteStore, RunFacts
 from capabilities.mem0_client import Mem0Access
 from capabilities.registry import Registry, RunRefused
 from capabilities.subagents.questions import ask_in_chat, asked
-from capabilities.workspace_facts import WorkspaceFacts
+from capabilities.workspace_facts import UploadedFile, WorkspaceFacts
 from gateway.agents.assembly import AssembledAgent, SecretLookup, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.mcp_servers import ConnectedServers, McpServers
@@ -227,7 +227,7 @@ class Runtime:
                        resuming=resuming, outbox=outbox, mem0=self._mem0, mcp_servers=mcp.names,
                        conversations=PersonalConversations(self._db, self._directories, speaker=deps.speaker,
                                                            current_conversation=deps.address.conversation_key),
-                       workspace=self._workspace_facts(run_id, deps), browser=self._browser)
+                       workspace=self._workspace_facts(run_id, deps, files), browser=self._browser)
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
             bound = await self._resources.for_run() if self._resources is not None else BoundResources()
@@ -273,12 +273,15 @@ class Runtime:
         await assembled.end_run()
         return answered
 
-    def _workspace_facts(self, run_id: int, deps: TurnDeps) -> WorkspaceFacts:
+    def _workspace_facts(self, run_id: int, deps: TurnDeps, files: Sequence[Attachment]) -> WorkspaceFacts:
+        """`files`: the admitting message's attachments, those fetched placed under `uploads/` (a resumed run
+        has none: they arrived with the turn that parked)."""
         wiring = self._workspaces
+        uploads = tuple(UploadedFile(name=file.name, data=file.data) for file in files if file.data is not None)
         return WorkspaceFacts(keys=workspace_keys(deps.address, deps.speaker, run_id=run_id, user_key=deps.user_key),
                               documents=self._workspace_documents, connections=wiring.connections,
                               default_connection=wiring.default_connection, state_max_bytes=wiring.state_max_bytes,
-                              scope=deps.binding.spec.sandbox_scope)
+                              scope=deps.binding.spec.sandbox_scope, uploads=uploads)
 
     async def _failed(self, run_id: int, deps: TurnDeps, reply: LiveReply, exc: Exception,
                       assembled: AssembledAgent | None) -> Failed:
