@@ -5,6 +5,7 @@ from __future__ import annotations
 from capabilities import (
     channel_tools,
     clock,
+    code_execution,
     compaction,
     guardrails,
     memory_files,
@@ -27,6 +28,7 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     tool_output_limits.CAPABILITY,
     channel_tools.CAPABILITY,
     subagents.CAPABILITY,
+    code_execution.CAPABILITY,
 )
 
 

@@ -174,6 +174,7 @@ CASES = (
     Case(id="subagents-menu", capability="subagents",
          config={"inline": [SPECIALIST], "models": {"fast": {"model": "scripted", "description": "quick drafts"}}}),
     Case(id="subagents-dynamic", capability="subagents", config={"allow_dynamic": True}),
+    Case(id="code_execution", capability="code_execution"),
 )
 """Every registered capability, under the configs that change what it offers."""
 
