@@ -8,6 +8,7 @@ from capabilities import (
     code_execution,
     compaction,
     guardrails,
+    image_generation,
     memory_files,
     planning,
     subagents,
@@ -29,6 +30,7 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     channel_tools.CAPABILITY,
     subagents.CAPABILITY,
     code_execution.CAPABILITY,
+    image_generation.CAPABILITY,
 )
 
 

@@ -20,6 +20,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, SecretStr
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.usage import RequestUsage
 
 from adapters.base import ChatAddress, Directory
 
@@ -234,6 +235,9 @@ class RunFacts:
     """What the agent spec binds by name; no capability reads one yet."""
     outbox: Outbox | None = None
     """Where a run's files go to be posted into the chat; None until the gateway has a durable outbox."""
+    charge: Callable[[RequestUsage], None] | None = field(default=None, compare=False)
+    """Books what a capability spends on a model of its own (an image model) on the run's usage, with its
+    delegates' spend; None: a run assembled without a ledger, where it goes to the calling agent's usage."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,7 +13,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from adapters.base import ChannelInfo, ChatAddress, HistoryItem, Speaker
 from capabilities import default_registry
-from capabilities.context import ConversationState, MemoryOwner, NoteStore, RunFacts, SpillStore
+from capabilities.context import ConversationState, MemoryOwner, NoteStore, Outbox, RunFacts, SpillStore
 from capabilities.registry import Registry
 from gateway.agents.assembly import AssembledAgent, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
@@ -72,6 +72,17 @@ class MemoryState:
 
 
 @dataclass
+class PostedFiles:
+    """An outbox that keeps what a run posts, in order: what the durable outbox is to a run without a chat."""
+
+    files: list[tuple[str, bytes, str | None]] = field(default_factory=list)
+    """(name, data, mime type) per post."""
+
+    async def post_file(self, *, name: str, data: bytes, mime_type: str | None) -> None:
+        self.files.append((name, data, mime_type))
+
+
+@dataclass
 class RunMemoryStore:
     """A run's spills, kept in a dict: what the runtime's durable `RunSpills` is to a run without a database."""
 
@@ -101,12 +112,15 @@ def binding_with(capabilities: Iterable[Mapping[str, Any]] = (), *, binding: Map
 def assembled(binding: Binding, model: Model, *, registry: Registry | None = None, notes: NoteStore | None = None,
               owner: MemoryOwner | None = None, spills: SpillStore | None = None, directory: Any = None,
               state: ConversationState | None = None, resuming: bool = False,
-              notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM) -> AssembledAgent:
-    """Assembled as the runtime does; spills go to memory unless `spills` says where."""
+              notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM,
+              outbox: Outbox | None = None, secrets: Mapping[str, str] | None = None) -> AssembledAgent:
+    """Assembled as the runtime does; spills go to memory unless `spills` says where. `secrets` are what the
+    entries' `secret_id`s name, by name."""
     models = ModelResolver({}, SecretSource(environ={}), fixed={"scripted": model})
     run = run_facts(binding, address=address, owner=owner, notes=notes, spills=spills or RunMemoryStore(),
-                    directory=directory, state=state, resuming=resuming, notice=notice)
-    return assemble(binding, registry=registry or default_registry(), models=models, run=run)
+                    directory=directory, state=state, resuming=resuming, notice=notice, outbox=outbox)
+    return assemble(binding, registry=registry or default_registry(), models=models, run=run,
+                    secrets=dict(secrets or {}))
 
 
 def run_facts(binding: Binding, *, address: ChatAddress = ROOM, **facts: Any) -> RunFacts:
@@ -144,15 +158,18 @@ class Case:
     id: str
     capability: str
     config: Mapping[str, Any] = field(default_factory=dict)
+    secret_id: str | None = None
+    """Names one of `CASE_SECRETS`, for a capability that needs a key."""
 
     def binding(self) -> Binding:
         if self.capability == "channel_tools":
             return binding_with(binding={"channel_tools": dict(self.config)})
-        return binding_with([{"id": self.capability, "config": dict(self.config)}])
+        return binding_with([{"id": self.capability, "config": dict(self.config), "secret_id": self.secret_id}])
 
 
 SPECIALIST = {"name": "researcher", "description": "Researches a topic and reports findings.",
               "instructions": "Research the topic; cite sources.", "model": "scripted"}
+CASE_SECRETS = {"IMAGE_KEY": "sk-test-image-key"}
 ALL_LOOKUPS = ["get_channel_info", "list_channel_members", "search_channels", "read_channel_history"]
 
 CASES = (
@@ -175,6 +192,7 @@ CASES = (
          config={"inline": [SPECIALIST], "models": {"fast": {"model": "scripted", "description": "quick drafts"}}}),
     Case(id="subagents-dynamic", capability="subagents", config={"allow_dynamic": True}),
     Case(id="code_execution", capability="code_execution"),
+    Case(id="image_generation", capability="image_generation", secret_id="IMAGE_KEY"),
 )
 """Every registered capability, under the configs that change what it offers."""
 
@@ -189,7 +207,7 @@ async def offered_tool_defs(case: Case) -> dict[str, ToolDefinition]:
         model, seen = recording()
         binding = case.binding()
         agent = assembled(binding, model, notes=MemoryNotes(db), directory=FakeDirectory(),
-                          state=MemoryState())
+                          state=MemoryState(), outbox=PostedFiles(), secrets=CASE_SECRETS)
         await run(agent, "hi", binding=binding)
         return tool_defs(seen)
     finally:

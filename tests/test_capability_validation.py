@@ -46,8 +46,8 @@ class Case:
 CASES = [
     Case(id="unknown-capability", capabilities=["planing"],
          problem="agents[0].capabilities[0].id: unknown capability 'planing'; known: channel_tools, clock, "
-                 "compaction, fetcher, guardrails, mailer, memory_files, planning, subagents, system_reminders, "
-                 "thinking, tool_output_limits"),
+                 "code_execution, compaction, fetcher, guardrails, image_generation, mailer, memory_files, planning, "
+                 "subagents, system_reminders, thinking, tool_output_limits"),
     Case(id="unknown-tool-in-approval", capabilities=[{"id": "planning", "tool_approval": {"write_plans": "required"}}],
          problem="agents[0].capabilities[0].tool_approval.write_plans: 'planning' has no tool 'write_plans' "
                  "(tools: write_plan, read_plan, add_task, update_task_status, update_task_statuses, remove_task, "

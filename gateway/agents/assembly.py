@@ -91,6 +91,7 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, run
     instructions = [text for text in (spec.instructions, binding_text) if not isinstance(text, str) or text.strip()]
     modes = binding.spec.approvals.tool_approval
     delegated, end_run = RunUsage(), RunEnd()
+    run = replace(run, charge=partial(charge_to, delegated))
     traced = () if instrumentation is None else (Instrumentation(settings=instrumentation),)
     kept = {str(specialist["name"]): dict(specialist) for specialist in specialists if "name" in specialist}
     builder = CapabilityBuilder(registry=registry, binding_modes=modes, secrets=secrets, end_run=end_run)
@@ -188,8 +189,7 @@ class GatewayDelegates:
         return None if version is None else version.spec.description
 
     def charge(self, usage: RequestUsage) -> None:
-        self.usage.requests += 1
-        self.usage.incr(usage)
+        charge_to(self.usage, usage)
 
     def build_agent(self, name: str, *, depth_left: int, share: Sequence[str],
                     extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
@@ -228,6 +228,12 @@ class GatewayDelegates:
             instructions=instructions or None, model_settings=model_settings,
             capabilities=[*self.traced, *built, policy, *extra])
         return BuiltDelegate(agent=agent, stable_id=policy.stable_id)
+
+
+def charge_to(ledger: RunUsage, usage: RequestUsage) -> None:
+    """One model request made outside the agent's own loop (a delegate's, an image model's) on the run's ledger."""
+    ledger.requests += 1
+    ledger.incr(usage)
 
 
 def _binding_grants(binding: Binding, registry: Registry) -> list[CapabilityEntry]:
