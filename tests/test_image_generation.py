@@ -21,7 +21,7 @@ from pydantic_ai.models.function import FunctionModel
 from capabilities import default_registry
 from capabilities.context import BuildContext, MissingStore
 from capabilities.image_catalog import CATALOG
-from capabilities.image_generation import ImageGenerationConfig, MissingKey
+from capabilities.image_generation import ImageGenerationConfig, MissingKey, image_generator
 from capabilities.registry import config_for
 from tests.capability_runs import PostedFiles, assembled, binding_with, run, run_facts
 from tests.scripted import stepped
@@ -278,3 +278,12 @@ async def test_google_settings_reach_its_image_model_in_googles_shape() -> None:
     recorder = TestImageGenerationModel()
     await ImageGenerator(recorder, settings=config.settings()).generate("a map")
     assert recorder.last_settings == {"aspect_ratio": "16:9", "google_image_config": {"image_size": "2K"}}
+
+
+@pytest.mark.parametrize("provider", [p for p in CATALOG.providers if p.installed], ids=lambda p: p.id)
+def test_every_catalog_model_of_an_installed_provider_is_one_pydantic_ai_can_drive(provider: Any) -> None:
+    for model in provider.models:
+        config = ImageGenerationConfig(provider=provider.id, model=model.id)
+        generator = image_generator(config, SecretStr(KEY))
+        assert generator.model.model_name == model.id  # type: ignore[union-attr]
+        assert generator.model.system == provider.id  # type: ignore[union-attr]
