@@ -144,8 +144,8 @@ class PythonTools:
                 is shown too. It runs for at most this agent's time limit, 10 seconds unless configured.
 
         Returns:
-            What the program printed, then `Result: <value>` for a last expression that has one; output past
-            8,000 characters is cut with a note saying how much was left out. A program that ran out of time or
+            What the program printed, then a line starting `Result` with the value of a last expression that
+            has one; output past 8,000 characters is cut with a note saying how much was left out. A program that ran out of time or
             memory, or reached for a file or a module the sandbox lacks, comes back as a line saying so.
         """
         program = await self.sandbox.run(code)

@@ -13,7 +13,7 @@ from pydantic_ai.models.function import FunctionModel
 
 from capabilities import default_registry
 from capabilities.code_execution import OUTPUT_LIMIT, Sandbox
-from tests.capability_runs import assembled, binding_with, run
+from tests.capability_runs import CASES, assembled, binding_with, offered_tool_defs, run
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, ask, running_gateway
 from tests.scripted import calls_then_answers, stepped
@@ -219,3 +219,10 @@ async def test_a_chat_turn_computes_with_run_python(telegram: FakeTelegram, data
                                capabilities=[{"id": "code_execution", "config": {"timeout_secs": 5}}]):
         answer = await ask(telegram, bot, chat, alice, "what is 1 + 2 + ... + 100?")
     assert answer == "The sum is 5050."
+
+
+async def test_the_tool_text_describes_the_return_whole() -> None:
+    """A colon early in `Returns:` would make the docstring parser read a return type out of the prose."""
+    case = next(c for c in CASES if c.capability == "code_execution")
+    [tool] = (await offered_tool_defs(case)).values()
+    assert "<returns>\n<description>What the program printed" in (tool.description or "")
