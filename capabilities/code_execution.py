@@ -145,8 +145,9 @@ class PythonTools:
 
         Returns:
             What the program printed, then a line starting `Result` with the value of a last expression that
-            has one; output past 8,000 characters is cut with a note saying how much was left out. A program that ran out of time or
-            memory, or reached for a file or a module the sandbox lacks, comes back as a line saying so.
+            has one; output past 8,000 characters is cut with a note saying how much was left out. A program
+            that ran out of time or memory, or reached for a file or a module the sandbox lacks, comes back as a
+            line saying so.
         """
         program = await self.sandbox.run(code)
         if program.error is not None:
