@@ -99,16 +99,18 @@ async def running_gateway(telegram: FakeTelegram, bots: list[TelegramBot], *, da
                           capabilities: list[dict[str, Any]] | None = None, agent: Mapping[str, Any] | None = None,
                           agents: list[dict[str, Any]] | None = None,
                           models: Mapping[str, Model] | None = None,
-                          environment: Mapping[str, str] | None = None) -> AsyncIterator[Gateway]:
+                          environment: Mapping[str, str] | None = None,
+                          secrets: Mapping[str, str] | None = None) -> AsyncIterator[Gateway]:
     """`models` are further scripted models by name, for the `agents` and specialists that name them;
-    `environment` holds further process settings by variable name (`OTEL_EXPORTER_OTLP_ENDPOINT`, say)."""
+    `environment` holds further process settings by variable name (`OTEL_EXPORTER_OTLP_ENDPOINT`, say);
+    `secrets` are further values by name, for the capability entries whose `secret_id` names them."""
     webhook = any(bot.transport == "webhook" for bot in bots)
     config = gateway_config(telegram, bots, port=free_port() if webhook else 0, instructions=instructions,
                             capabilities=capabilities, agent=agent, agents=agents)
-    secrets = SecretSource(environ={f"TOKEN_{bot.name.upper()}": bot.token for bot in bots})
+    held = SecretSource(environ={**(secrets or {}), **{f"TOKEN_{bot.name.upper()}": bot.token for bot in bots}})
     settings = Settings(database_url=database_url, redis_url=redis_url, **(environment or {}))
-    resolver = ModelResolver(config.models, secrets, fixed={"function:scripted": model, **(models or {})})
-    async with Gateway(config, settings, secrets=secrets, models=resolver, registry=registry, tuning=tuning,
+    resolver = ModelResolver(config.models, held, fixed={"function:scripted": model, **(models or {})})
+    async with Gateway(config, settings, secrets=held, models=resolver, registry=registry, tuning=tuning,
                        migrate=True) as gateway:
         await telegram.wait_for(lambda: {c.token for c in telegram.calls if c.method == "getMe"} >= {
             bot.token for bot in bots})
