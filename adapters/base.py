@@ -80,6 +80,37 @@ class FileRef:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OutgoingFile:
+    """A file the bot posts into a conversation (a chart, a generated image), with its words beside it."""
+
+    name: str
+    data: bytes = field(repr=False)
+    mime_type: str
+    caption: str | None = None
+    """Markdown shown with the file; None: the file alone."""
+    key: str = ""
+    """The same for every attempt to post this one file: a platform that dedupes posts by a client key uses it."""
+
+
+class FileUnreadable(Exception):
+    """The bot may not read a file a person sent (no scope, too large, gone); the message says which, for people."""
+
+
+def byte_size(count: int) -> str:
+    """"12 bytes", "3.4 KB", "12.0 MB": a size as people read it."""
+    if count < 1024:
+        return f"{count} bytes"
+    if count < 2**20:
+        return f"{count / 1024:.1f} KB"
+    return f"{count / 2**20:.1f} MB"
+
+
+def too_large(name: str, size: int, cap: int) -> str:
+    """Why a file was not read or posted: it is larger than `cap` bytes."""
+    return f"{name} is {byte_size(size)}, larger than the {byte_size(cap)} allowed here"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MessageRef:
     address: ChatAddress
     message_id: str
@@ -121,6 +152,8 @@ class PlatformLimits:
     """Characters an edit may carry (Slack's `chat.update` takes fewer than a post)."""
     edit_interval: float = 1.0
     """Seconds between live edits of one message."""
+    max_file_bytes: int = 50 * 2**20
+    """Bytes one file the bot posts may have."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,9 +18,11 @@ from adapters.base import (
     BotIdentity,
     ChatAddress,
     Deliver,
+    FileRef,
     HistoryItem,
     Inbound,
     MessageRef,
+    OutgoingFile,
     Platform,
     PlatformLimits,
 )
@@ -139,6 +141,36 @@ class FindsOwnPosts(Protocol):
 
     async def find_own_post(self, address: ChatAddress, text: str, *, after: str) -> MessageRef | None:
         """The bot's own newest message in the conversation reading exactly `text`, posted after message `after`."""
+        ...
+
+
+@runtime_checkable
+class PostsFiles(Protocol):
+    """A platform the bot posts files to (charts, images), in the conversation's thread."""
+
+    limits: PlatformLimits
+    """`max_file_bytes` is the largest file `post_file` takes."""
+
+    async def post_file(self, address: ChatAddress, file: OutgoingFile) -> str:
+        """Upload `file` and post it in `address`'s thread with its caption; returns the platform's id of the post.
+
+        Raises:
+            FileUnreadable: the platform refused the file (too large, or the bot may not post files); the message
+                says so in words for people.
+        """
+        ...
+
+
+@runtime_checkable
+class ReadsFiles(Protocol):
+    """A platform whose attachments the bot downloads with its own token."""
+
+    async def fetch_file(self, file: FileRef, *, max_bytes: int) -> bytes:
+        """The file's bytes, at most `max_bytes`.
+
+        Raises:
+            FileUnreadable: the bot may not read it, it is gone, or it is larger than `max_bytes`.
+        """
         ...
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from capabilities import (
     channel_tools,
+    charts,
     clock,
     code_execution,
     compaction,
@@ -29,6 +30,7 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     tool_output_limits.CAPABILITY,
     channel_tools.CAPABILITY,
     subagents.CAPABILITY,
+    charts.CAPABILITY,
     code_execution.CAPABILITY,
     image_generation.CAPABILITY,
 )

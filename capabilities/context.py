@@ -7,8 +7,8 @@ wiring bug: `BuildContext` raises `MissingStore` naming both, and the run does n
 capability silently missing. What is legitimately absent is typed `... | None` and says when.
 
 Slots kept for what comes next, typed and wired but not yet filled by any capability: the entry's
-resolved `secret`, the `resources` an agent spec binds by name, and the run's `outbox` for files
-posted into the chat.
+resolved `secret` and the `resources` an agent spec binds by name. The run's `outbox` takes the files a
+capability posts into the chat (`charts`).
 """
 
 from __future__ import annotations
@@ -94,10 +94,27 @@ class ConversationState(Protocol):
     async def save(self, capability: str, data: dict[str, Any]) -> None: ...
 
 
-class Outbox(Protocol):
-    """Files a run posts into the chat, delivered once across parks, resumes and crashes (DESIGN §11)."""
+class FileRefused(Exception):
+    """The chat cannot take a file (larger than the platform takes, or a chat that takes no files). The message
+    says why in words fit for the model and for people; nothing was stored."""
 
-    async def post_file(self, *, name: str, data: bytes, mime_type: str | None) -> None: ...
+
+class Outbox(Protocol):
+    """Files a run posts into the chat, delivered once across parks, resumes and crashes (DESIGN §11).
+
+    `post_file` stores the file durably with the run's turn and returns; the gateway posts it into the
+    conversation's thread when the run answers, parks for a person, or fails, each stored file exactly once:
+    a resume on another replica finds it posted, and a turn retried after a worker died between store and post
+    posts the file the dead attempt stored (the same name and bytes stored again are the same file)."""
+
+    async def post_file(self, *, name: str, data: bytes, mime_type: str | None, caption: str | None = None) -> None:
+        """Store `data` as `name` for the chat, shown with `caption` (Markdown); `mime_type` None: guessed from
+        the name.
+
+        Raises:
+            FileRefused: the chat cannot take it (the message says why; tell the model as text).
+        """
+        ...
 
 
 class Resource(Protocol):
@@ -234,7 +251,8 @@ class RunFacts:
     resources: Mapping[str, Resource] = field(default_factory=dict)
     """What the agent spec binds by name; no capability reads one yet."""
     outbox: Outbox | None = None
-    """Where a run's files go to be posted into the chat; None until the gateway has a durable outbox."""
+    """Where a run's files go to be posted into the chat (`gateway/pipeline/outbox.py`); None where there is no
+    chat to post into (a run outside any conversation)."""
     charge: Callable[[RequestUsage], None] | None = field(default=None, compare=False)
     """Books what a capability spends on a model of its own (an image model) on the run's usage, with its
     delegates' spend; None: a run assembled without a ledger, where it goes to the calling agent's usage."""
@@ -264,6 +282,10 @@ class BuildContext(Generic[C]):
     @property
     def directory(self) -> Directory:
         return self._required("directory", self.run.directory)
+
+    @property
+    def outbox(self) -> Outbox:
+        return self._required("outbox", self.run.outbox)
 
     def _required(self, store: str, value: Any) -> Any:
         if value is None:

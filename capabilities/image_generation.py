@@ -13,7 +13,6 @@ when the config is checked, naming the values it does take, since the provider w
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -31,13 +30,11 @@ from pydantic_ai.images import (
 from pydantic_ai.providers import Provider, infer_provider_class
 from pydantic_ai.usage import RequestUsage
 
-from capabilities.context import BuildContext, MissingStore, Outbox
+from capabilities.context import BuildContext, FileRefused, Outbox
 from capabilities.failures import retry_or_text
 from capabilities.image_catalog import CATALOG, SETTINGS, Setting
 from capabilities.registry import CapabilityDef, KeyRequirement, ToolInfo
 from capabilities.tool_text import function_toolset
-
-log = logging.getLogger(__name__)
 
 MAX_PROMPT = 4_000
 """Characters of description; longer ones are refused before anything is spent."""
@@ -53,8 +50,8 @@ KEY_REFUSED = ("The image provider refused this agent's key (HTTP {status}). Tel
                "is not set up correctly here; an operator has to check the key.")
 NOT_DRAWN = ("The image provider could not draw this ({reason}). Tell the person, and do not describe an image "
              "as if it had been drawn.")
-NOT_POSTED = ("The image was drawn but could not be posted into the chat ({reason}). Tell the person the "
-              "picture could not be delivered.")
+NOT_POSTED = ("The image was drawn but could not be posted into the chat: {reason} Tell the person the picture "
+              "could not be delivered.")
 
 
 class ImageGenerationConfig(BaseModel):
@@ -217,9 +214,8 @@ class ImageTools:
         try:
             await self.outbox.post_file(name=f"image.{extension}", data=image.content.data,
                                         mime_type=image.content.media_type)
-        except Exception as exc:  # the Outbox protocol names no error type; whatever it raises is told
-            log.warning("a generated image could not be posted: %s: %s", type(exc).__name__, exc)
-            return NOT_POSTED.format(reason=type(exc).__name__)
+        except FileRefused as refused:  # the chat cannot take it (too large for the platform, say)
+            return NOT_POSTED.format(reason=str(refused))
         posted = f"Posted the picture into the chat ({extension.upper()}, {len(image.content.data):,} bytes)."
         if image.revised_prompt and image.revised_prompt != prompt:
             posted += f" The provider drew it from this revised description: {image.revised_prompt}"
@@ -235,9 +231,7 @@ class ImageTools:
 def build(context: BuildContext[ImageGenerationConfig]) -> Capability[Any]:
     if context.secret is None:
         raise MissingKey(context.capability)
-    if context.run.outbox is None:
-        raise MissingStore(context.capability, "outbox")
-    tools = ImageTools(generator=image_generator(context.config, context.secret), outbox=context.run.outbox,
+    tools = ImageTools(generator=image_generator(context.config, context.secret), outbox=context.outbox,
                        charge=context.run.charge)
     return Capability(toolsets=[function_toolset([tools.generate_image], toolset_id="image_generation")])
 

@@ -5,7 +5,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.ext.asyncio import AsyncAttrs
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -304,3 +315,33 @@ class ConversationStateRow(Base):
     capability: Mapped[str] = mapped_column(String(64))
     data: Mapped[dict[str, Any]]
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class OutboxFileRow(Base):
+    """A file a run posts into the chat, stored before it is posted (`gateway/pipeline/outbox.py`).
+
+    One row per file of a turn: the unique `(turn_key, digest)` makes a file stored again by a retried attempt
+    the same file, and `status` moves pending → posting (claimed until `claimed_until`) → posted | failed by
+    compare-and-swap, so each file is posted once whichever replica delivers it."""
+
+    __tablename__ = "outbox_files"
+    __table_args__ = (UniqueConstraint("turn_key", "digest"),
+                      Index("ix_outbox_files_turn_status", "turn_key", "status"))
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    turn_key: Mapped[str] = mapped_column(String(64))
+    """`inbox:<id>` for a turn a message started (its retries share it), else `run:<id>`."""
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    digest: Mapped[str] = mapped_column(String(64))
+    """SHA-256 of the name and the bytes."""
+    name: Mapped[str] = mapped_column(String(255))
+    mime_type: Mapped[str] = mapped_column(String(128))
+    caption: Mapped[str | None] = mapped_column(Text)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    """Emptied once posted: the platform holds the file then."""
+    size: Mapped[int]
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    claimed_until: Mapped[datetime | None]
+    posted_id: Mapped[str | None] = mapped_column(String(128))
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    posted_at: Mapped[datetime | None]

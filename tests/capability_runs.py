@@ -72,17 +72,6 @@ class MemoryState:
 
 
 @dataclass
-class PostedFiles:
-    """An outbox that keeps what a run posts, in order: what the durable outbox is to a run without a chat."""
-
-    files: list[tuple[str, bytes, str | None]] = field(default_factory=list)
-    """(name, data, mime type) per post."""
-
-    async def post_file(self, *, name: str, data: bytes, mime_type: str | None) -> None:
-        self.files.append((name, data, mime_type))
-
-
-@dataclass
 class RunMemoryStore:
     """A run's spills, kept in a dict: what the runtime's durable `RunSpills` is to a run without a database."""
 
@@ -101,6 +90,16 @@ class RunMemoryStore:
         self.payloads.clear()
 
 
+class MemoryOutbox:
+    """An outbox that keeps what a run posts, in order: (name, data, mime type, caption)."""
+
+    def __init__(self) -> None:
+        self.files: list[tuple[str, bytes, str | None, str | None]] = []
+
+    async def post_file(self, *, name: str, data: bytes, mime_type: str | None, caption: str | None = None) -> None:
+        self.files.append((name, data, mime_type, caption))
+
+
 def binding_with(capabilities: Iterable[Mapping[str, Any]] = (), *, binding: Mapping[str, Any] | None = None,
                  instructions: str = "") -> Binding:
     spec = AgentSpec.model_validate({"name": "assistant", "model": "scripted", "instructions": instructions,
@@ -114,11 +113,12 @@ def assembled(binding: Binding, model: Model, *, registry: Registry | None = Non
               state: ConversationState | None = None, resuming: bool = False,
               notice: Callable[[str], None] | None = None, address: ChatAddress = ROOM,
               outbox: Outbox | None = None, secrets: Mapping[str, str] | None = None) -> AssembledAgent:
-    """Assembled as the runtime does; spills go to memory unless `spills` says where. `secrets` are what the
-    entries' `secret_id`s name, by name."""
+    """Assembled as the runtime does; spills and posted files go to memory unless `spills`/`outbox` say where.
+    `secrets` are what the entries' `secret_id`s name, by name."""
     models = ModelResolver({}, SecretSource(environ={}), fixed={"scripted": model})
     run = run_facts(binding, address=address, owner=owner, notes=notes, spills=spills or RunMemoryStore(),
-                    directory=directory, state=state, resuming=resuming, notice=notice, outbox=outbox)
+                    directory=directory, state=state, resuming=resuming, notice=notice,
+                    outbox=outbox or MemoryOutbox())
     return assemble(binding, registry=registry or default_registry(), models=models, run=run,
                     secrets=dict(secrets or {}))
 
@@ -191,6 +191,7 @@ CASES = (
     Case(id="subagents-menu", capability="subagents",
          config={"inline": [SPECIALIST], "models": {"fast": {"model": "scripted", "description": "quick drafts"}}}),
     Case(id="subagents-dynamic", capability="subagents", config={"allow_dynamic": True}),
+    Case(id="charts", capability="charts"),
     Case(id="code_execution", capability="code_execution"),
     Case(id="image_generation", capability="image_generation", secret_id="IMAGE_KEY"),
 )
@@ -207,7 +208,7 @@ async def offered_tool_defs(case: Case) -> dict[str, ToolDefinition]:
         model, seen = recording()
         binding = case.binding()
         agent = assembled(binding, model, notes=MemoryNotes(db), directory=FakeDirectory(),
-                          state=MemoryState(), outbox=PostedFiles(), secrets=CASE_SECRETS)
+                          state=MemoryState(), secrets=CASE_SECRETS)
         await run(agent, "hi", binding=binding)
         return tool_defs(seen)
     finally:

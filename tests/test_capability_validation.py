@@ -45,7 +45,7 @@ class Case:
 
 CASES = [
     Case(id="unknown-capability", capabilities=["planing"],
-         problem="agents[0].capabilities[0].id: unknown capability 'planing'; known: channel_tools, clock, "
+         problem="agents[0].capabilities[0].id: unknown capability 'planing'; known: channel_tools, charts, clock, "
                  "code_execution, compaction, fetcher, guardrails, image_generation, mailer, memory_files, planning, "
                  "subagents, system_reminders, thinking, tool_output_limits"),
     Case(id="unknown-tool-in-approval", capabilities=[{"id": "planning", "tool_approval": {"write_plans": "required"}}],

@@ -74,8 +74,8 @@ CASES = [
     Case(id="no-agents", edits=edit("  - name: helper\n    model: local\n    capabilities: []\n", "  []\n"), errors=(
         "{f}:6:1: agents: lists no agent; define at least one, as examples/gateway.yaml does",)),
     Case(id="unknown-capability", edits=edit("capabilities: []", "capabilities: [planing]"), errors=(
-        "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: channel_tools, clock, "
-        "code_execution, compaction, guardrails, image_generation, memory_files, planning, subagents, "
+        "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: channel_tools, charts, "
+        "clock, code_execution, compaction, guardrails, image_generation, memory_files, planning, subagents, "
         "system_reminders, thinking, tool_output_limits",)),
     Case(id="capability-as-a-string", edits=edit("capabilities: []", "capabilities: planning"), errors=(
         "{f}:9:5: agents['helper'].capabilities: should be a list, not a single value; write [planning] or one "
@@ -129,8 +129,8 @@ CASES = [
     Case(id="schema-and-capability-together",
          edits=(("rate_limit:", "rate_limt:"), ("capabilities: []", "capabilities: [planing]")), errors=(
              "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: channel_tools, "
-             "clock, code_execution, compaction, guardrails, image_generation, memory_files, planning, subagents, "
-             "system_reminders, thinking, tool_output_limits",
+             "charts, clock, code_execution, compaction, guardrails, image_generation, memory_files, planning, "
+             "subagents, system_reminders, thinking, tool_output_limits",
              "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? "
              "(known: instructions, access, allow, rate_limit, history_turns, approvals, allow_personal_memory, "
              "allow_bots, channel_tools)")),

@@ -17,14 +17,20 @@ from pydantic_ai.images import ImageGenerator, TestImageGenerationModel
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
 from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.models.function import FunctionModel
+from sqlalchemy import select
 
 from capabilities import default_registry
-from capabilities.context import BuildContext, MissingStore
+from capabilities.context import BuildContext, FileRefused, MissingStore
 from capabilities.image_catalog import CATALOG
 from capabilities.image_generation import ImageGenerationConfig, MissingKey, image_generator
 from capabilities.registry import config_for
-from tests.capability_runs import PostedFiles, assembled, binding_with, run, run_facts
+from storage.db import Database
+from storage.models import RunRow
+from tests.capability_runs import MemoryOutbox, assembled, binding_with, run, run_facts
+from tests.fakes.telegram import FakeTelegram
+from tests.harness import TelegramBot, running_gateway
 from tests.scripted import stepped
+from tests.test_telegram_approvals import buttons, cards
 
 KEY = "sk-test-9f8e7d6c5b4a"
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5E"
@@ -93,10 +99,10 @@ def entry(approval: str = "never", **config: Any) -> dict[str, Any]:
 
 
 async def draw(prompt: str = "A lighthouse at dusk, watercolour", *, approval: str = "never",
-               **config: Any) -> tuple[Any, PostedFiles, Any]:
+               **config: Any) -> tuple[Any, MemoryOutbox, Any]:
     """A real assembled run asking for `prompt`: its result, what it posted, and the assembled agent."""
     binding = binding_with([entry(approval, **config)])
-    outbox = PostedFiles()
+    outbox = MemoryOutbox()
     agent = assembled(binding, draws(prompt), outbox=outbox, secrets={"IMAGE_KEY": KEY})
     result = await run(agent, "draw it", binding=binding)
     return result, outbox, agent
@@ -104,7 +110,7 @@ async def draw(prompt: str = "A lighthouse at dusk, watercolour", *, approval: s
 
 async def test_the_picture_is_drawn_with_the_entrys_key_and_posted_into_the_chat(images: FakeImagesAPI) -> None:
     result, outbox, _ = await draw()
-    assert outbox.files == [("image.png", PNG, "image/png")]
+    assert outbox.files == [("image.png", PNG, "image/png", None)]
     assert result.output == f"Posted the picture into the chat (PNG, {len(PNG):,} bytes)."
     [request] = images.requests
     assert request["model"] == "gpt-image-2" and request["prompt"] == "A lighthouse at dusk, watercolour"
@@ -170,14 +176,15 @@ async def test_an_empty_description_is_a_retry_and_nothing_is_spent(images: Fake
 
 
 async def test_a_post_the_outbox_refuses_is_told_not_hidden(images: FakeImagesAPI) -> None:
-    class Full(PostedFiles):
-        async def post_file(self, *, name: str, data: bytes, mime_type: str | None) -> None:
-            raise ValueError("too large for this platform")
+    class Full(MemoryOutbox):
+        async def post_file(self, *, name: str, data: bytes, mime_type: str | None, caption: str | None = None) -> None:
+            raise FileRefused("image.png is 60 MB; Telegram takes files up to 50 MB.")
 
     binding = binding_with([entry()])
     result = await run(assembled(binding, draws("a cat"), outbox=Full(), secrets={"IMAGE_KEY": KEY}), "draw",
                        binding=binding)
-    assert result.output.startswith("The image was drawn but could not be posted into the chat (ValueError)")
+    assert result.output.startswith("The image was drawn but could not be posted into the chat: image.png is 60 MB; "
+                                    "Telegram takes files up to 50 MB.")
 
 
 def context_for(config: dict[str, Any], **facts: Any) -> BuildContext[ImageGenerationConfig]:
@@ -190,7 +197,7 @@ def test_a_build_without_a_key_or_an_outbox_is_refused_by_name() -> None:
     definition = default_registry().get("image_generation")
     assert definition is not None
     with pytest.raises(MissingKey, match="secret_id"):
-        definition.build(context_for({}, outbox=PostedFiles()))
+        definition.build(context_for({}, outbox=MemoryOutbox()))
     with pytest.raises(MissingStore, match="outbox"):
         definition.build(BuildContext(capability="image_generation", config=ImageGenerationConfig(),
                                       run=run_facts(binding_with()), secret=SecretStr(KEY)))
@@ -287,3 +294,44 @@ def test_every_catalog_model_of_an_installed_provider_is_one_pydantic_ai_can_dri
         generator = image_generator(config, SecretStr(KEY))
         assert generator.model.model_name == model.id  # type: ignore[union-attr]
         assert generator.model.system == provider.id  # type: ignore[union-attr]
+
+
+async def test_a_chat_turn_asks_first_then_posts_the_picture_into_the_chat(
+        telegram: FakeTelegram, database_url: str, images: FakeImagesAPI) -> None:
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
+                               model=draws("A lighthouse at dusk, watercolour"),
+                               capabilities=[{"id": "image_generation", "secret_id": "IMAGE_KEY"}],
+                               secrets={"IMAGE_KEY": KEY}):
+        await telegram.user_says(bot.token, chat, alice, "draw me a lighthouse")
+        await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
+        assert images.requests == []  # nothing is drawn, or spent, before a person agrees
+        [card] = cards(telegram, chat["id"])
+        await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])
+        await telegram.wait_for(lambda: bool(photos(telegram, chat["id"]))
+                                and said(telegram, chat["id"])[-1].startswith("Posted the picture"))
+    [photo] = photos(telegram, chat["id"])
+    assert telegram.file_content(photo) == PNG and len(images.requests) == 1
+    [row] = await run_rows(database_url)  # the resume continues the parked run's row
+    # the agent's own scripted requests spend a few tokens; the image model's 40 in and 1,056 out are booked too
+    assert row.status == "answered" and row.output_tokens >= 1056 and row.input_tokens >= 40 and row.requests >= 3
+
+
+def said(telegram: FakeTelegram, chat_id: int) -> list[str]:
+    """The bot's text messages (a photo has none)."""
+    return [m["text"] for m in telegram.bot_messages(chat_id) if "text" in m]
+
+
+def photos(telegram: FakeTelegram, chat_id: int) -> list[dict[str, Any]]:
+    return [m for m in telegram.bot_messages(chat_id) if "photo" in m]
+
+
+async def run_rows(database_url: str) -> list[RunRow]:
+    db = Database(database_url)
+    try:
+        async with db.session() as session:
+            return list((await session.execute(select(RunRow).order_by(RunRow.id))).scalars())
+    finally:
+        await db.close()

@@ -35,4 +35,4 @@ async def test_concurrent_migrations_of_a_fresh_database_take_turns(database_url
         revision = await current_revision(databases[0])
     finally:
         await asyncio.gather(*(db.close() for db in databases))
-    assert revision == "0005"
+    assert revision == "0008"

@@ -38,7 +38,7 @@ def test_manifest_for_socket_mode_needs_no_public_url(tmp_path: Path) -> None:
     assert settings["socket_mode_enabled"] is True
     assert settings["event_subscriptions"] == {"bot_events": list(BOT_EVENTS)}
     assert settings["interactivity"] == {"is_enabled": True}
-    assert {"app_mentions:read", "chat:write", "im:history", "users:read"} <= set(
+    assert {"app_mentions:read", "chat:write", "im:history", "users:read", "files:write", "files:read"} <= set(
         manifest["oauth_config"]["scopes"]["bot"])
     assert manifest["features"]["app_home"]["messages_tab_enabled"] is True, "people can DM the bot"
 

@@ -28,13 +28,17 @@ from adapters.base import (
     BotIdentity,
     ChatAddress,
     Deliver,
+    FileRef,
+    FileUnreadable,
     HistoryItem,
     Inbound,
     MalformedPayload,
     MessageRef,
+    OutgoingFile,
     PlatformLimits,
     Speaker,
     VerificationError,
+    too_large,
 )
 from adapters.mattermost.buttons import approval_props, check_click, is_click, read_click
 from adapters.mattermost.directory import MattermostDirectory
@@ -70,6 +74,8 @@ notice a dead connection, and the server's clock may differ a little from ours. 
 IDLE_TICK = 15.0
 REFUSED = frozenset({400, 403, 404})
 """Statuses of a look-up for a post or channel that asking again will not change."""
+MAX_FILE_BYTES = 100 * 2**20
+"""Mattermost's default `FileSettings.MaxFileSize`; a server set lower answers 413, which `post_file` says."""
 CLICKER_NAME = "gateway_clicker_name"
 """Key under which a stored button call carries the clicker's full name, looked up before it is delivered."""
 
@@ -139,7 +145,7 @@ class MattermostAdapter:
     """
 
     platform = "mattermost"
-    limits = PlatformLimits(max_text=16_000, max_edit_text=16_000)
+    limits = PlatformLimits(max_text=16_000, max_edit_text=16_000, max_file_bytes=MAX_FILE_BYTES)
     """A little under `POST_MAX_RUNES`, which counts code points as `len` does."""
 
     def __init__(self, *, bot_id: str, token: str, server_url: str, transport: str = "websocket",
@@ -321,9 +327,12 @@ class MattermostAdapter:
     async def send_once(self, address: ChatAddress, text: str, *, key: str) -> MessageRef:
         """Mattermost returns the post a `pending_post_id` made when it sees the id again within 30 seconds
         (`deduplicateCreatePost` in mattermost-server `app/post.go`); the id is server-wide, so it names the bot."""
+        return await self._create(address, text, pending_post_id=self._pending_id(key))
+
+    def _pending_id(self, key: str) -> str:
         me = self.identity.user_id if self.identity else self.bot_id
         digest = hashlib.sha256(f"{me}:{key}".encode()).digest()
-        return await self._create(address, text, pending_post_id=base64.b32encode(digest).decode().lower()[:26])
+        return base64.b32encode(digest).decode().lower()[:26]
 
     async def find_own_post(self, address: ChatAddress, text: str, *, after: str) -> MessageRef | None:
         """Reads the channel's posts since post `after`: the bot's own in the same thread reading `text`."""
@@ -346,6 +355,38 @@ class MattermostAdapter:
                 raise NotInChannel(self._not_a_member(address.channel_id)) from None
             raise
         return MessageRef(address=address, message_id=str(post["id"]))
+
+    async def post_file(self, address: ChatAddress, file: OutgoingFile) -> str:
+        """`POST /files` into the channel, then a post in the thread naming it in `file_ids` (with the file's
+        `key` as `pending_post_id`, so a post retried within the server's window is not doubled)."""
+        try:
+            info = await self._api.upload_file(address.channel_id, file.name, file.data, file.mime_type)
+        except Exception as exc:
+            if status_of(exc) == 413:
+                raise FileUnreadable(f"{file.name} is larger than this Mattermost server takes "
+                                     "(FileSettings.MaxFileSize)") from None
+            if status_of(exc) == 403:
+                raise NotInChannel(self._not_a_member(address.channel_id)) from None
+            raise
+        pending = self._pending_id(file.key) if file.key else ""
+        post = await self._api.create_post(address.channel_id, file.caption or "", address.thread_id or "",
+                                           pending_post_id=pending, file_ids=[str(info["id"])])
+        return str(post["id"])
+
+    async def fetch_file(self, file: FileRef, *, max_bytes: int) -> bytes:
+        """`GET /files/{id}` with the bot's token: it reads the files of channels it is a member of."""
+        if file.size is not None and file.size > max_bytes:
+            raise FileUnreadable(too_large(file.name, file.size, max_bytes))
+        try:
+            data = await self._api.file_content(file.file_id)
+        except Exception as exc:
+            if status_of(exc) in REFUSED or status_of(exc) == 401:
+                raise FileUnreadable(f"{file.name}: Mattermost would not hand it to the bot "
+                                     f"({status_of(exc)}); is the bot a member of that channel?") from None
+            raise
+        if len(data) > max_bytes:
+            raise FileUnreadable(too_large(file.name, len(data), max_bytes))
+        return data
 
     async def edit(self, ref: MessageRef, text: str) -> None:
         await self._api.patch_post(ref.message_id, text)

@@ -147,11 +147,14 @@ class MattermostApi:
         return await self._call("GET /posts/{id}/thread", self._driver.posts.get_thread, post_id)
 
     async def create_post(self, channel_id: str, message: str, root_id: str,
-                          props: dict[str, Any] | None = None, *, pending_post_id: str = "") -> dict[str, Any]:
+                          props: dict[str, Any] | None = None, *, pending_post_id: str = "",
+                          file_ids: list[str] | None = None) -> dict[str, Any]:
         """`pending_post_id`: the same id again within the server's window returns the first post."""
         post: dict[str, Any] = {"channel_id": channel_id, "message": message, "root_id": root_id}
         if props:
             post["props"] = props
+        if file_ids:
+            post["file_ids"] = file_ids
         if pending_post_id:
             post["pending_post_id"] = pending_post_id
         return await self._call("POST /posts", self._driver.posts.create_post, post)
@@ -170,6 +173,24 @@ class MattermostApi:
     async def patch_post(self, post_id: str, message: str) -> dict[str, Any]:
         return await self._call("PUT /posts/{id}/patch", self._driver.posts.patch_post, post_id,
                                 {"message": message})
+
+    # -- files ---------------------------------------------------------------------------------------
+
+    async def upload_file(self, channel_id: str, name: str, data: bytes, mime_type: str) -> dict[str, Any]:
+        """`POST /files` (multipart): the file's info, to name in a post's `file_ids`."""
+        answer = await self._call("POST /files", self._driver.files.upload_file, channel_id,
+                                  {"files": (name, data, mime_type)})
+        return dict((answer.get("file_infos") or [{}])[0])
+
+    async def file_content(self, file_id: str) -> bytes:
+        """`GET /files/{id}`: the file's bytes (the driver hands the raw response back for them)."""
+        return await self._call("GET /files/{id}", self._download, file_id)
+
+    def _download(self, file_id: str) -> bytes:
+        answer = self._driver.files.get_file(file_id)
+        if not isinstance(answer, requests.Response):  # a JSON answer is an error body, never a file's content
+            raise NotMattermost("GET /files/{id} answered with JSON, not the file")
+        return answer.content
 
     # -- plumbing ------------------------------------------------------------------------------------
 

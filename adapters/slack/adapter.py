@@ -37,14 +37,17 @@ from adapters.base import (
     BotIdentity,
     ChatAddress,
     FileRef,
+    FileUnreadable,
     HistoryItem,
     Inbound,
     MalformedPayload,
     MessageRef,
+    OutgoingFile,
     PlatformConfigError,
     PlatformLimits,
     Speaker,
     VerificationError,
+    too_large,
 )
 from adapters.protocols import WebhookAnswer, WebhookRoute
 from adapters.slack.directory import PERSON_SUBTYPES, SlackDirectory, channel, is_words, speaker_of
@@ -78,6 +81,9 @@ FORM_FIELDS = 20
 """Fields an interactivity form may have; Slack sends one, `payload`."""
 SECTION_LIMIT = 3_000
 """Characters a Block Kit `section` text may carry."""
+MAX_FILE_BYTES = 2**30
+"""Slack takes files up to 1 GB (https://docs.slack.dev/messaging/working-with-files)."""
+DOWNLOAD_CHUNK = 64 * 1024
 
 
 class SlackAdapter:
@@ -87,7 +93,7 @@ class SlackAdapter:
     """
 
     platform = "slack"
-    limits = PlatformLimits(max_text=PIECE_LIMIT, max_edit_text=PIECE_LIMIT)
+    limits = PlatformLimits(max_text=PIECE_LIMIT, max_edit_text=PIECE_LIMIT, max_file_bytes=MAX_FILE_BYTES)
 
     def __init__(self, *, bot_id: str, token: str, transport: Literal["socket", "http"] = "socket",
                  app_token: str | None = None, signing_secret: str | None = None,
@@ -301,6 +307,54 @@ class SlackAdapter:
         await self._call("chat.postEphemeral", self._client.chat_postEphemeral(
             channel=channel(address.channel_id), user=click.clicker.platform_user_id, thread_ts=address.thread_id,
             text=render_slack_mrkdwn(notice)[:TEXT_CAP]))
+
+    async def post_file(self, address: ChatAddress, file: OutgoingFile) -> str:
+        """`files.getUploadURLExternal`, the bytes to the upload URL, then `files.completeUploadExternal` into the
+        thread (slack-sdk's `files_upload_v2`); needs the bot scope `files:write`. Returns the file's id."""
+        comment = self._fit(file.caption, TEXT_CAP) if file.caption else None
+        try:
+            response = await self._call("files.completeUploadExternal", self._client.files_upload_v2(
+                channel=channel(address.channel_id), thread_ts=address.thread_id, file=file.data,
+                filename=file.name, title=file.name, initial_comment=comment), setting="token")
+        except PlatformConfigError as exc:
+            if "missing_scope" not in str(exc):
+                raise
+            log.error("%s", exc)
+            raise FileUnreadable("this Slack app may not post files: it needs the files:write scope (the operator "
+                                 "adds it and reinstalls the app)") from None
+        return str((response.get("file") or {}).get("id") or "")
+
+    async def fetch_file(self, file: FileRef, *, max_bytes: int) -> bytes:
+        """`files.info` names the file's private URL, read with the bot token (scope `files:read`).
+
+        Slack answers a token that may not read a file with a sign-in page and status 200, so anything that is
+        not the file's own content type is refused rather than read as the file.
+        """
+        if file.size is not None and file.size > max_bytes:
+            raise FileUnreadable(too_large(file.name, file.size, max_bytes))
+        try:
+            info = (await self._client.files_info(file=file.file_id))["file"]
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            if error == "missing_scope":
+                raise FileUnreadable(f"{file.name}: this Slack app may not read files (it needs the files:read "
+                                     "scope; the operator adds it and reinstalls the app)") from None
+            raise FileUnreadable(f"{file.name}: Slack would not hand it to the bot ({error})") from None
+        url = str(info.get("url_private_download") or info.get("url_private") or "")
+        if not url:
+            raise FileUnreadable(f"{file.name}: Slack gave no download address for it (an external file?)")
+        async with self._live_session().get(url, headers={"Authorization": f"Bearer {self._client.token}"},
+                                            allow_redirects=True) as answer:
+            kind = answer.headers.get("Content-Type", "")
+            if answer.status != 200 or (kind.startswith("text/html") and info.get("mimetype") != "text/html"):
+                raise FileUnreadable(f"{file.name}: Slack answered the download with {answer.status} "
+                                     f"{kind or 'no content type'}, not the file: the bot may not read it")
+            data = bytearray()
+            async for chunk in answer.content.iter_chunked(DOWNLOAD_CHUNK):
+                data += chunk
+                if len(data) > max_bytes:
+                    raise FileUnreadable(too_large(file.name, len(data), max_bytes))
+        return bytes(data)
 
     async def read_thread(self, address: ChatAddress, *, limit: int) -> list[HistoryItem]:
         """The thread's first message and its newest replies, up to `limit` in all, oldest first."""

@@ -24,6 +24,8 @@ BOT_SCOPES = (
     "groups:read",
     "im:read",
     "mpim:read",
+    "files:write",         # files.getUploadURLExternal / completeUploadExternal: charts and images into threads
+    "files:read",          # files.info and url_private downloads: what people attach reaches the agent
 )  # fmt: skip
 BOT_EVENTS = ("app_mention", "message.channels", "message.groups", "message.im", "message.mpim")
 NAME_LIMIT = 35

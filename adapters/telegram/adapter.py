@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any, Literal, TypeVar
 
 from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message, MessageEntity, Update
-from telegram.constants import ChatAction, ChatType, MessageLimit, ParseMode
+from telegram.constants import ChatAction, ChatType, FileSizeLimit, MessageLimit, ParseMode
 from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError, TimedOut
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning, PTBUserWarning
@@ -27,13 +27,16 @@ from adapters.base import (
     ChatAddress,
     Deliver,
     FileRef,
+    FileUnreadable,
     Inbound,
     MalformedPayload,
     MessageRef,
+    OutgoingFile,
     PlatformConfigError,
     PlatformLimits,
     Speaker,
     VerificationError,
+    too_large,
 )
 from adapters.protocols import WebhookRoute
 from adapters.telegram.directory import Call, TelegramDirectory
@@ -55,6 +58,8 @@ MAX_RETRY_AFTER = 60.0
 MAX_UPDATE_ID = 2**53
 """Update ids past this are not Telegram's (they fit in a double), and are not used as an offset."""
 _GROUPS = (ChatType.GROUP, ChatType.SUPERGROUP)
+PHOTO_TYPES = frozenset({"image/png", "image/jpeg", "image/webp"})
+"""What `sendPhoto` shows as a picture; any other file goes as a document."""
 _VERBS: dict[str, Literal["approve", "deny"]] = {"ap:": "approve", "dn:": "deny"}
 
 
@@ -69,7 +74,8 @@ class TelegramAdapter:
     """
 
     platform = "telegram"
-    limits = PlatformLimits(max_text=MessageLimit.MAX_TEXT_LENGTH, max_edit_text=MessageLimit.MAX_TEXT_LENGTH)
+    limits = PlatformLimits(max_text=MessageLimit.MAX_TEXT_LENGTH, max_edit_text=MessageLimit.MAX_TEXT_LENGTH,
+                            max_file_bytes=FileSizeLimit.FILESIZE_UPLOAD)
 
     def __init__(self, *, bot_id: str, token: str, api_base_url: str | None = None,
                  webhook_url: str | None = None, webhook_secret: str | None = None,
@@ -224,6 +230,36 @@ class TelegramAdapter:
         except BadRequest as exc:
             if "message is not modified" not in exc.message.lower():
                 raise
+
+    async def post_file(self, address: ChatAddress, file: OutgoingFile) -> str:
+        """A picture (`sendPhoto`, up to 10 MB) or else a document (`sendDocument`, up to 50 MB), in the topic."""
+        thread = int(address.thread_id) if address.thread_id else None
+        caption = render_telegram_plain(file.caption)[:MessageLimit.CAPTION_LENGTH] if file.caption else None
+        if file.mime_type in PHOTO_TYPES and len(file.data) <= FileSizeLimit.PHOTOSIZE_UPLOAD:
+            message = await self._call("sendPhoto", lambda: self._bot.send_photo(
+                chat_id=address.channel_id, photo=file.data, filename=file.name, caption=caption,
+                message_thread_id=thread))
+        else:
+            message = await self._call("sendDocument", lambda: self._bot.send_document(
+                chat_id=address.channel_id, document=file.data, filename=file.name, caption=caption,
+                message_thread_id=thread))
+        return str(message.message_id)
+
+    async def fetch_file(self, file: FileRef, *, max_bytes: int) -> bytes:
+        """`getFile`, then the file path's download; the Bot API hands bots files up to 20 MB."""
+        cap = min(max_bytes, FileSizeLimit.FILESIZE_DOWNLOAD)
+        if file.size is not None and file.size > cap:
+            raise FileUnreadable(too_large(file.name, file.size, cap))
+        try:
+            found = await self._call("getFile", lambda: self._bot.get_file(file.file_id))
+            if found.file_size is not None and found.file_size > cap:
+                raise FileUnreadable(too_large(file.name, found.file_size, cap))
+            data = await found.download_as_bytearray()
+        except TelegramError as exc:
+            raise FileUnreadable(f"{file.name}: Telegram would not hand it to the bot ({exc.message})") from None
+        if len(data) > cap:
+            raise FileUnreadable(too_large(file.name, len(data), cap))
+        return bytes(data)
 
     async def show_typing(self, address: ChatAddress) -> None:
         thread = int(address.thread_id) if address.thread_id else None

@@ -13,11 +13,12 @@ from typing import Protocol
 
 from adapters.base import ApprovalClick, Inbound, MessageRef
 from adapters.platforms import PlatformAdapter
-from adapters.protocols import Chat, ChatOutput, FollowsThreads
+from adapters.protocols import Chat, ChatOutput, FollowsThreads, ReadsFiles
 from gateway.agents.bindings import Binding, BindingStore, is_listed
 from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations, speaker_line, thread_context
 from gateway.people.scope import memory_owner
+from gateway.pipeline.attachments import fetch_attachments
 from gateway.pipeline.inbox import Inbox, InboxItem
 from gateway.pipeline.live_reply import LiveReply, Placeholder
 from gateway.pipeline.metrics import GatewayMetrics
@@ -136,7 +137,9 @@ class Router:
         turn = Turn(deps=TurnDeps(address=inbound.address, speaker=inbound.speaker, binding=binding, owner=owner),
                     prompt=speaker_line(inbound.speaker.display_name, inbound.text, group),
                     history=history, conversation_id=record.conversation_id,
-                    identity_id=record.identity_id, inbox_id=item.id)
+                    identity_id=record.identity_id, inbox_id=item.id,
+                    files=await fetch_attachments(adapter if isinstance(adapter, ReadsFiles) else None,
+                                                  inbound.attachments))
         placeholder = Placeholder(recorded_id=item.reply_message_id, key=inbound.logical_id,
                                   record=partial(self._inbox.remember_reply, item.id),
                                   answering=inbound.message_id, retried=item.attempts > 1)

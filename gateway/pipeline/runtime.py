@@ -19,6 +19,7 @@ from pydantic_ai import (
     TextPart,
     TextPartDelta,
     UsageLimits,
+    UserContent,
 )
 from pydantic_ai.exceptions import AgentRunError, ModelAPIError, UsageLimitExceeded, UserError
 from pydantic_ai.models.instrumented import InstrumentationSettings
@@ -35,7 +36,9 @@ from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.models import ModelResolver
 from gateway.agents.run_state import RunSpills, StoredConversationState
 from gateway.config.schema import AgentSpec, BindingSpec, ConfigError
+from gateway.pipeline.attachments import Attachment, user_content
 from gateway.pipeline.live_reply import LiveReply
+from gateway.pipeline.outbox import FileChat, RunOutbox, turn_key
 from storage.db import Database
 from storage.models import RunRow, utcnow
 
@@ -76,6 +79,8 @@ class Turn:
     conversation_id: int
     identity_id: int
     inbox_id: int | None
+    files: tuple[Attachment, ...] = ()
+    """What the person attached, downloaded (or why not): part of the prompt as far as the model takes it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,8 +144,10 @@ RunOutcome = Answered | Parked | Failed
 class Runtime:
     def __init__(self, *, models: ModelResolver, db: Database, registry: Registry, notes: NoteStore | None = None,
                  directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None,
-                 instrumentation: InstrumentationSettings | None = None) -> None:
-        """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none."""
+                 instrumentation: InstrumentationSettings | None = None,
+                 files: Mapping[str, FileChat] | None = None) -> None:
+        """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none.
+        `files`: each bot's adapter that posts files, by bot name (a run's outbox posts through it)."""
         self._models = models
         self._db = db
         self._registry = registry
@@ -149,10 +156,11 @@ class Runtime:
         """Each bot's channel lookups, by bot name."""
         self._secrets = secrets
         self._instrumentation = instrumentation
+        self._files = dict(files or {})
 
     async def run(self, turn: Turn, reply: LiveReply) -> RunOutcome:
         run_id = await self._open_run(turn)
-        return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history)
+        return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history, files=turn.files)
 
     async def resume(self, run_id: int, deps: TurnDeps, state: str, results: DeferredToolResults,
                      reply: LiveReply, *, specialists: Sequence[Mapping[str, Any]] = ()) -> RunOutcome:
@@ -166,12 +174,14 @@ class Runtime:
 
     async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, resuming: bool = False,
                      delegated: RunUsage | None = None, specialists: Sequence[Mapping[str, Any]] = (),
-                     **run_input: Any) -> RunOutcome:
+                     files: Sequence[Attachment] = (), **run_input: Any) -> RunOutcome:
         await reply.start()
+        outbox = RunOutbox(self._db, self._files.get(deps.binding.bot_name), deps.address, run_id=run_id,
+                           key=await self._turn_key(run_id))
         run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner, notes=self._notes,
                        spills=RunSpills(self._db, run_id), directory=self._directories.get(deps.binding.bot_name),
                        state=StoredConversationState(self._db, deps.address.conversation_key), notice=reply.notice,
-                       resuming=resuming)
+                       resuming=resuming, outbox=outbox)
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
             assembled = assemble(deps.binding, registry=self._registry, models=self._models, run=run,
@@ -179,22 +189,28 @@ class Runtime:
                                  instrumentation=self._instrumentation)
             if delegated is not None:
                 assembled.delegated.incr(delegated)
+            if files:  # what the model takes of them depends on the model, known only now
+                run_input["prompt"] = user_content(run_input["prompt"], files, assembled.agent.model)
             result = await self._stream(assembled, deps, reply, **run_input)
         except RunRefused as exc:  # a refusal is the platform doing its job: an outcome of its own
             log.info("run %d for bot %r refused at the %s edge (%s)", run_id, deps.binding.bot_name, exc.edge,
                      exc.status)
             refs = await reply.finish(exc.notice)
+            await _deliver(outbox)
             await self._set_run(run_id, status=exc.status, error=str(exc))
             if assembled is not None:
                 await assembled.end_run()
             return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
         except Exception as exc:
-            return await self._failed(run_id, deps, reply, exc, assembled)
+            failed = await self._failed(run_id, deps, reply, exc, assembled)
+            await _deliver(outbox)  # what the run made before it failed is still the person's
+            return failed
         if isinstance(result.output, DeferredToolRequests):
             calls, questions = _waiting_on(result.output, assembled)
             waiting = ("I need a decision before I can continue:" if calls
                        else "I need an answer before I can continue:")
             await reply.finish(reply.shown_text or waiting)
+            await _deliver(outbox)  # before the cards: the person sees what was made, then what is asked
             usage = result.usage + assembled.delegated
             await self._set_run(run_id, status="parked", usage=usage)
             return Parked(run_id=run_id, calls=calls, questions=questions, usage=usage,
@@ -202,6 +218,7 @@ class Runtime:
                           specialists=tuple(assembled.specialists.values()),
                           placeholder_id=None if reply.shown_text.strip() else reply.message_id)
         refs = await reply.finish(result.output)
+        await _deliver(outbox)
         usage = result.usage + assembled.delegated
         await self._set_run(run_id, status="answered", usage=usage)
         await assembled.end_run()
@@ -221,7 +238,7 @@ class Runtime:
         return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id, usage=usage or RunUsage())
 
     async def _stream(self, assembled: AssembledAgent, deps: TurnDeps, reply: LiveReply,
-                      prompt: str | None = None, history: list[ModelMessage] | None = None,
+                      prompt: str | Sequence[UserContent] | None = None, history: list[ModelMessage] | None = None,
                       conversation: Any = None, results: DeferredToolResults | None = None) -> AgentRunResult[Any]:
         shown = ""
         async with assembled.agent.run_stream_events(
@@ -251,6 +268,13 @@ class Runtime:
                             output_tokens=max(0, (row.output_tokens or 0) - own.output_tokens))
         return await self._db.transaction(work)
 
+    async def _turn_key(self, run_id: int) -> str:
+        """The outbox key of the run's turn: its inbox item's, so a retried attempt finds what the last one stored."""
+        async def work(session: AsyncSession) -> int | None:
+            row = await session.get(RunRow, run_id)
+            return row.inbox_id if row is not None else None
+        return turn_key(run_id, await self._db.transaction(work))
+
     async def _open_run(self, turn: Turn) -> int:
         binding = turn.deps.binding
         row = RunRow(conversation_id=turn.conversation_id, inbox_id=turn.inbox_id, bot_name=binding.bot_name,
@@ -275,6 +299,14 @@ class Runtime:
         async def work(session: AsyncSession) -> None:
             await session.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
         await self._db.transaction(work)
+
+
+async def _deliver(outbox: RunOutbox) -> None:
+    """Post the run's files; a database fault here is logged, and the next delivery of the turn posts them."""
+    try:
+        await outbox.deliver()
+    except Exception as exc:
+        log.warning("could not deliver the files of %s: %s: %s", outbox.key, type(exc).__name__, exc)
 
 
 def _waiting_on(requests: DeferredToolRequests, assembled: AssembledAgent) -> tuple[tuple[GatedCall, ...],

@@ -26,6 +26,7 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import web
 
+from gateway.sandbox.mattermost_files import MattermostFiles
 from gateway.sandbox.server import ChangeSignal, LocalServer, Sandbox
 
 __all__ = ["ApiCall", "MattermostSandbox", "OutgoingWebhook"]
@@ -124,6 +125,9 @@ class MattermostSandbox(Sandbox):
         self._last_time = 0
         self._changes = ChangeSignal()
         self._server = LocalServer(host, port)
+        self.files = MattermostFiles(user_of=self._tokens.get, notify=self._changes.notify,
+                                     member=lambda channel, user: user in self._channel_members.get(channel, ()))
+        """Uploaded files with their bytes (`files.add` stores a person's, to name in `user_posts(file_ids=...)`)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -132,6 +136,7 @@ class MattermostSandbox(Sandbox):
         for method, path, handler in self._routes():
             app.router.add_route(method, API + path, self._endpoint(handler))
         app.router.add_get(API + "/websocket", self._handle_websocket)
+        self.files.routes(app, API)
         self.url = await self._server.start(app, client_timeout=self._webhook_timeout)
 
     async def stop(self) -> None:
@@ -203,9 +208,10 @@ class MattermostSandbox(Sandbox):
 
     # -- what people do ----------------------------------------------------------------------
 
-    async def user_posts(self, channel: JSON, user: JSON, message: str, *, root_id: str | None = None) -> JSON:
+    async def user_posts(self, channel: JSON, user: JSON, message: str, *, root_id: str | None = None,
+                         file_ids: list[str] | None = None) -> JSON:
         """Post as ``user``: broadcast to connected members, then fire matching outgoing webhooks."""
-        post = self._create_post(user["id"], channel["id"], message, root_id or "")
+        post = self._create_post(user["id"], channel["id"], message, root_id or "", file_ids=file_ids)
         await self._publish(post)
         await self._fire_webhooks(post)
         return copy.deepcopy(post)
@@ -416,7 +422,7 @@ class MattermostSandbox(Sandbox):
         if pending and seen is not None and time.monotonic() - seen[1] < PENDING_POST_ID_WINDOW:
             return copy.deepcopy(self._readable_post(user_id, seen[0]))
         post = self._create_post(user_id, str(body.get("channel_id", "")), str(body.get("message", "")),
-                                 str(body.get("root_id") or ""), props=body.get("props"))
+                                 str(body.get("root_id") or ""), props=body.get("props"), file_ids=body.get("file_ids"))
         if pending:
             post["pending_post_id"] = pending
             self._pending[pending] = (post["id"], time.monotonic())
@@ -627,12 +633,12 @@ class MattermostSandbox(Sandbox):
     # -- model -------------------------------------------------------------------------------
 
     def _create_post(self, user_id: str, channel_id: str, message: str, root_id: str,
-                     props: Any = None) -> JSON:
+                     props: Any = None, file_ids: Any = None) -> JSON:
         channel = self._channels.get(channel_id)
         if channel is None or user_id not in self._channel_members[channel_id]:
             raise ApiError(403, "api.context.permissions.app_error", "You do not have the appropriate permissions.")
         _check_message(message)
-        if not message.strip() and not (isinstance(props, dict) and props.get("attachments")):
+        if not message.strip() and not (isinstance(props, dict) and props.get("attachments")) and not file_ids:
             raise ApiError(400, "api.post.create_post.message.app_error", "Post must have a message or a file.")
         root = self._posts.get(root_id) if root_id else None
         if root_id and (root is None or root["channel_id"] != channel_id or root["root_id"]):
@@ -640,7 +646,14 @@ class MattermostSandbox(Sandbox):
         extra = dict(props) if isinstance(props, dict) else {}
         if self._users[user_id].get("is_bot"):
             extra["from_bot"] = "true"
-        return self._store_post(user_id, channel_id, message, root_id, props=extra)
+        post = self._store_post(user_id, channel_id, message, root_id, props=extra)
+        if file_ids:
+            try:
+                self.files.attach(post, [str(file_id) for file_id in file_ids], user_id)
+            except LookupError:
+                del self._posts[post["id"]]
+                raise ApiError(400, "api.post.create_post.file_ids.app_error", "Invalid file ids.") from None
+        return post
 
     def _store_post(self, user_id: str, channel_id: str, message: str, root_id: str, *, props: JSON) -> JSON:
         now = self._now()

@@ -9,6 +9,8 @@ with ``Retry-After`` on demand); a Socket Mode WebSocket that says ``hello``, se
 ``interactive`` envelopes and sends unacknowledged ones again on the next connection; and, for apps
 with a request URL, ``v0``-signed Events API POSTs retried with ``X-Slack-Retry-Num`` when refused.
 As on Slack, a post that mentions an app reaches it twice: as ``message`` and as ``app_mention``.
+Files go both ways as on Slack (``files``, `gateway/sandbox/slack_files.py`): the external upload flow of
+``files_upload_v2``, and private downloads with the bot token (`files:read`, else a sign-in page).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import aiohttp
 from aiohttp import web
 
 from gateway.sandbox.server import ChangeSignal, LocalServer, Sandbox
+from gateway.sandbox.slack_files import FileRefused, SlackFiles
 
 __all__ = ["ApiCall", "HttpDelivery", "SlackApp", "SlackSandbox"]
 
@@ -43,6 +46,9 @@ UPDATE_LIMIT = 4_000
 """Characters `chat.update` accepts; longer text is refused with `msg_too_long`."""
 POST_LIMIT = 40_000
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
+_SCOPES = {"files.getUploadURLExternal": "files:write", "files.completeUploadExternal": "files:write",
+           "files.info": "files:read"}
+"""The scope a method needs beyond the default bot scopes; an app without it gets `missing_scope`."""
 _APP_TOKEN_METHOD = "apps.connections.open"
 """The one method that takes the app-level token; every other one takes the bot token."""
 
@@ -94,6 +100,8 @@ class SlackApp:
     waiting: list[JSON] = field(default_factory=list, repr=False)
     """Envelopes queued while no socket was open."""
     send_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+    scopes: set[str] = field(default_factory=lambda: {"files:read", "files:write"})
+    """The app's file scopes; take one away to see what an app without it gets."""
 
 
 class ApiError(Exception):
@@ -135,6 +143,8 @@ class SlackSandbox(Sandbox):
         self._changes = ChangeSignal()
         self._tasks: set[asyncio.Task[None]] = set()
         self._server = LocalServer(host, port)
+        self.files = SlackFiles(base_url=lambda: self.url, reader=self._reads_files)
+        """People's files (`files.add`) and what apps uploaded, with their bytes (`files.content`)."""
         self._methods = self._method_table()
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -144,6 +154,7 @@ class SlackSandbox(Sandbox):
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._handle_api)
         app.router.add_get("/link/", self._handle_socket)
+        self.files.routes(app)
         self.url = await self._server.start(app, client_timeout=10)
 
     async def stop(self) -> None:
@@ -501,7 +512,7 @@ class SlackSandbox(Sandbox):
             if handler is None:
                 raise ApiError("unknown_method")
             body = {"ok": True, **await handler(app, params)}
-        except ApiError as error:
+        except (ApiError, FileRefused) as error:
             body = {"ok": False, "error": error.error}
         await self._notify()
         if method in self._unanswered:
@@ -518,7 +529,13 @@ class SlackSandbox(Sandbox):
         app_level = token == app.app_token
         if app_level != (method == _APP_TOKEN_METHOD):
             raise ApiError("not_allowed_token_type")
+        if method in _SCOPES and _SCOPES[method] not in app.scopes:
+            raise ApiError("missing_scope")
         return app
+
+    def _reads_files(self, token: str) -> bool:
+        app = self._apps.get(token)
+        return app is not None and token == app.token and "files:read" in app.scopes
 
     def _method_table(self) -> dict[str, Handler]:
         return {
@@ -533,6 +550,9 @@ class SlackSandbox(Sandbox):
             "conversations.members": self._members,
             "conversations.list": self._list,
             "users.info": self._user_info,
+            "files.getUploadURLExternal": self._upload_url,
+            "files.completeUploadExternal": self._complete_upload,
+            "files.info": self._file_info,
         }
 
     async def _auth_test(self, app: SlackApp, params: JSON) -> JSON:
@@ -627,6 +647,22 @@ class SlackSandbox(Sandbox):
         if user is None:
             raise ApiError("user_not_found")
         return {"user": copy.deepcopy(user)}
+
+    async def _upload_url(self, app: SlackApp, params: JSON) -> JSON:
+        return self.files.upload_url(app.token, params)
+
+    async def _complete_upload(self, app: SlackApp, params: JSON) -> JSON:
+        """The uploaded files shared as one message of the bot's, in the thread, with `initial_comment`."""
+        channel = self._member_channel(app, {"channel": params.get("channel_id", "")})
+        done = self.files.complete(app.token, params, app.bot_user_id)
+        extra = {"bot_id": app.bot_id, "app_id": app.app_id, "files": done, "upload": True}
+        message = self._post(channel["id"], app.bot_user_id, str(params.get("initial_comment") or ""),
+                             params.get("thread_ts"), extra)
+        self._spawn(self._announce(channel["id"], message))
+        return {"files": done}
+
+    async def _file_info(self, app: SlackApp, params: JSON) -> JSON:
+        return self.files.info(params)
 
     # -- state helpers -----------------------------------------------------------------------------
 

@@ -2,8 +2,9 @@
 
 Any Bot API client works against it unmodified, e.g.
 ``telegram.Bot(token, base_url=f"{sandbox.url}/bot")``. Callers play the users
-(``user_says``, ``user_clicks``) and read what bots did (``calls``, ``bot_messages``,
-``transcript``). Requests may be JSON, urlencoded or multipart; like the Bot API, form fields
+(``user_says``, ``user_sends_file``, ``user_clicks``) and read what bots did (``calls``,
+``bot_messages``, ``transcript``, ``file_content``: what ``sendPhoto``/``sendDocument`` uploaded).
+Requests may be JSON, urlencoded or multipart; like the Bot API, form fields
 carry nested objects as JSON strings. Answers are ``{"ok": true, "result": ...}`` or
 ``{"ok": false, "error_code": N, "description": ..., "parameters": ...}``.
 """
@@ -14,8 +15,10 @@ import contextlib
 import copy
 import itertools
 import json
+import mimetypes
 import re
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -31,6 +34,9 @@ __all__ = ["ApiCall", "ApiError", "TelegramSandbox"]
 JSON = dict[str, Any]
 MemberStatus = Literal["creator", "administrator", "member"]
 
+PHOTO_UPLOAD_LIMIT = 10_000_000
+UPLOAD_LIMIT = 50_000_000
+CAPTION_LIMIT = 1024
 _SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
 _NOT_MODIFIED = (
     "Bad Request: message is not modified: specified new message content and reply markup are "
@@ -256,6 +262,28 @@ class TelegramSandbox(Sandbox):
         await self._deliver(bot, update["update_id"], update)
         return copy.deepcopy(message)
 
+    async def user_sends_file(self, token: str, chat: JSON, user: JSON, content: bytes, *, file_name: str,
+                              mime_type: str, caption: str = "", photo: bool = False) -> JSON:
+        """``user`` sends a file (a ``photo``, or a document) with ``caption``; getFile then serves it."""
+        bot, chat = self._bot(token), self._known_chat(chat["id"])
+        self._users.setdefault(user["id"], user)
+        self._members[chat["id"]].setdefault(user["id"], "member")
+        message = self._new_message(chat, user, None)
+        message |= self._attached(content, file_name, mime_type, photo=photo)
+        if caption:
+            message["caption"] = caption
+            if entities := detect_entities(caption):
+                message["caption_entities"] = entities
+        self._store(message)
+        update = self._next_update(bot, {"message": message})
+        await self._deliver(bot, update["update_id"], update)
+        return copy.deepcopy(message)
+
+    def file_content(self, message: JSON) -> bytes:
+        """The bytes of the photo (largest size) or document a message carries."""
+        file_id = message["photo"][-1]["file_id"] if "photo" in message else message["document"]["file_id"]
+        return self._files[file_id][1]
+
     async def user_clicks(self, token: str, message: JSON, user: JSON, data: str) -> JSON:
         """``user`` presses the inline button with ``data`` under ``message``. Returns the CallbackQuery.
 
@@ -392,6 +420,8 @@ class TelegramSandbox(Sandbox):
             ("getChatAdministrators", self._get_chat_administrators),
             ("getChatMemberCount", self._get_chat_member_count),
             ("getFile", self._get_file),
+            ("sendPhoto", self._send_photo),
+            ("sendDocument", self._send_document),
         )
         return {name.lower(): (name, handler) for name, handler in handlers}
 
@@ -572,6 +602,41 @@ class TelegramSandbox(Sandbox):
         if params.get("file_id") not in self._files:
             raise ApiError(400, "Bad Request: invalid file_id")
         return self._files[params["file_id"]][0]
+
+    async def _send_photo(self, bot: _Bot, params: JSON) -> JSON:
+        return self._send_file(bot, params, "photo", PHOTO_UPLOAD_LIMIT)
+
+    async def _send_document(self, bot: _Bot, params: JSON) -> JSON:
+        return self._send_file(bot, params, "document", UPLOAD_LIMIT)
+
+    def _send_file(self, bot: _Bot, params: JSON, kind: str, limit: int) -> JSON:
+        """A multipart upload of ``kind`` (a ``file_id`` string resends a stored one), with a caption."""
+        chat, upload = self._target_chat(params), params.get(kind)
+        if not isinstance(upload, dict):
+            raise ApiError(400, f"Bad Request: there is no {kind} in the request")
+        if len(upload["content"]) > limit:
+            raise ApiError(400 if kind == "photo" else 413, "Bad Request: file is too big" if kind == "photo"
+                           else "Request Entity Too Large")
+        caption = params.get("caption") or ""
+        if len(caption) > CAPTION_LIMIT:
+            raise ApiError(400, "Bad Request: message caption is too long")
+        message = self._new_message(chat, bot.user, params.get("message_thread_id"))
+        mime = "image/jpeg" if kind == "photo" else mimetypes.guess_type(upload["file_name"] or "")[0]
+        message |= self._attached(upload["content"], upload["file_name"] or kind, mime or "application/octet-stream",
+                                  photo=kind == "photo")
+        message |= {"caption": caption} if caption else {}
+        self._store(message)
+        return message
+
+    def _attached(self, content: bytes, file_name: str, mime_type: str, *, photo: bool) -> JSON:
+        """The message fields of a file, stored for getFile: a photo's sizes, or a document."""
+        file_id = f"f{len(self._files) + 1}-{uuid.uuid4().hex[:8]}"
+        info = self.add_file(file_id, content, file_name=f"{file_id}-{file_name}")
+        if photo:
+            return {"photo": [{"file_id": file_id, "file_unique_id": info["file_unique_id"], "width": 800,
+                               "height": 600, "file_size": len(content)}]}
+        return {"document": {"file_id": file_id, "file_unique_id": info["file_unique_id"], "file_name": file_name,
+                             "mime_type": mime_type, "file_size": len(content)}}
 
     # -- state helpers ---------------------------------------------------------------------
 

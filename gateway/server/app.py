@@ -20,7 +20,7 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from adapters.platforms import PlatformAdapter
-from adapters.protocols import Closable
+from adapters.protocols import Closable, PostsFiles
 from capabilities.registry import Registry
 from gateway.agents.bindings import BindingStore
 from gateway.agents.models import ModelResolver
@@ -142,7 +142,8 @@ class Gateway:
         memory = MemoryNotes(db)
         directories = {name: adapter.directory for name, adapter in self.adapters.items()}
         runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
-                          directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation)
+                          directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation,
+                          files={name: a for name, a in self.adapters.items() if isinstance(a, PostsFiles)})
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)

@@ -105,7 +105,7 @@ class TelegramChat:
         return await self.fake.user_says(self.bot.token, room, other, f"@{self.bot.username} {text}")
 
     def answers(self, room: JSON, said: JSON) -> list[str]:
-        return [m["text"] for m in self.fake.bot_messages(room["id"])]
+        return [m["text"] for m in self.fake.bot_messages(room["id"]) if "text" in m]  # a photo has a caption
 
     def room_id(self, room: JSON) -> str:
         return str(room["id"])

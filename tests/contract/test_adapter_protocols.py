@@ -6,7 +6,7 @@ import pytest
 
 from adapters.mattermost.adapter import MattermostAdapter
 from adapters.platforms import PlatformAdapter
-from adapters.protocols import Closable, FollowsThreads, ShowsTyping
+from adapters.protocols import Closable, FollowsThreads, PostsFiles, ReadsFiles, ShowsTyping
 from adapters.slack.adapter import SlackAdapter
 from adapters.telegram.adapter import TelegramAdapter
 
@@ -33,6 +33,11 @@ def mattermost(transport: str = "websocket") -> MattermostAdapter:
 ], ids=["telegram", "slack", "mattermost"])
 def test_optional_abilities_are_present_or_absent(adapter: PlatformAdapter, abilities: set[type]) -> None:
     assert {kind for kind in (Closable, FollowsThreads, ShowsTyping) if isinstance(adapter, kind)} == abilities
+
+
+@pytest.mark.parametrize("adapter", [telegram(), slack(), mattermost()], ids=["telegram", "slack", "mattermost"])
+def test_every_platform_posts_and_reads_files(adapter: PlatformAdapter) -> None:
+    assert isinstance(adapter, PostsFiles) and isinstance(adapter, ReadsFiles)
 
 
 def test_only_socket_and_polling_bots_have_a_transport() -> None:
