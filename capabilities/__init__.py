@@ -7,9 +7,11 @@ from capabilities import (
     channel_tools,
     charts,
     clock,
+    code_execution,
     compaction,
     conversation_search,
     guardrails,
+    image_generation,
     knowledge,
     memory_files,
     memory_mem0,
@@ -49,6 +51,8 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     charts.CAPABILITY,
     workspace.CAPABILITY,
     browser_use.CAPABILITY,
+    code_execution.CAPABILITY,
+    image_generation.CAPABILITY,
 )
 
 

@@ -22,6 +22,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, SecretStr
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.usage import RequestUsage
 
 from adapters.base import ChatAddress, Directory
 from capabilities.browser_engine import BrowserEngine
@@ -336,12 +337,14 @@ class RunFacts:
     mcp_servers: tuple[str, ...] = ()
     """The MCP servers this run reached, by name (each prefixes its tools): empty when the agent binds none or
     none answered. `tool_search` has nothing to find without them."""
-    """Where a run's files go to be posted into the chat; None until the gateway has a durable outbox."""
     workspace: WorkspaceFacts | None = None
     """The workspace keys, store and sandbox connections `sandbox` opens its workspace from; None for a delegate
     the parent did not share its workspace with, which then works in memory for its run."""
     browser: BrowserEngine | None = None
     """The out-of-process browser engine `browser_use` hands tasks to; None: none installed here."""
+    charge: Callable[[RequestUsage], None] | None = field(default=None, compare=False)
+    """Books what a capability spends on a model of its own (an image model) on the run's usage, with its
+    delegates' spend; None: a run assembled without a ledger, where it goes to the calling agent's usage."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

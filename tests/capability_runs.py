@@ -190,12 +190,13 @@ class Case:
     config: Mapping[str, Any] = field(default_factory=dict)
     facts: Mapping[str, Any] = field(default_factory=dict)
     """The resources the spec binds for it, as `RunFacts` fields."""
+    secret_id: str | None = None
+    """Names one of `CASE_SECRETS`, for a capability that needs a key."""
 
     def binding(self) -> Binding:
         if self.capability == "channel_tools":
             return binding_with(binding={"channel_tools": dict(self.config)})
-        keyed = {"secret_id": "MEM0_KEY"} if self.capability == "memory_mem0" else {}
-        return binding_with([{"id": self.capability, "config": dict(self.config), **keyed}])
+        return binding_with([{"id": self.capability, "config": dict(self.config), "secret_id": self.secret_id}])
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +213,7 @@ GLOSSARY = ContextFile(name="glossary", description="Terms we use.", mode="link"
                        text="SLA: service level agreement.")
 SPECIALIST = {"name": "researcher", "description": "Researches a topic and reports findings.",
               "instructions": "Research the topic; cite sources.", "model": "scripted"}
+CASE_SECRETS = {"IMAGE_KEY": "sk-test-image-key", "MEM0_KEY": "test-key"}
 ALL_LOOKUPS = ["get_channel_info", "list_channel_members", "search_channels", "read_channel_history"]
 
 CASES = (
@@ -239,12 +241,14 @@ CASES = (
     Case(id="web_research-duckduckgo", capability="web_research"),
     Case(id="web_fetch-local", capability="web_fetch", config={"allowed_domains": ["example.com"]}),
     Case(id="conversation_search", capability="conversation_search"),
-    Case(id="memory_mem0-cloud", capability="memory_mem0"),
+    Case(id="memory_mem0-cloud", capability="memory_mem0", secret_id="MEM0_KEY"),
     Case(id="tool_search", capability="tool_search", config={"strategy": "keywords"}),
     Case(id="charts", capability="charts"),
     Case(id="sandbox-state", capability="sandbox"),
     Case(id="sandbox-no-execute", capability="sandbox", config={"include_execute": False}),
     Case(id="browser_use", capability="browser_use"),
+    Case(id="code_execution", capability="code_execution"),
+    Case(id="image_generation", capability="image_generation", secret_id="IMAGE_KEY"),
 )
 """Every registered capability, under the configs that change what it offers."""
 
@@ -260,7 +264,7 @@ async def offered_tool_defs(case: Case) -> dict[str, ToolDefinition]:
         binding = case.binding()
         agent = assembled(binding, model, notes=MemoryNotes(db), directory=FakeDirectory(),
                           state=MemoryState(), facts=case.facts, conversations=NoConversations(),
-                          mem0=Mem0Access(deployment="test"), secrets={"MEM0_KEY": "test-key"})
+                          mem0=Mem0Access(deployment="test"), secrets=CASE_SECRETS)
         await run(agent, "hi", binding=binding)
         return tool_defs(seen)
     finally:

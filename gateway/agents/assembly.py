@@ -109,6 +109,7 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, run
     instructions = [text for text in (spec.instructions, binding_text) if not isinstance(text, str) or text.strip()]
     modes = binding.spec.approvals.tool_approval
     delegated, end_run = RunUsage(), RunEnd()
+    run = replace(run, charge=partial(charge_to, delegated))
     traced = () if instrumentation is None else (Instrumentation(settings=instrumentation),)
     kept = {str(specialist["name"]): dict(specialist) for specialist in specialists if "name" in specialist}
     builder = CapabilityBuilder(registry=registry, binding_modes=modes, secrets=secrets, end_run=end_run)
@@ -215,8 +216,7 @@ class GatewayDelegates:
         return None if version is None else version.spec.description
 
     def charge(self, usage: RequestUsage) -> None:
-        self.usage.requests += 1
-        self.usage.incr(usage)
+        charge_to(self.usage, usage)
 
     def build_agent(self, name: str, *, depth_left: int, share: Sequence[str],
                     extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
@@ -269,6 +269,10 @@ def _defers_mcp_tools(spec: AgentSpec, registry: Registry) -> bool:
     """A bound capability finds the MCP tools (`tool_search`), so they are loaded deferred."""
     return any(entry.enabled and (definition := registry.get(entry.id)) is not None and definition.defers_mcp_tools
                for entry in spec.capabilities)
+def charge_to(ledger: RunUsage, usage: RequestUsage) -> None:
+    """One model request made outside the agent's own loop (a delegate's, an image model's) on the run's ledger."""
+    ledger.requests += 1
+    ledger.incr(usage)
 
 
 def _binding_grants(binding: Binding, registry: Registry) -> list[CapabilityEntry]:
