@@ -242,13 +242,9 @@ class DocumentSearch(Protocol):
     """Searches the chunks of the given collections (`gateway/agents/knowledge.py`): one seam for every ranker."""
 
     async def search(self, collections: Sequence[str], query: str, *, limit: int) -> list[Passage]:
-        """The best `limit` passages for `query`, best first; raises `QueryProblem` for a query with nothing to
-        look for, `SearchUnavailable` when the store behind it cannot answer."""
+        """The best `limit` passages for `query`, best first; raises `storage.fulltext.QueryProblem` for a query
+        that can match nothing, `SearchUnavailable` when the store behind it cannot answer."""
         ...
-
-
-class QueryProblem(ValueError):
-    """A query the search cannot run (no word to look for): the model can write a better one."""
 
 
 class SearchUnavailable(Exception):

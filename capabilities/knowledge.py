@@ -16,10 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 
-from capabilities.context import BuildContext, KnowledgeScope, Passage, QueryProblem, SearchUnavailable
+from capabilities.context import BuildContext, KnowledgeScope, Passage, SearchUnavailable
 from capabilities.failures import retry_or_text
 from capabilities.registry import CapabilityDef, ToolInfo
 from capabilities.tool_text import function_toolset
+from storage.fulltext import QueryProblem
 
 MAX_TOP_K = 50
 UNAVAILABLE = ("The document search is temporarily unavailable (the database did not answer). Try the same "

@@ -1,54 +1,114 @@
-"""Full-text search over the words of every turn (`messages.text`), maintained by the database itself.
+"""The database's own full-text search, shared by everything that searches words: the turns of conversations
+(`messages.text`, here) and the chunks of knowledge collections (`gateway/agents/knowledge.py`).
 
-PostgreSQL: a GIN index over `to_tsvector('simple', text)`, queried with `websearch_to_tsquery`,
-ranked by `ts_rank_cd`, passages by `ts_headline`. SQLite: an FTS5 external-content table kept in step
-by triggers, queried with a `MATCH` expression translated from the same web-search syntax, ranked by
-`bm25`, passages by `snippet`. Neither stems: the `simple` configuration and the `unicode61` tokenizer
-lower-case whole words and nothing more, so every language is treated alike (`meeting` ≠ `meetings`).
+One query language for both, web-search syntax (`"exact phrase"`, `or`, `-word`), parsed once here:
+PostgreSQL reads it with `websearch_to_tsquery('simple', …)` over `to_tsvector('simple', …)`; SQLite gets
+the FTS5 `MATCH` expression `fts5_expression` translates it into, over FTS5 tables kept in step by triggers.
+A query that can match nothing is refused on both, with one text (`QueryProblem`). Neither stems: the
+`simple` configuration and the `unicode61` tokenizer lower-case whole words and nothing more, so every
+language is treated alike (`meeting` ≠ `meetings`).
 
-The index and the FTS5 tables are not models: `create_all` gets them from the DDL here, deployments
-from migration 0007, and `modelled` keeps them out of the schema comparison.
+The indexes are not models: `create_all` gets them from the DDL of `FULL_TEXT_INDEXES` (`storage/models.py`),
+deployments from migrations 0006 and 0007, and `modelled` keeps what they create out of the schema comparison.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-POSTGRES_DDL = (
-    "CREATE INDEX ix_messages_search ON messages USING GIN (to_tsvector('simple', text))",
+
+def fts5_tables(name: str) -> frozenset[str]:
+    """An FTS5 table and the shadow tables SQLite creates beside it."""
+    return frozenset({name, *(f"{name}_{shadow}" for shadow in ("data", "idx", "docsize", "config"))})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FullTextIndex:
+    """A table's full-text index as the database keeps it: the statements that create it, per dialect, and
+    the names of what they create, which no model describes."""
+
+    table: str
+    ddl: Mapping[str, tuple[str, ...]]
+    objects: frozenset[str]
+    """Tables and indexes the statements create."""
+    columns: frozenset[str] = frozenset()
+    """Generated columns they add to `table`."""
+
+
+MESSAGES_INDEX = FullTextIndex(
+    table="messages",
+    ddl={
+        "postgresql": (
+            "CREATE INDEX ix_messages_search ON messages USING GIN (to_tsvector('simple', text))",
+        ),
+        "sqlite": (
+            "CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='messages', content_rowid='id', "
+            "tokenize='unicode61 remove_diacritics 0')",
+            "CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN "
+            "INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text); END",
+            "CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN "
+            "INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
+            "CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN "
+            "INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, old.text); "
+            "INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text); END",
+        ),
+    },
+    objects=frozenset({"ix_messages_search"}) | fts5_tables("messages_fts"),
 )
-SQLITE_DDL = (
-    "CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='messages', content_rowid='id', "
-    "tokenize='unicode61 remove_diacritics 0')",
-    "CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN "
-    "INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text); END",
-    "CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN "
-    "INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
-    "CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN "
-    "INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, old.text); "
-    "INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text); END",
+"""The words of every turn (migration 0007 writes the same statements)."""
+
+KNOWLEDGE_INDEX = FullTextIndex(
+    table="knowledge_chunks",
+    ddl={
+        "postgresql": (
+            "ALTER TABLE knowledge_chunks ADD COLUMN search tsvector "
+            "GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED",
+            "CREATE INDEX ix_knowledge_chunks_search ON knowledge_chunks USING gin (search)",
+        ),
+        "sqlite": (
+            "CREATE VIRTUAL TABLE knowledge_chunks_fts USING fts5(text, content='knowledge_chunks', "
+            "content_rowid='id', tokenize='unicode61 remove_diacritics 0')",
+            "CREATE TRIGGER knowledge_chunks_ai AFTER INSERT ON knowledge_chunks BEGIN "
+            "INSERT INTO knowledge_chunks_fts(rowid, text) VALUES (new.id, new.text); END",
+            "CREATE TRIGGER knowledge_chunks_ad AFTER DELETE ON knowledge_chunks BEGIN "
+            "INSERT INTO knowledge_chunks_fts(knowledge_chunks_fts, rowid, text) "
+            "VALUES ('delete', old.id, old.text); END",
+            "CREATE TRIGGER knowledge_chunks_au AFTER UPDATE ON knowledge_chunks BEGIN "
+            "INSERT INTO knowledge_chunks_fts(knowledge_chunks_fts, rowid, text) "
+            "VALUES ('delete', old.id, old.text); "
+            "INSERT INTO knowledge_chunks_fts(rowid, text) VALUES (new.id, new.text); END",
+        ),
+    },
+    objects=frozenset({"ix_knowledge_chunks_search"}) | fts5_tables("knowledge_chunks_fts"),
+    columns=frozenset({"search"}),
 )
-DATABASE_MAINTAINED = frozenset({"ix_messages_search", "messages_fts", "messages_fts_data", "messages_fts_idx",
-                                 "messages_fts_docsize", "messages_fts_config"})
-"""What the DDL above creates: the database keeps these, no model describes them."""
+"""The chunks of knowledge documents: a generated `search` tsvector on PostgreSQL (migration 0006)."""
+
+FULL_TEXT_INDEXES = (MESSAGES_INDEX, KNOWLEDGE_INDEX)
+
+
+def modelled(name: str | None, type_: str, parents: Mapping[str, str | None]) -> bool:
+    """Alembic's `include_name`: everything but what the database maintains for full-text search."""
+    if type_ == "column":
+        return not any(index.table == parents.get("table_name") and name in index.columns
+                       for index in FULL_TEXT_INDEXES)
+    return not any(name in index.objects for index in FULL_TEXT_INDEXES)
+
 
 BOLD = "**"
-_TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+_TOKEN = re.compile(r'(-?)"([^"]*)"?|([^\s"!&|()<]+)')
+"""A phrase (`-"…"` excluded), else a bare word; `websearch_to_tsquery` ends a word at `"` and at the
+tsquery operators `! & | ( ) <`, which it then skips, so they are never syntax here either."""
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class QueryProblem(ValueError):
     """A query that can match nothing as written (only exclusions, no words); the message says how to fix it."""
-
-
-def modelled(name: str | None, type_: str, _parents: object) -> bool:
-    """Alembic's `include_name`: everything but what the database maintains for full-text search."""
-    return name not in DATABASE_MAINTAINED
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,20 +121,28 @@ class Term:
 def parse(query: str) -> list[list[Term]]:
     """The web-search syntax as groups joined by `or`, each group's terms all required.
 
-    `"exact phrase"`, `or` between alternatives and `-word` to exclude, as `websearch_to_tsquery` reads
-    them; punctuation splits words as both tokenizers do. Raises `QueryProblem` when a group has no word
-    to look for.
+    `"exact phrase"`, `or` between alternatives and `-word` to exclude, read as `websearch_to_tsquery` reads
+    them: `or` is an operator only between two terms (first or last, it is a word), a lone `-` excludes the
+    term after it, and punctuation splits words as both tokenizers do. Raises `QueryProblem` when the query,
+    or one of its alternatives, has no word to look for.
     """
     groups: list[list[Term]] = [[]]
+    after_term = negate_next = False
     for match in _TOKEN.finditer(query):
         minus, phrase, bare = match.group(1), match.group(2), match.group(3)
-        if bare is not None and bare.lower() == "or":
+        if (bare is not None and bare.lower() == "or" and after_term and not negate_next
+                and query[match.end():].strip()):
             groups.append([])
+            after_term = False
             continue
-        excluded = bool(minus) or (bare is not None and bare.startswith("-") and len(bare) > 1)
+        if bare is not None and not bare.strip("-"):
+            negate_next = True
+            continue
+        excluded = negate_next or bool(minus) or (bare is not None and bare.startswith("-"))
         words = tuple(w.lower() for w in _WORD.findall(phrase if phrase is not None else bare))
         if words:
             groups[-1].append(Term(words=words, excluded=excluded))
+        after_term, negate_next = True, False
     groups = [group for group in groups if group]
     if not groups:
         raise QueryProblem("The query has no words to look for; name at least one word, e.g. `pricing`.")
@@ -97,6 +165,13 @@ def fts5_expression(groups: Sequence[Sequence[Term]]) -> str:
     return " OR ".join(parts)
 
 
+def match_query(dialect: str, query: str) -> str:
+    """What to bind for the query: on PostgreSQL the web-search text itself, for `websearch_to_tsquery`; on
+    SQLite its FTS5 `MATCH` expression. Raises `QueryProblem`, on both, for a query that can match nothing."""
+    groups = parse(query)
+    return query if dialect == "postgresql" else fts5_expression(groups)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Match:
     message_id: int
@@ -108,7 +183,7 @@ class Match:
 async def matching_messages(session: AsyncSession, query: str, conversation_ids: Collection[int], *,
                             limit: int = 2000) -> list[Match]:
     """Turns of these conversations whose words match `query`, best first (raises `QueryProblem`)."""
-    groups = parse(query)
+    match = match_query(session.bind.dialect.name, query)
     if not conversation_ids:
         return []
     ids = bindparam("ids", list(conversation_ids), expanding=True)
@@ -118,14 +193,13 @@ async def matching_messages(session: AsyncSession, query: str, conversation_ids:
             "FROM messages m, websearch_to_tsquery('simple', :query) AS q(query) "
             "WHERE to_tsvector('simple', m.text) @@ q.query AND m.conversation_id IN :ids "
             "ORDER BY rank DESC, m.id DESC LIMIT :limit").bindparams(ids)
-        rows = await session.execute(statement, {"query": query, "limit": limit})
     else:
         statement = text(
             "SELECT m.id, m.conversation_id, -bm25(messages_fts) AS rank FROM messages_fts "
             "JOIN messages m ON m.id = messages_fts.rowid "
             "WHERE messages_fts MATCH :query AND m.conversation_id IN :ids "
             "ORDER BY rank DESC, m.id DESC LIMIT :limit").bindparams(ids)
-        rows = await session.execute(statement, {"query": fts5_expression(groups), "limit": limit})
+    rows = await session.execute(statement, {"query": match, "limit": limit})
     return [Match(message_id=int(r[0]), conversation_id=int(r[1]), rank=float(r[2])) for r in rows]
 
 
@@ -139,10 +213,9 @@ async def passages(session: AsyncSession, query: str, message_ids: Collection[in
             "SELECT m.id, ts_headline('simple', m.text, websearch_to_tsquery('simple', :query), "
             "'StartSel=**, StopSel=**, MaxWords=35, MinWords=12') "
             "FROM messages m WHERE m.id IN :ids").bindparams(ids)
-        rows = await session.execute(statement, {"query": query})
     else:
         statement = text(
             "SELECT rowid, snippet(messages_fts, 0, '**', '**', '…', 32) FROM messages_fts "
             "WHERE messages_fts MATCH :query AND rowid IN :ids").bindparams(ids)
-        rows = await session.execute(statement, {"query": fts5_expression(parse(query))})
+    rows = await session.execute(statement, {"query": match_query(session.bind.dialect.name, query)})
     return {int(r[0]): str(r[1]) for r in rows}

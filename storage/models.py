@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncAttrs
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from storage.fulltext import POSTGRES_DDL, SQLITE_DDL
+from storage.fulltext import FULL_TEXT_INDEXES
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -133,7 +133,7 @@ class ConversationRow(Base):
 
 
 class MessageRow(Base):
-    """One turn of a conversation, with who said it."""
+    """One turn of a conversation, with who said it; its words are indexed by the database (`storage/fulltext.py`)."""
 
     __tablename__ = "messages"
     __table_args__ = (Index("ix_messages_conversation_newest", "conversation_id", "id"),)
@@ -146,12 +146,6 @@ class MessageRow(Base):
     platform_message_id: Mapped[str | None] = mapped_column(String(128))
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-
-
-for _statement in POSTGRES_DDL:  # the words of every turn, indexed by the database (storage/fulltext.py)
-    event.listen(MessageRow.__table__, "after_create", DDL(_statement).execute_if(dialect="postgresql"))
-for _statement in SQLITE_DDL:
-    event.listen(MessageRow.__table__, "after_create", DDL(_statement).execute_if(dialect="sqlite"))
 
 
 class RunRow(Base):
@@ -347,7 +341,7 @@ class KnowledgeChunkRow(Base):
 
     The full-text index is the database's own, kept up by it on every write: on PostgreSQL a generated
     `search` tsvector (`simple` configuration) under a GIN index, on SQLite the FTS5 table
-    `knowledge_chunks_fts` kept by triggers. Neither is mapped here; `KNOWLEDGE_INDEX_DDL` creates them.
+    `knowledge_chunks_fts` kept by triggers. Neither is mapped here; `storage/fulltext.py` creates them.
     """
 
     __tablename__ = "knowledge_chunks"
@@ -359,41 +353,6 @@ class KnowledgeChunkRow(Base):
     position: Mapped[int] = mapped_column(Integer)
     """The chunk's place in its document, from 1."""
     text: Mapped[str] = mapped_column(Text)
-
-
-KNOWLEDGE_INDEX_DDL: dict[str, tuple[str, ...]] = {
-    "postgresql": (
-        "ALTER TABLE knowledge_chunks ADD COLUMN search tsvector "
-        "GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED",
-        "CREATE INDEX ix_knowledge_chunks_search ON knowledge_chunks USING gin (search)",
-    ),
-    "sqlite": (
-        "CREATE VIRTUAL TABLE knowledge_chunks_fts USING fts5(text, content='knowledge_chunks', content_rowid='id', "
-        "tokenize='unicode61 remove_diacritics 0')",
-        "CREATE TRIGGER knowledge_chunks_ai AFTER INSERT ON knowledge_chunks BEGIN "
-        "INSERT INTO knowledge_chunks_fts(rowid, text) VALUES (new.id, new.text); END",
-        "CREATE TRIGGER knowledge_chunks_ad AFTER DELETE ON knowledge_chunks BEGIN "
-        "INSERT INTO knowledge_chunks_fts(knowledge_chunks_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
-        "CREATE TRIGGER knowledge_chunks_au AFTER UPDATE ON knowledge_chunks BEGIN "
-        "INSERT INTO knowledge_chunks_fts(knowledge_chunks_fts, rowid, text) VALUES ('delete', old.id, old.text); "
-        "INSERT INTO knowledge_chunks_fts(rowid, text) VALUES (new.id, new.text); END",
-    ),
-}
-"""The full-text index of `knowledge_chunks` per dialect (migration 0006 writes the same statements)."""
-
-DATABASE_KEPT = frozenset({"search", "ix_knowledge_chunks_search", "knowledge_chunks_fts",
-                           *(f"knowledge_chunks_fts_{shadow}" for shadow in ("data", "idx", "docsize", "config"))})
-"""Schema objects of the full-text index that the models do not map, by name (column, index, FTS5 tables)."""
-
-
-def mapped_schema(_object: Any, name: str | None, _kind: str, _reflected: bool, _compare_to: Any) -> bool:
-    """Alembic's `include_object`: compare everything but the full-text index's own objects."""
-    return name not in DATABASE_KEPT
-
-
-for _dialect, _statements in KNOWLEDGE_INDEX_DDL.items():
-    for _statement in _statements:
-        event.listen(KnowledgeChunkRow.__table__, "after_create", DDL(_statement).execute_if(dialect=_dialect))
 
 
 class OutboxFileRow(Base):
@@ -440,3 +399,10 @@ class SandboxWorkspaceRow(Base):
     size: Mapped[int] = mapped_column(BigInteger, default=0)
     """Bytes of file content, as stored."""
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+for _index in FULL_TEXT_INDEXES:  # kept by the database itself, created with its table (storage/fulltext.py)
+    for _dialect, _statements in _index.ddl.items():
+        for _statement in _statements:
+            event.listen(Base.metadata.tables[_index.table], "after_create",
+                         DDL(_statement).execute_if(dialect=_dialect))

@@ -2,7 +2,8 @@
 
 The search is the database's own: PostgreSQL ranks a generated `tsvector` ('simple' configuration, so words
 match whole and unstemmed) with `websearch_to_tsquery`, `ts_rank_cd` and `ts_headline`; SQLite ranks its
-FTS5 table with `bm25()` and `snippet()`, the query translated from the same web-search syntax. Both answer
+FTS5 table with `bm25()` and `snippet()`, the query translated from the same web-search syntax by
+`storage.fulltext`, which conversation search shares (one parser, one refusal text). Both answer
 in one shape, `Passage`, with the matched words in bold.
 
 Rankers are a seam: `KnowledgeSearch` fuses what each `Ranker` returns by reciprocal rank, so an embedding
@@ -23,8 +24,9 @@ from sqlalchemy import bindparam, delete, func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capabilities.context import Passage, QueryProblem, SearchUnavailable
+from capabilities.context import Passage, SearchUnavailable
 from storage.db import Database
+from storage.fulltext import match_query
 from storage.models import KnowledgeChunkRow, KnowledgeDocumentRow
 
 CHUNK_SIZE = 1_200
@@ -36,8 +38,6 @@ RRF_K = 60
 READABLE = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".pdf"})
 """What `gateway knowledge add` reads: Markdown, plain text, and the text layer of PDFs (pypdf)."""
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
-_TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
-_WORD = re.compile(r"\w", re.UNICODE)
 
 
 class Ranker(Protocol):
@@ -83,8 +83,8 @@ class FullTextRanker:
     db: Database
 
     async def rank(self, collections: Sequence[str], query: str, *, limit: int) -> list[Passage]:
-        translated = fts5_query(query)  # refuses, on both, a query with no word to find (only `-word`s, say)
-        statement, match = (_POSTGRES, query) if self.db.dialect == "postgresql" else (_SQLITE, translated)
+        match = match_query(self.db.dialect, query)  # refuses, on both, a query that can match nothing
+        statement = _POSTGRES if self.db.dialect == "postgresql" else _SQLITE
         params = {"query": match, "collections": list(collections), "limit": limit}
 
         async def work(session: AsyncSession) -> list[Passage]:
@@ -93,8 +93,6 @@ class FullTextRanker:
                             chunks=r.chunks, text=r.passage) for r in rows]
         return await self.db.transaction(work)
 
-
-_NO_WORDS = "The query has no word to look for; write the words a matching passage would contain."
 
 _POSTGRES = text("""
 SELECT c.collection, c.position, d.title, d.source, d.chunks,
@@ -119,30 +117,6 @@ WHERE knowledge_chunks_fts MATCH :query AND c.collection IN :collections
 ORDER BY bm25(knowledge_chunks_fts), c.id
 LIMIT :limit
 """).bindparams(bindparam("collections", expanding=True))
-
-
-def fts5_query(query: str) -> str:
-    """PostgreSQL's web-search syntax as an FTS5 query: `"a phrase"`, `or` between alternatives, `-word` to
-    exclude; every other word is required. Words are quoted, so nothing the model writes is FTS5 syntax.
-
-    FTS5 binds NOT tighter than AND, and AND tighter than OR, as `websearch_to_tsquery` binds `!`, `&`, `|`,
-    so `a b or c -d` means (a and b) or (c and not d) in both."""
-    groups: list[tuple[list[str], list[str]]] = [([], [])]
-    for phrase, word in _TOKEN.findall(query):
-        if not phrase and word.lower() == "or":
-            if groups[-1][0]:
-                groups.append(([], []))
-            continue
-        negative = not phrase and word.startswith("-")
-        term = phrase if phrase else word.removeprefix("-")
-        if not _WORD.search(term):
-            continue
-        groups[-1][1 if negative else 0].append('"' + term.replace('"', '""') + '"')
-    rendered = [" ".join(positive) + "".join(f" NOT {term}" for term in negative)
-                for positive, negative in groups if positive]
-    if not rendered:
-        raise QueryProblem(_NO_WORDS)
-    return " OR ".join(rendered)
 
 
 def chunk(content: str, *, size: int = CHUNK_SIZE, overlap: int = CHUNK_OVERLAP) -> list[str]:

@@ -6,12 +6,12 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from storage.fulltext import modelled
-from storage.models import Base, mapped_schema
+from storage.models import Base
 
 
 def run_on(connection: Connection) -> None:
     context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True,
-                      compare_type=True, include_object=mapped_schema, include_name=modelled)
+                      compare_type=True, include_name=modelled)
     with context.begin_transaction():
         context.run_migrations()
 
