@@ -15,16 +15,11 @@ import asyncio
 import dataclasses
 import logging
 import math
-import re
 import time
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-
-from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from bench._common import (
     DEFAULT_POSTGRES,
@@ -37,6 +32,7 @@ from bench._common import (
     postgres_schema,
     sqlite_database,
 )
+from bench.models import TAG, instant_model
 from gateway.agents.models import ModelResolver
 from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
@@ -44,28 +40,9 @@ from gateway.sandbox.telegram import TelegramSandbox
 from gateway.server.app import Gateway, Tuning
 
 JSON = dict[str, Any]
-TAG = re.compile(r"\bq-\d{6}\b")
 BOT_USERNAME = "bench_helper_bot"
 BENCH_TUNING = Tuning(worker_lease=timedelta(seconds=10), idle_poll=0.2, shutdown_grace=5.0, poll_timeout=1,
                       transport_first_delay=0.2, transport_lease_ttl=3.0)
-
-
-def instant_model() -> FunctionModel:
-    """Answers `answer <tag>` for the tag in the newest user prompt, in one streamed chunk, without waiting."""
-
-    def reply(messages: list[ModelMessage]) -> str:
-        request = messages[-1]
-        parts = request.parts if isinstance(request, ModelRequest) else []
-        found = TAG.search(" ".join(str(p.content) for p in parts if isinstance(p, UserPromptPart)))
-        return f"answer {found.group(0) if found else '?'}"
-
-    def complete(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
-        return ModelResponse(parts=[TextPart(reply(messages))])
-
-    async def stream(messages: list[ModelMessage], _info: AgentInfo) -> AsyncIterator[str]:
-        yield reply(messages)
-
-    return FunctionModel(complete, stream_function=stream)
 
 
 class AnswerWatch:

@@ -3,13 +3,14 @@ and each tool's return, for the tests of the capabilities that bind resources by
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai import ModelMessage, ModelRequest
 from pydantic_ai.messages import RetryPromptPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from tests.scripted import stepped_with_info
 
 
 @dataclass
@@ -42,19 +43,4 @@ def calling(calls: Sequence[tuple[str, dict[str, object]]], answer: str = "done"
             return name, args, f"call-{answered + 1}"
         return f"{answer} {seen.returns[-1] if seen.returns else ''}".strip()
 
-    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
-        decision = step(messages, info)
-        if isinstance(decision, str):
-            yield decision
-            return
-        name, args, call_id = decision
-        yield {0: DeltaToolCall(name=name, json_args=json.dumps(args), tool_call_id=call_id)}
-
-    def complete(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        decision = step(messages, info)
-        if isinstance(decision, str):
-            return ModelResponse(parts=[TextPart(decision)])
-        name, args, call_id = decision
-        return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=call_id)])
-
-    return FunctionModel(complete, stream_function=stream), seen
+    return stepped_with_info(step), seen

@@ -88,21 +88,27 @@ def calls_then_answers(*calls: tuple[str, dict[str, object]],
 
 
 Step = Callable[[list[ModelMessage]], "tuple[str, dict[str, object], str] | str"]
+InfoStep = Callable[[list[ModelMessage], AgentInfo], "tuple[str, dict[str, object], str] | str"]
 
 
 def stepped(step: Step) -> FunctionModel:
     """A model that does what `step(messages)` decides: a tool call `(name, args, call id)`, or a text answer."""
+    return stepped_with_info(lambda messages, _info: step(messages))
 
-    async def stream(messages: list[ModelMessage], _info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
-        decision = step(messages)
+
+def stepped_with_info(step: InfoStep) -> FunctionModel:
+    """`stepped`, for a `step` that also reads what the agent offers (`AgentInfo`: instructions, tools)."""
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+        decision = step(messages, info)
         if isinstance(decision, str):
             yield decision
             return
         name, args, call_id = decision
         yield {0: DeltaToolCall(name=name, json_args=json.dumps(args), tool_call_id=call_id)}
 
-    def complete(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
-        decision = step(messages)
+    def complete(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        decision = step(messages, info)
         if isinstance(decision, str):
             return ModelResponse(parts=[TextPart(decision)])
         name, args, call_id = decision

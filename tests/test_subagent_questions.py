@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai import ModelMessage, ModelRequest
 from pydantic_ai.messages import ToolReturnPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from sqlalchemy import select
 
 from storage.db import Database
 from storage.models import ApprovalRow, DelegateQuestionRow
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, running_gateway
+from tests.scripted import stepped_with_info
 
 RESEARCHER = {"name": "researcher", "description": "Finds out where to deploy.", "instructions": "Find out.",
               "model": "function:child"}
@@ -31,24 +30,6 @@ def _returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
     return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
 
 
-def _streamed(decide: Any) -> FunctionModel:
-    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
-        decision = decide(messages, info)
-        if isinstance(decision, str):
-            yield decision
-            return
-        name, args, call_id = decision
-        yield {0: DeltaToolCall(name=name, json_args=json.dumps(args), tool_call_id=call_id)}
-
-    def complete(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        decision = decide(messages, info)
-        if isinstance(decision, str):
-            return ModelResponse(parts=[TextPart(decision)])
-        name, args, call_id = decision
-        return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=call_id)])
-    return FunctionModel(complete, stream_function=stream)
-
-
 def parent() -> FunctionModel:
     """Delegates a prompt that says `deploy`; answers with the delegate's result, and echoes anything else."""
     def decide(messages: list[ModelMessage], _info: AgentInfo) -> Any:
@@ -61,7 +42,7 @@ def parent() -> FunctionModel:
         if "deploy" in prompt:
             return "task", {"description": "where to deploy web", "subagent_type": "researcher"}, "task-1"
         return f"echo: {prompt}"
-    return _streamed(decide)
+    return stepped_with_info(decide)
 
 
 def child(offered: list[bool]) -> FunctionModel:
@@ -72,7 +53,7 @@ def child(offered: list[bool]) -> FunctionModel:
         if not returns and offered[-1]:
             return "ask_parent", {"question": "Which region?"}, "ask-1"
         return f"answer: {returns[0].content if returns else '-'}"
-    return _streamed(decide)
+    return stepped_with_info(decide)
 
 
 def texts(telegram: FakeTelegram, chat_id: int) -> list[str]:
