@@ -10,12 +10,10 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 SIZE = (8.0, 4.5)
 """Inches: a 16:9 picture, which chat clients show wide without cropping."""
@@ -48,6 +46,11 @@ class ChartData:
 
 def render_png(chart: ChartData) -> bytes:
     """The chart as PNG bytes (blocking: call it in a thread)."""
+    # matplotlib takes most of a second to import: loaded by the first chart, not by every process that lists
+    # the capabilities (`gateway check`, the CLI, each replica's start).
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=SIZE, dpi=DPI, facecolor="white")
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
@@ -143,6 +146,8 @@ def _category_ticks(axes: Axes, labels: Sequence[str | float]) -> None:
 
 
 def _frame(axes: Axes, chart: ChartData) -> None:
+    from matplotlib.ticker import FuncFormatter, MaxNLocator  # loaded with the figure, see `render_png`
+
     for side in ("top", "right"):
         axes.spines[side].set_visible(False)
     for side in ("left", "bottom"):

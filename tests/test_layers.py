@@ -14,6 +14,8 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     "gateway/cli/main.py": "the command line imports a command's implementation when that command runs: the "
                            "server stack (pydantic-ai, FastAPI, uvicorn, the SDKs) takes seconds to import, and "
                            "`gateway --help` or `--version` should not wait for it",
+    "capabilities/charts_render.py": "matplotlib takes most of a second to import; the first chart loads it, so "
+                                     "`gateway check`, the CLI and a replica's start do not wait for it",
 }
 """Modules that may import inside a function, with the reason it cannot sit at the top of the module.
 
