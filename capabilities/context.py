@@ -9,13 +9,12 @@ capability silently missing. What is legitimately absent is typed `... | None` a
 The entry's `secret` is resolved at assembly from the variable its `secret_id` names (environment, then
 secrets file); a running gateway has registered every such value with its log redactor. What an agent spec
 binds by name for `knowledge`, `context` and `skills` arrives in fields of its own, and the run's `outbox`
-takes the files a capability posts into the chat (`charts`). The generic `resources` mapping is a slot kept
-for what comes next, typed and wired but not yet filled by any capability.
+takes the files a capability posts into the chat (`charts`, `image_generation`, the workspace's `output/`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -121,13 +120,6 @@ class Outbox(Protocol):
             FileRefused: the chat cannot take it (the message says why; tell the model as text).
         """
         ...
-
-
-class Resource(Protocol):
-    """Something an agent spec binds by name for its capabilities to use (a knowledge base, a workspace)."""
-
-    @property
-    def name(self) -> str: ...
 
 
 class RunDeps(Protocol):
@@ -313,8 +305,6 @@ class RunFacts:
     """True when the run continues one that was parked for an approval."""
     delegates: Delegates | None = None
     """How `subagents` builds this agent's delegates; None where nothing can be delegated to (a specialist)."""
-    resources: Mapping[str, Resource] = field(default_factory=dict)
-    """What the agent spec binds by name; no capability reads one yet."""
     outbox: Outbox | None = None
     """Where a run's files go to be posted into the chat (`gateway/pipeline/outbox.py`); None where there is no
     chat to post into (a run outside any conversation)."""
