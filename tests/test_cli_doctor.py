@@ -14,6 +14,7 @@ from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import free_port
+from tests.loopback import serving
 
 TELEGRAM_TOKEN = "424242:doctor-token-value"
 MATTERMOST_TOKEN = "m" * 26
@@ -22,15 +23,8 @@ MATTERMOST_TOKEN = "m" * 26
 @pytest_asyncio.fixture
 async def model_server() -> AsyncIterator[str]:
     """An OpenAI-compatible server's address; it answers 404 to everything, which is enough to be reachable."""
-    runner = web.AppRunner(web.Application())
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        await runner.cleanup()
+    async with serving(web.Application()) as url:
+        yield f"{url}/v1"
 
 
 def doctor_config(tmp_path: Path, *, telegram: str, slack: str, mattermost: str, model_url: str) -> Path:

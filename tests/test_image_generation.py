@@ -29,6 +29,7 @@ from storage.models import RunRow
 from tests.capability_runs import MemoryOutbox, assembled, binding_with, run, run_facts
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, running_gateway
+from tests.loopback import serving
 from tests.scripted import stepped
 from tests.test_telegram_approvals import buttons, cards
 
@@ -67,16 +68,11 @@ async def images(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeImagesAPI
     fake = FakeImagesAPI()
     app = web.Application()
     app.router.add_post("/v1/images/generations", fake.generations)
-    runner = web.AppRunner(app, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    fake.url = f"http://{host}:{port}/v1"
-    monkeypatch.setenv("OPENAI_BASE_URL", fake.url)  # the OpenAI SDK's own setting for a compatible server
-    with override_allow_model_requests(True):
-        yield fake
-    await runner.cleanup()
+    async with serving(app) as url:
+        fake.url = f"{url}/v1"
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.url)  # the OpenAI SDK's own setting for a compatible server
+        with override_allow_model_requests(True):
+            yield fake
 
 
 def returned(messages: list[ModelMessage]) -> list[ToolReturnPart]:

@@ -23,6 +23,7 @@ from aiohttp import web
 from tests.conftest import REDIS
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import free_port
+from tests.loopback import serving as on_loopback
 
 pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 
@@ -37,24 +38,18 @@ class StallingModel:
         self.requests: list[str] = []
         self.first_arrived = asyncio.Event()
         self._released = asyncio.Event()
-        self._runner: web.AppRunner | None = None
+        self._server = AsyncExitStack()
         self.url = ""
 
     async def __aenter__(self) -> StallingModel:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._complete)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = self._runner.addresses[0][:2]
-        self.url = f"http://{host}:{port}/v1"
+        self.url = f"{await self._server.enter_async_context(on_loopback(app))}/v1"
         return self
 
     async def __aexit__(self, *_: object) -> None:
         self._released.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        await self._server.aclose()
 
     async def _complete(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

@@ -13,6 +13,7 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from tests.fakes.slack import FakeSlack, SlackApp
+from tests.loopback import serving
 
 
 @pytest.fixture
@@ -130,16 +131,10 @@ async def test_events_api_posts_are_signed_and_retried_when_refused(slack: FakeS
 
     server = web.Application()
     server.router.add_post("/events", endpoint)
-    runner = web.AppRunner(server)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        host, port = runner.addresses[0][:2]
-        app.request_url = f"http://{host}:{port}/events"
+    async with serving(server) as url:
+        app.request_url = f"{url}/events"
         alice = slack.add_user("alice")
         await slack.user_says(slack.open_dm(alice, app), alice, "hi")
-    finally:
-        await runner.cleanup()
     assert received == [(True, None), (True, "1")]
     assert [d.status for d in app.http] == [500, 200]
 
@@ -154,19 +149,14 @@ async def test_clicks_arrive_as_signed_form_posts(slack: FakeSlack, app: SlackAp
 
     server = web.Application()
     server.router.add_post("/events", endpoint)
-    runner = web.AppRunner(server)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        app.request_url = "http://{}:{}/events".format(*runner.addresses[0][:2])
+    async with serving(server) as url:
+        app.request_url = f"{url}/events"
         alice = slack.add_user("alice")
         channel = slack.add_channel("general", members=[alice, app])
         blocks = [{"type": "actions", "block_id": "b1", "elements": [
             {"type": "button", "action_id": "go", "value": "42", "text": {"type": "plain_text", "text": "Go"}}]}]
         posted = await client.chat_postMessage(channel=channel["id"], text="Go?", blocks=blocks)
         await slack.user_clicks(app, posted["message"], alice, "go")  # returns once the POST was answered
-    finally:
-        await runner.cleanup()
     [click] = bodies
     assert (click["actions"][0]["value"], click["user"]["id"], click["container"]["message_ts"]) == (
         "42", alice["id"], posted["ts"])

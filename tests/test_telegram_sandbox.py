@@ -13,6 +13,7 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, MessageEnt
 from telegram.error import BadRequest, Conflict, InvalidToken, RetryAfter
 
 from tests.fakes.telegram import FakeTelegram
+from tests.loopback import serving
 
 TOKEN = "123456:sandbox-test-token"
 SECRET = "s3cret_token-1"
@@ -214,11 +215,5 @@ async def _receiver(handler: Callable[[web.Request], Awaitable[web.Response]]) -
     """A one-route aiohttp server on 127.0.0.1:0 standing in for the gateway's webhook; yields its URL."""
     app = web.Application()
     app.router.add_post("/hook", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    try:
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        host, port = runner.addresses[0][:2]
-        yield f"http://{host}:{port}/hook"
-    finally:
-        await runner.cleanup()
+    async with serving(app) as url:
+        yield f"{url}/hook"

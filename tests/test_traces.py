@@ -16,6 +16,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, running_gateway
+from tests.loopback import serving
 from tests.scripted import calls_then_answers
 
 SECRET_WORDS = "swordfish"
@@ -47,16 +48,8 @@ async def collector() -> AsyncIterator[Collector]:
     found = Collector()
     app = web.Application()
     app.router.add_post("/v1/traces", found.receive)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    found.url = f"http://{host}:{port}"
-    try:
+    async with serving(app) as found.url:
         yield found
-    finally:
-        await runner.cleanup()
 
 
 def value(attribute: AnyValue) -> object:

@@ -9,6 +9,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.loopback import serving
+
 
 @dataclass
 class FakeBrowserEngine:
@@ -31,13 +33,5 @@ async def running_browser_engine() -> AsyncIterator[FakeBrowserEngine]:
     engine = FakeBrowserEngine()
     app = web.Application()
     app.router.add_post("/browse", engine.browse)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    engine.url = f"http://{host}:{port}"
-    try:
+    async with serving(app) as engine.url:
         yield engine
-    finally:
-        await runner.cleanup()

@@ -8,6 +8,7 @@ import datetime as dt
 import ipaddress
 import itertools
 import ssl
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -17,6 +18,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+
+from tests.loopback import serving
 
 
 def self_signed(directory: Path) -> tuple[Path, Path]:
@@ -61,7 +64,7 @@ class FakeMem0:
     redirect_to: str | None = None
     """Answer every request with a 307 to this URL."""
     port: int = 0
-    _runner: web.AppRunner | None = None
+    _server: AsyncExitStack = field(default_factory=AsyncExitStack)
     _ids: Any = field(default_factory=lambda: itertools.count(1))
 
     @property
@@ -71,18 +74,14 @@ class FakeMem0:
     async def __aenter__(self) -> FakeMem0:
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(self.cert_file, self.key_file)
-        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        url = await self._server.enter_async_context(serving(app, ssl_context=context))
+        self.port = int(url.rsplit(":", 1)[1])
         return self
 
     async def __aexit__(self, *_: object) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+        await self._server.aclose()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json() if request.can_read_body else None

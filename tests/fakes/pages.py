@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
 from aiohttp import web
+
+from tests.loopback import serving
 
 PDF = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
 PAGE = ("<html><head><title>Release notes</title></head><body><h1>Version 2</h1>"
@@ -17,7 +20,7 @@ class FakePages:
     url: str = ""
     port: int = 0
     requested: list[str] = field(default_factory=list)
-    _runner: web.AppRunner | None = None
+    _server: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     async def __aenter__(self) -> FakePages:
         app = web.Application()
@@ -27,17 +30,13 @@ class FakePages:
         app.router.add_get("/huge.pdf", self._huge)
         app.router.add_get("/to-metadata", self._redirect("http://169.254.169.254/latest/meta-data/iam/"))
         app.router.add_get("/to-mapped-metadata", self._redirect("http://[::ffff:169.254.169.254]/latest/"))
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        url = await self._server.enter_async_context(serving(app))
+        self.port = int(url.rsplit(":", 1)[1])
         self.url = f"http://localhost:{self.port}"
         return self
 
     async def __aexit__(self, *_: object) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+        await self._server.aclose()
 
     async def _page(self, request: web.Request) -> web.Response:
         self.requested.append(request.path)

@@ -10,10 +10,13 @@ apart by its key header.
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.loopback import serving
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,23 +42,17 @@ class FakeSearch:
     """Answer every search with a 307 to this address instead."""
     seen: list[Seen] = field(default_factory=list)
     url: str = ""
-    _runner: web.AppRunner | None = None
+    _server: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     async def __aenter__(self) -> FakeSearch:
         app = web.Application()
         app.router.add_post("/search", self._post_search)
         app.router.add_get("/res/v1/web/search", self._brave)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = await self._server.enter_async_context(serving(app))
         return self
 
     async def __aexit__(self, *_: object) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+        await self._server.aclose()
 
     def _matches(self, query: str, count: int) -> list[tuple[str, str, str]]:
         return [] if query == "nothing" else self.hits[:count]
