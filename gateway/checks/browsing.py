@@ -11,9 +11,8 @@ import socket
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from pydantic import ValidationError
-
 from capabilities.browser_use import BrowserUseConfig, address_problem
+from gateway.checks.entries import entries_of
 from gateway.config.schema import GatewayConfig
 
 Resolver = Callable[[str], list[str]]
@@ -29,20 +28,13 @@ def resolve(host: str) -> list[str]:
 
 def browser_problems(config: GatewayConfig, *, resolver: Resolver = resolve) -> list[str]:
     problems: list[str] = []
-    for i, agent in enumerate(config.agents):
-        for j, entry in enumerate(agent.capabilities):
-            if entry.id != "browser_use":
-                continue
-            try:
-                settings = BrowserUseConfig.model_validate(entry.config)
-            except ValidationError:
-                continue  # the registry reports the config itself
-            if settings.mode != "remote" or settings.cdp_url is None:
-                continue
-            problem = _resolved_problem(urlsplit(settings.cdp_url).hostname or "", resolver)
-            if problem is not None:
-                problems.append(f"agents[{i}].capabilities[{j}].config.cdp_url: {problem}; point it at the "
-                                "browser service's public address")
+    for i, j, settings in entries_of(config, "browser_use", BrowserUseConfig):
+        if settings.mode != "remote" or settings.cdp_url is None:
+            continue
+        problem = _resolved_problem(urlsplit(settings.cdp_url).hostname or "", resolver)
+        if problem is not None:
+            problems.append(f"agents[{i}].capabilities[{j}].config.cdp_url: {problem}; point it at the "
+                            "browser service's public address")
     return problems
 
 

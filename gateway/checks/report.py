@@ -11,8 +11,10 @@ from pydantic import ValidationError
 
 from capabilities.config_errors import Problem
 from capabilities.mem0_client import Mem0Access, Mem0Refused, endpoint
+from capabilities.memory_mem0 import Mem0Config
 from capabilities.registry import Registry
 from gateway.agents.models import ModelResolver
+from gateway.checks.entries import entries_of
 from gateway.checks.resources import USED_BY
 from gateway.checks.validation import apply_problems, model_references
 from gateway.config.schema import (
@@ -135,15 +137,13 @@ def unlisted_mem0_hosts(config: GatewayConfig, access: Mem0Access | None) -> lis
     if access is None:
         return []
     problems = []
-    for i, agent in enumerate(config.agents):
-        for j, entry in enumerate(agent.capabilities):
-            base_url = entry.config.get("base_url") if entry.id == "memory_mem0" else None
-            if not isinstance(base_url, str):
-                continue
-            try:
-                endpoint(base_url, access)
-            except Mem0Refused as exc:
-                problems.append(Problem(loc=("agents", i, "capabilities", j, "config", "base_url"), message=str(exc)))
+    for i, j, settings in entries_of(config, "memory_mem0", Mem0Config):
+        if settings.base_url is None:
+            continue
+        try:
+            endpoint(settings.base_url, access)
+        except Mem0Refused as exc:
+            problems.append(Problem(loc=("agents", i, "capabilities", j, "config", "base_url"), message=str(exc)))
     return problems
 
 

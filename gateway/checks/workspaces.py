@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
-
 from capabilities.workspace import SandboxConfig
 from capabilities.workspace.shell import bubblewrap_missing
+from gateway.checks.entries import entries_of
 from gateway.config.schema import BubblewrapSandboxSpec, GatewayConfig
 
 
@@ -21,15 +20,8 @@ def sandbox_problems(config: GatewayConfig) -> list[str]:
         missing = bubblewrap_missing() if isinstance(spec, BubblewrapSandboxSpec) else None
         if missing is not None:
             problems.append(f"sandboxes.{name}.kind: {missing}")
-    for i, agent in enumerate(config.agents):
-        for j, entry in enumerate(agent.capabilities):
-            if entry.id != "sandbox":
-                continue
-            try:
-                settings = SandboxConfig.model_validate(entry.config)
-            except ValidationError:
-                continue  # the registry reports the config itself
-            problems += _entry_problems(config, settings, f"agents[{i}].capabilities[{j}].config")
+    for i, j, settings in entries_of(config, "sandbox", SandboxConfig):
+        problems += _entry_problems(config, settings, f"agents[{i}].capabilities[{j}].config")
     return problems
 
 
