@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from capabilities.context import RunFacts
 from gateway.agents.knowledge import FullTextRanker, KnowledgeSearch
-from gateway.agents.resources import Resources
+from gateway.agents.resources import Resources, UnreadableContextFile
 from gateway.cli.main import app
 from gateway.config.schema import load_config
 from storage.db import Database
@@ -173,5 +173,26 @@ async def searched(database_url: str, query: str) -> list[str]:
             return []
         search = KnowledgeSearch((FullTextRanker(db),))
         return [p.source for p in await search.search(facts.knowledge.collections, query, limit=5)]
+    finally:
+        await db.close()
+
+
+async def test_a_context_file_edited_between_turns_is_read_again(here: Path, sqlite_url: str) -> None:
+    (here / "gateway.yaml").write_text(yaml.safe_dump(config(), sort_keys=False))
+    loaded = load_config(Path("gateway.yaml"))
+    db = Database(sqlite_url)
+    try:
+        await upgrade(db)
+        resources = Resources(loaded, db)
+
+        async def escalation() -> str:
+            return (await resources.for_run()).context_files["escalation"].text
+
+        assert await escalation() == "sev1: the on-call lead\n"
+        (here / "escalation.md").write_text("sev1: page the incident commander\n")
+        assert await escalation() == "sev1: page the incident commander\n"
+        (here / "escalation.md").unlink()
+        with pytest.raises(UnreadableContextFile, match="does not exist"):
+            await escalation()
     finally:
         await db.close()

@@ -65,12 +65,14 @@ class BoundResources:
 
 
 class Resources:
-    """Resolves the config's definitions for each run: context files read afresh, collections counted."""
+    """Resolves the config's definitions for each run: context files as they are on disk now, collections counted."""
 
     def __init__(self, config: GatewayConfig, db: Database) -> None:
         self._config = config
         self._store = KnowledgeStore(db)
         self._search = KnowledgeSearch((FullTextRanker(db),))
+        self._files: dict[str, tuple[tuple[int, int], ContextFile]] = {}
+        """Each context file read from a path, by name, with the (mtime, size) it had when read."""
 
     async def for_run(self) -> BoundResources:
         config = self._config
@@ -78,7 +80,24 @@ class Resources:
         searchable = await self._store.searchable(sorted(bound)) if bound else frozenset()
         named = {name for agent in config.agents for name in agent.context_files}
         return BoundResources(searchable=searchable, search=self._search,
-                              context_files={spec.name: read_context_file(spec) for spec in config.context_files
+                              context_files={spec.name: self._context_file(spec) for spec in config.context_files
                                              if spec.name in named},
                               skill_folders={spec.name: SkillFolder(name=spec.name, path=spec.path)
                                              for spec in config.skill_folders})
+
+    def _context_file(self, spec: ContextFileSpec) -> ContextFile:
+        """The file as it is now, read again only when its modification time or size changed: a turn costs a
+        `stat` per file, not a read on the event loop."""
+        if spec.path is None:
+            return read_context_file(spec)
+        try:
+            found = Path(spec.path).stat()
+        except OSError:
+            return read_context_file(spec)  # raises the readable error
+        signature = (found.st_mtime_ns, found.st_size)
+        cached = self._files.get(spec.name)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        file = read_context_file(spec)
+        self._files[spec.name] = (signature, file)
+        return file
