@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import socket
 import uuid
-from collections.abc import AsyncIterator, Collection, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -74,6 +74,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def refused_port() -> Iterator[int]:
+    """A loopback port held bound but not listening while the block runs: a connection to it is refused, and no
+    server another test starts meanwhile can take it (as it can a `free_port` whose socket is closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
 
 
 def gateway_config(telegram: FakeTelegram, bots: list[TelegramBot], *, port: int = 0,

@@ -13,7 +13,7 @@ from tests.cli_process import run_gateway
 from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram
-from tests.harness import free_port
+from tests.harness import refused_port
 from tests.loopback import serving
 
 TELEGRAM_TOKEN = "424242:doctor-token-value"
@@ -27,11 +27,12 @@ async def model_server() -> AsyncIterator[str]:
         yield f"{url}/v1"
 
 
-def doctor_config(tmp_path: Path, *, telegram: str, slack: str, mattermost: str, model_url: str) -> Path:
+def doctor_config(tmp_path: Path, *, telegram: str, slack: str, mattermost: str, model_url: str,
+                  down_port: int) -> Path:
     path = tmp_path / "gateway.yaml"
     path.write_text(yaml.safe_dump({
         "models": {"local": {"provider": "openai-chat", "base_url": model_url, "model": "llama3.1"},
-                   "down": {"provider": "openai-chat", "base_url": f"http://127.0.0.1:{free_port()}/v1",
+                   "down": {"provider": "openai-chat", "base_url": f"http://127.0.0.1:{down_port}/v1",
                             "model": "llama3.1"}},
         "agents": [{"name": "helper", "model": "local"}, {"name": "other", "model": "down"},
                    {"name": "offline", "model": "test"}],
@@ -51,11 +52,12 @@ async def test_doctor_reports_every_bot_and_model_in_one_go(tmp_path: Path, mode
         telegram.add_bot(TELEGRAM_TOKEN, username="doctor_bot")
         app = slack.add_app("doctor")
         mattermost.add_bot(MATTERMOST_TOKEN, username="doctor")
-        config = doctor_config(tmp_path, telegram=telegram.url, slack=slack.url, mattermost=mattermost.url,
-                               model_url=model_server)
-        finished = await run_gateway("doctor", "-c", str(config), cwd=tmp_path, env={
-            "TG_TOKEN": TELEGRAM_TOKEN, "SL_TOKEN": app.token, "SL_APP_TOKEN": app.app_token,
-            "MM_TOKEN": "not-the-token-of-any-bot"})
+        with refused_port() as down_port:
+            config = doctor_config(tmp_path, telegram=telegram.url, slack=slack.url, mattermost=mattermost.url,
+                                   model_url=model_server, down_port=down_port)
+            finished = await run_gateway("doctor", "-c", str(config), cwd=tmp_path, env={
+                "TG_TOKEN": TELEGRAM_TOKEN, "SL_TOKEN": app.token, "SL_APP_TOKEN": app.app_token,
+                "MM_TOKEN": "not-the-token-of-any-bot"})
     assert finished.returncode == 1
     lines = finished.stdout_lines
     assert len(lines) == 6, finished.stdout + finished.stderr

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.cli_process import run_gateway
-from tests.harness import free_port
+from tests.harness import refused_port
 
 READ_ONLY = [pytest.param(["approvals"], id="approvals"), pytest.param(["identities"], id="identities"),
              pytest.param(["memory", "clear", "--agent", "helper", "--yes"], id="memory-clear")]
@@ -45,8 +45,9 @@ async def test_a_database_without_tables_says_to_apply(database_url: str, tmp_pa
 
 
 async def test_an_unreachable_database_is_named_without_its_password(tmp_path: Path) -> None:
-    url = f"postgresql://gateway:hunter2-secret@127.0.0.1:{free_port()}/gateway"
-    finished = await run_gateway("identities", cwd=tmp_path, env={"DATABASE_URL": url})
+    with refused_port() as port:
+        url = f"postgresql://gateway:hunter2-secret@127.0.0.1:{port}/gateway"
+        finished = await run_gateway("identities", cwd=tmp_path, env={"DATABASE_URL": url})
     assert finished.returncode == 1
     [line] = finished.stderr_lines
     assert line.startswith("cannot use the database at postgresql+psycopg://gateway:***@127.0.0.1:")
@@ -89,15 +90,15 @@ async def test_debug_shows_the_traceback(tmp_path: Path) -> None:
 
 
 async def test_a_mattermost_doctor_that_cannot_connect_says_so_in_one_line(tmp_path: Path) -> None:
-    port = free_port()
-    config = tmp_path / "gateway.yaml"
-    config.write_text(yaml.safe_dump({
-        "agents": [{"name": "helper", "model": "test"}],
-        "bots": [{"name": "mm", "platform": "mattermost", "token": "${MM_TOKEN}", "agent": "helper",
-                  "api_base_url": f"http://127.0.0.1:{port}"}],
-    }))
-    finished = await run_gateway("mattermost", "doctor", "mm", "-c", str(config), cwd=tmp_path,
-                                 env={"MM_TOKEN": "t" * 26})
+    with refused_port() as port:
+        config = tmp_path / "gateway.yaml"
+        config.write_text(yaml.safe_dump({
+            "agents": [{"name": "helper", "model": "test"}],
+            "bots": [{"name": "mm", "platform": "mattermost", "token": "${MM_TOKEN}", "agent": "helper",
+                      "api_base_url": f"http://127.0.0.1:{port}"}],
+        }))
+        finished = await run_gateway("mattermost", "doctor", "mm", "-c", str(config), cwd=tmp_path,
+                                     env={"MM_TOKEN": "t" * 26})
     assert finished.returncode == 1
     assert finished.stdout_lines[-1].strip() == (f"FAIL  cannot reach http://127.0.0.1:{port}: connection refused — "
                                                  "is the server running, and is api_base_url right?")
