@@ -1,6 +1,6 @@
 """The gateway as `bench.ratio` runs it: one process, one Telegram bot (polling), the bench's scripted model.
 
-    python -m bench.gateway_bot --url http://127.0.0.1:PORT --token TOKEN[,TOKEN…] --database-url URL
+    python -m bench.gateway_bot --url http://127.0.0.1:PORT --token TOKEN[,TOKEN…] --database-url URL [--poll-timeout S]
 
 Several comma-separated tokens run one bot each on the same agent (the idle-bots figures). Runs until
 SIGTERM/SIGINT; logs at INFO (one line per turn), as `gateway serve` does by default.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import signal
 from datetime import timedelta
@@ -44,7 +45,8 @@ async def serve(args: argparse.Namespace) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     settings = Settings(database_url=args.database_url, redis_url=None)
-    async with Gateway(gateway_config, settings, secrets=secrets, models=models, tuning=TUNING):
+    tuning = dataclasses.replace(TUNING, poll_timeout=args.poll_timeout)
+    async with Gateway(gateway_config, settings, secrets=secrets, models=models, tuning=tuning):
         print("ready", flush=True)
         await stop.wait()
 
@@ -54,6 +56,8 @@ def main() -> None:
     parser.add_argument("--url", required=True)
     parser.add_argument("--token", required=True)
     parser.add_argument("--database-url", required=True)
+    parser.add_argument("--poll-timeout", type=int, default=TUNING.poll_timeout,
+                        help="seconds a long poll waits (idle bots: Telegram's usual 30)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO)
     asyncio.run(serve(args))

@@ -321,16 +321,26 @@ async def open_loop(sandbox: Watch, token: str, chats: list[dict[str, Any]], spe
     return sum(await asyncio.gather(*waits))
 
 
-async def idle_bots(args: argparse.Namespace) -> None:
-    """N idle polling bots in one gateway process: start time, RSS and idle CPU per bot, one answer."""
+@dataclass
+class IdleRun:
+    bots: int
+    start_seconds: float
+    rss_mib: float
+    idle_ms_per_s: float
+    latency: float
+
+
+async def idle_run(bots: int, args: argparse.Namespace) -> IdleRun:
+    """`bots` idle polling bots in one gateway process: time until all poll, RSS, idle CPU, one answer."""
     async with Watch() as sandbox, database("sqlite", args) as database_url:
-        tokens = [f"{800_000_000 + n}:{uuid.uuid4().hex}" for n in range(args.idle_bots)]
+        tokens = [f"{800_000_000 + n}:{uuid.uuid4().hex}" for n in range(bots)]
         for n, token in enumerate(tokens):
             sandbox.add_bot(token, username=USERNAME if n == 0 else f"bot{n}")
         user = sandbox.add_user(5000, "User0", username="user0")
         chat = sandbox.private_chat(user)
         started = time.monotonic()
-        process = await spawn(command("sqlite", sandbox.url, tokens, database_url))
+        # Telegram's usual 30 s long polls: what an idle bot costs in production.
+        process = await spawn([*command("sqlite", sandbox.url, tokens, database_url), "--poll-timeout", "30"])
         try:
             await polling(sandbox, tokens, within=600)
             start_seconds = time.monotonic() - started
@@ -343,10 +353,19 @@ async def idle_bots(args: argparse.Namespace) -> None:
             latency = (await pending.done if answered and pending.done else math.nan) - pending.sent
         finally:
             await stop(process)
-    n = args.idle_bots
-    print(f"\n{n} idle Telegram bots in one gateway (SQLite): all polling after {start_seconds:.1f} s; "
-          f"RSS {rss:.0f} MiB ({rss / n:.2f} MiB per bot, total incl. the interpreter); idle CPU {idle:.1f} ms/s "
-          f"({idle / n:.3f} ms/s per bot); a message answered in {latency * 1000:.0f} ms")
+    return IdleRun(bots=bots, start_seconds=start_seconds, rss_mib=rss, idle_ms_per_s=idle, latency=latency)
+
+
+async def idle_bots(args: argparse.Namespace) -> None:
+    """What each idle bot adds: a gateway with one bot against one with `--idle-bots`, in fresh processes."""
+    one, many = await idle_run(1, args), await idle_run(args.idle_bots, args)
+    extra = many.bots - one.bots
+    print(f"\nidle Telegram bots in one gateway (SQLite, 30 s long polls), {one.bots} bot and then {many.bots}:")
+    print(f"  all polling after {one.start_seconds:.1f} s and {many.start_seconds:.1f} s; "
+          f"RSS {one.rss_mib:.0f} and {many.rss_mib:.0f} MiB ({(many.rss_mib - one.rss_mib) / extra:.3f} MiB per "
+          f"added bot); idle CPU {one.idle_ms_per_s:.1f} and {many.idle_ms_per_s:.1f} ms/s "
+          f"({(many.idle_ms_per_s - one.idle_ms_per_s) / extra:.3f} ms/s per added bot); "
+          f"a message answered in {one.latency * 1000:.0f} and {many.latency * 1000:.0f} ms")
 
 
 def fmt(values: list[float], unit: str = "", scale: float = 1.0, digits: int = 1) -> str:

@@ -14,7 +14,6 @@ from typing import Any, Literal, TypeVar
 from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message, MessageEntity, Update
 from telegram.constants import ChatAction, ChatType, FileSizeLimit, MessageLimit, ParseMode
 from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError, TimedOut
-from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning, PTBUserWarning
 
 from adapters.base import (
@@ -39,6 +38,7 @@ from adapters.base import (
     too_large,
 )
 from adapters.protocols import WebhookRoute
+from adapters.telegram.clients import bot_requests
 from adapters.telegram.directory import Call, TelegramDirectory
 from adapters.telegram.markup import render_telegram_html, render_telegram_plain
 from adapters.wire import read_json_object, refuse_unreadable, unreadable_frame
@@ -85,8 +85,9 @@ class TelegramAdapter:
         self.webhook_url = webhook_url
         self._webhook_secret = webhook_secret
         self._on_api_trouble = on_api_trouble
-        self._bot = Bot(token, base_url=f"{base}/bot", base_file_url=f"{base}/file/bot",
-                        request=HTTPXRequest(connection_pool_size=16))
+        request, get_updates_request = bot_requests()
+        self._bot = Bot(token, base_url=f"{base}/bot", base_file_url=f"{base}/file/bot", request=request,
+                        get_updates_request=get_updates_request)
         self.identity: BotIdentity | None = None
         self.directory = TelegramDirectory(self._bot, self._call)
         self.transport: Polling | None = None
