@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +14,9 @@ from adapters.base import Speaker
 from gateway.config.schema import AgentSpec, BindingSpec, BotSpec, GatewayConfig
 from storage.db import Database, insert_for
 from storage.models import AgentRow, AgentVersionRow, BindingRow, BotRow, utcnow
+
+UPSERT_CHUNK = 500
+"""Bots per statement: 4 bound values a row stays well under SQLite's 32,766 variables."""
 
 
 def is_listed(speaker: Speaker, entries: Iterable[str]) -> bool:
@@ -79,8 +82,7 @@ class BindingStore:
             await session.flush()
             for agent in config.agents:
                 await _record_version(session, agent, versions[agent.name])
-            for bot in config.bots:
-                await _upsert_bot(session, bot, self._db.dialect)
+            await _upsert_bots(session, config.bots, self._db.dialect)
             return ApplyReport(agents=versions, bots=[b.name for b in config.bots])
         return await self._db.transaction(work)
 
@@ -172,15 +174,22 @@ async def _record_version(session: AsyncSession, agent: AgentSpec, version: int)
     await session.flush()
 
 
-async def _upsert_bot(session: AsyncSession, bot: BotSpec, dialect: str) -> None:
+async def _upsert_bots(session: AsyncSession, bots: Sequence[BotSpec], dialect: str) -> None:
+    """Every bot and its binding in two statements per `UPSERT_CHUNK` bots, however many bots there are."""
     insert = insert_for(dialect)
-    settings = bot.model_dump(mode="json", exclude={"name", "platform", "agent", "binding"})
-    statement = insert(BotRow).values(name=bot.name, platform=bot.platform, settings=settings, updated_at=utcnow())
-    await session.execute(statement.on_conflict_do_update(
-        index_elements=["name"],
-        set_={"platform": bot.platform, "settings": settings, "updated_at": utcnow()}))
-    binding = {"bot_name": bot.name, "agent_name": bot.agent, "spec": bot.binding.model_dump(mode="json")}
-    statement = insert(BindingRow).values(**binding, updated_at=utcnow())
-    await session.execute(statement.on_conflict_do_update(
-        index_elements=["bot_name"],
-        set_={"agent_name": bot.agent, "spec": binding["spec"], "updated_at": utcnow()}))
+    now = utcnow()
+    for start in range(0, len(bots), UPSERT_CHUNK):
+        chunk = bots[start:start + UPSERT_CHUNK]
+        rows = insert(BotRow).values([
+            {"name": bot.name, "platform": bot.platform, "updated_at": now,
+             "settings": bot.model_dump(mode="json", exclude={"name", "platform", "agent", "binding"})}
+            for bot in chunk])
+        await session.execute(rows.on_conflict_do_update(
+            index_elements=["name"],
+            set_={"platform": rows.excluded.platform, "settings": rows.excluded.settings, "updated_at": now}))
+        bindings = insert(BindingRow).values([
+            {"bot_name": bot.name, "agent_name": bot.agent, "spec": bot.binding.model_dump(mode="json"),
+             "updated_at": now} for bot in chunk])
+        await session.execute(bindings.on_conflict_do_update(
+            index_elements=["bot_name"],
+            set_={"agent_name": bindings.excluded.agent_name, "spec": bindings.excluded.spec, "updated_at": now}))
