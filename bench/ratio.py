@@ -325,6 +325,7 @@ async def open_loop(sandbox: Watch, token: str, chats: list[dict[str, Any]], spe
 class IdleRun:
     bots: int
     start_seconds: float
+    start_cpu: float
     rss_mib: float
     idle_ms_per_s: float
     latency: float
@@ -343,7 +344,7 @@ async def idle_run(bots: int, args: argparse.Namespace) -> IdleRun:
         process = await spawn([*command("sqlite", sandbox.url, tokens, database_url), "--poll-timeout", "30"])
         try:
             await polling(sandbox, tokens, within=600)
-            start_seconds = time.monotonic() - started
+            start_seconds, start_cpu = time.monotonic() - started, cpu_seconds(process.pid)
             await asyncio.sleep(2.0)
             rss, before = rss_mib(process.pid), cpu_seconds(process.pid)
             await asyncio.sleep(args.idle)
@@ -353,7 +354,8 @@ async def idle_run(bots: int, args: argparse.Namespace) -> IdleRun:
             latency = (await pending.done if answered and pending.done else math.nan) - pending.sent
         finally:
             await stop(process)
-    return IdleRun(bots=bots, start_seconds=start_seconds, rss_mib=rss, idle_ms_per_s=idle, latency=latency)
+    return IdleRun(bots=bots, start_seconds=start_seconds, start_cpu=start_cpu, rss_mib=rss, idle_ms_per_s=idle,
+                   latency=latency)
 
 
 async def idle_bots(args: argparse.Namespace) -> None:
@@ -361,7 +363,8 @@ async def idle_bots(args: argparse.Namespace) -> None:
     one, many = await idle_run(1, args), await idle_run(args.idle_bots, args)
     extra = many.bots - one.bots
     print(f"\nidle Telegram bots in one gateway (SQLite, 30 s long polls), {one.bots} bot and then {many.bots}:")
-    print(f"  all polling after {one.start_seconds:.1f} s and {many.start_seconds:.1f} s; "
+    print(f"  all polling after {one.start_seconds:.1f} s and {many.start_seconds:.1f} s "
+          f"(CPU {one.start_cpu:.1f} s and {many.start_cpu:.1f} s); "
           f"RSS {one.rss_mib:.0f} and {many.rss_mib:.0f} MiB ({(many.rss_mib - one.rss_mib) / extra:.3f} MiB per "
           f"added bot); idle CPU {one.idle_ms_per_s:.1f} and {many.idle_ms_per_s:.1f} ms/s "
           f"({(many.idle_ms_per_s - one.idle_ms_per_s) / extra:.3f} ms/s per added bot); "
