@@ -22,9 +22,9 @@ async def test_a_queued_message_shows_typing_before_its_turn(telegram: FakeTeleg
         def typed() -> int:
             return sum(1 for c in telegram.calls if c.method == "sendChatAction" and c.params.get("action") == "typing")
 
-        before = typed()  # the first turn's own, beside its placeholder
+        assert typed() == 0  # a turn that starts at once shows its placeholder, which would clear typing anyway
         await telegram.user_says(bot.token, chat, user, "second")  # waits behind the first turn of its chat
-        await telegram.wait_for(lambda: typed() > before)
+        await telegram.wait_for(lambda: typed() == 1)
         assert len(said_by(telegram, chat, bot)) == 1  # only the first turn has posted
         gate.set()
         await telegram.wait_for(lambda: said_by(telegram, chat, bot).count("thinking done") == 2)

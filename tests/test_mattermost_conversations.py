@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 
 from tests.fakes.mattermost import FakeMattermost
 from tests.mattermost_harness import MattermostBot, running_gateway
-from tests.scripted import answers, echoes, scripted, user_prompts
+from tests.scripted import answers, echoes, scripted, user_prompts, waits_for
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,15 +101,21 @@ async def test_group_message_needs_a_mention(mattermost: FakeMattermost, world: 
         await mattermost.wait_for(lambda: bot_texts(mattermost, world, group) == ["echo: [bob] yes, hello"])
 
 
-async def test_a_typing_indicator_is_shown_in_the_channel_answered(mattermost: FakeMattermost, world: World,
-                                                                   sqlite_url: str) -> None:
+async def test_a_message_waiting_for_its_turn_shows_typing_in_its_channel(mattermost: FakeMattermost, world: World,
+                                                                          sqlite_url: str) -> None:
     dm = mattermost.direct_channel(world.alice, world.bot.user)
-    text = "# Plan\n\n| step | owner |\n|---|---|\n| build | ci |\n\n" + "More detail follows. " * 20
-    async with running_gateway(mattermost, [world.bot], database_url=sqlite_url, model=answers(text)):
-        await mattermost.user_posts(dm, world.alice, "plan?")
-        await mattermost.wait_for(lambda: bot_texts(mattermost, world, dm) == [text.rstrip()])
-    [typing] = mattermost.route_calls("typing")
-    assert typing.body["channel_id"] == dm["id"]
+    gate, started = asyncio.Event(), asyncio.Event()
+    async with running_gateway(mattermost, [world.bot], database_url=sqlite_url,
+                               model=waits_for(gate, "done", started=started)):
+        await mattermost.user_posts(dm, world.alice, "first")
+        await asyncio.wait_for(started.wait(), 10)
+        assert mattermost.route_calls("typing") == []  # the placeholder is the first sign of a turn that starts
+        await mattermost.user_posts(dm, world.alice, "second")  # waits behind the first turn of its channel
+        await mattermost.wait_for(lambda: len(mattermost.route_calls("typing")) == 1)
+        [typing] = mattermost.route_calls("typing")
+        assert typing.body["channel_id"] == dm["id"]
+        gate.set()
+        await mattermost.wait_for(lambda: bot_texts(mattermost, world, dm).count("thinking done") == 2)
 
 
 async def test_an_answer_past_the_post_limit_continues_in_the_thread(mattermost: FakeMattermost, world: World,

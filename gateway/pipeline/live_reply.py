@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from adapters.base import ChatAddress, MessageRef
 from adapters.markdown.chunking import split_text
-from adapters.protocols import ChatOutput, FindsOwnPosts, PostsOnce, ShowsTyping
+from adapters.protocols import ChatOutput, FindsOwnPosts, PostsOnce
 from gateway.pipeline.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -71,11 +71,9 @@ class LiveReply:
         """Post the placeholder (or adopt the stored one) before the model is asked anything; `record=False`
         leaves storing its id to the caller (in the transaction that starts the turn)."""
         if self._ref is None:
-            if isinstance(self._adapter, ShowsTyping):  # alongside the placeholder, not before it
-                _, self._ref = await asyncio.gather(_quietly(self._adapter.show_typing(self._address)),
-                                                    self._first_post())
-            else:
-                self._ref = await self._first_post()
+            # No typing beside it: a message from the bot clears its typing status on Telegram and Mattermost, so
+            # the placeholder is the sign. Typing is for a message that waits for its turn (`Intake`).
+            self._ref = await self._first_post()
             self._shown = PLACEHOLDER
             self._last_edit = time.monotonic()
             self.posted_at = self._last_edit
@@ -165,11 +163,3 @@ class LiveReply:
 
 def _preview(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-
-async def _quietly(action: Awaitable[None]) -> None:
-    try:
-        await action
-    except Exception as exc:  # the typing indicator is a courtesy; its failure changes nothing
-        log.debug("typing indicator failed: %s", exc)
