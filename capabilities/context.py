@@ -30,6 +30,7 @@ from capabilities.mem0_client import Mem0Access
 from capabilities.workspace_facts import WorkspaceFacts
 
 C = TypeVar("C", bound=BaseModel)
+T = TypeVar("T")
 
 OwnerKind = Literal["person", "identity", "room"]
 
@@ -370,7 +371,7 @@ class BuildContext(Generic[C]):
     def outbox(self) -> Outbox:
         return self._required("outbox", self.run.outbox)
 
-    def _required(self, store: str, value: Any) -> Any:
+    def _required(self, store: str, value: T | None) -> T:
         if value is None:
             raise MissingStore(self.capability, store)
         return value

@@ -26,7 +26,8 @@ ALL_SCOPES = frozenset({"knowledge:read", "conversations:read", "web:read", "web
                         "code:execute", "sandbox:execute", "agents:delegate"})
 """Every scope the catalog names; all are granted by default."""
 
-_CALLABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+CALLABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+"""A tool name every model provider accepts: letters, digits, _ and -, up to 64, not starting with a digit."""
 
 
 class NoConfig(BaseModel):
@@ -293,14 +294,21 @@ def _tool_key_problems(definition: CapabilityDef, entry: Any, path: str) -> list
         if definition.tool(tool_id) is None:
             problems.append(f"{path}.tool_overrides.{tool_id}: {entry.id!r} has no tool {tool_id!r} "
                             f"(tools: {known})")
-        name = override.get("name")
-        if name is not None and not _CALLABLE_NAME.match(name):
-            problems.append(f"{path}.tool_overrides.{tool_id}.name: {name!r} is not a name a model can call "
-                            "(letters, digits, _ and -, up to 64, not starting with a digit)")
-        unknown = set(override) - {"name", "description"}
-        if unknown:
-            problems.append(f"{path}.tool_overrides.{tool_id}: only name and description can be overridden, "
-                            f"not {', '.join(sorted(unknown))}")
+        problems += override_problems(override, f"{path}.tool_overrides.{tool_id}")
+    return problems
+
+
+def override_problems(override: Mapping[str, Any], where: str) -> list[str]:
+    """What one `tool_overrides` entry at `where` gets wrong, a capability's or an MCP server's tool alike: a
+    name no model could call, or a field other than name and description."""
+    problems = []
+    name = override.get("name")
+    if name is not None and not CALLABLE_NAME.match(name):
+        problems.append(f"{where}.name: {name!r} is not a name a model can call "
+                        "(letters, digits, _ and -, up to 64, not starting with a digit)")
+    unknown = set(override) - {"name", "description"}
+    if unknown:
+        problems.append(f"{where}: only name and description can be overridden, not {', '.join(sorted(unknown))}")
     return problems
 
 

@@ -89,6 +89,10 @@ CASES = [
          new="mcp_servers: [{server: issues, tool_overrides: {issues_create_issue: {name: 'file a bug'}}}]",
          problem="agents['helper'].mcp_servers[0].tool_overrides.issues_create_issue.name: 'file a bug' is not a "
                  "name a model can call"),
+    Case(id="override-field", old="mcp_servers: [issues]",
+         new="mcp_servers: [{server: issues, tool_overrides: {issues_create_issue: {title: Bug}}}]",
+         problem="agents['helper'].mcp_servers[0].tool_overrides.issues_create_issue: only name and description can "
+                 "be overridden, not title"),
     Case(id="rename-takes-a-capability-tools-name", old="mcp_servers: [issues]",
          new="capabilities: [planning]\n    mcp_servers: [{server: issues, tool_overrides: "
              "{issues_create_issue: {name: write_plan}}}]",

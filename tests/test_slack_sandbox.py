@@ -84,6 +84,16 @@ async def test_rate_limit_answers_429_with_retry_after(slack: FakeSlack, app: Sl
         assert await answer.json() == {"ok": False, "error": "ratelimited"}
 
 
+@pytest.mark.parametrize("body", [b"{not json", b'["channel", "text"]'], ids=["unparsable", "not-an-object"])
+async def test_a_json_body_that_is_not_an_object_is_invalid_json(slack: FakeSlack, app: SlackApp, body: bytes) -> None:
+    general = slack.add_channel("general", members=[app])
+    async with aiohttp.ClientSession() as session, session.post(
+            f"{slack.url}/api/chat.postMessage", data=body,
+            headers={"Authorization": f"Bearer {app.token}", "Content-Type": "application/json"}) as answer:
+        assert await answer.json() == {"ok": False, "error": "invalid_json"}
+    assert slack.messages(general) == []
+
+
 async def test_a_mention_reaches_the_app_as_message_and_app_mention(slack: FakeSlack, app: SlackApp) -> None:
     alice = slack.add_user("alice")
     channel = slack.add_channel("general", members=[alice, app])

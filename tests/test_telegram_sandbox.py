@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 
+import aiohttp
 import pytest
 from aiohttp import web
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, MessageEntity
@@ -35,6 +36,18 @@ async def bot(telegram: FakeTelegram) -> AsyncIterator[Bot]:
 @pytest.fixture
 def alice(telegram: FakeTelegram) -> dict:
     return telegram.add_user(1001, "Alice", username="alice")
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"[1, 2]"], ids=["unparsable", "not-an-object"])
+async def test_a_json_body_that_is_not_an_object_is_a_bad_request(telegram: FakeTelegram, alice: dict,
+                                                                   body: bytes) -> None:
+    chat = telegram.private_chat(alice)
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession() as session, session.post(
+            f"{telegram.url}/bot{TOKEN}/sendMessage", data=body, headers=headers) as answer:
+        assert (answer.status, await answer.json()) == (400, {
+            "ok": False, "error_code": 400, "description": "Bad Request: can't parse JSON object"})
+    assert telegram.messages(chat["id"]) == []
 
 
 async def test_get_me_answers_the_registered_bot(bot: Bot) -> None:

@@ -2,14 +2,14 @@
 
 Counted with SQLAlchemy's engine events on the gateway's own engine. The sweeps (approval expiry, inbox pruning)
 run on their own clock whether anybody writes or not, so their tasks are left out; everything else a turn causes
-counts, the worker's claims after it included.
+counts, the worker's claims after it included: the count ends when the gateway has stopped, not after a pause.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -89,15 +89,15 @@ async def test_a_plain_turn_costs_at_most_four_transactions(telegram: FakeTelegr
     bot = TelegramBot().register(telegram)
     user = telegram.add_user(101, "Ada", username="ada")
     chat = telegram.private_chat(user)
-    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=echoes(),
-                               tuning=QUIET) as gateway:
+    async with AsyncExitStack() as running:
+        gateway = await running.enter_async_context(running_gateway(
+            telegram, [bot], database_url=database_url, redis_url=None, model=echoes(), tuning=QUIET))
         assert await ask(telegram, bot, chat, user, "warm up") == "echo: warm up"
         await until_done(database_url, 1)
-        await asyncio.sleep(0.1)  # the claim that follows a finished turn
         with counting(gateway) as counted:
             assert await ask(telegram, bot, chat, user, "hello") == "echo: hello"
             await until_done(database_url, 2)
-            await asyncio.sleep(0.3)  # anything the turn still causes afterwards counts too
+            await running.aclose()  # the gateway stopped and its workers drained: all the turn causes is counted
         assert counted.commits == counted.begins, counted.statements
         assert counted.begins <= PLAIN_TURN_TRANSACTIONS, "\n".join(
             f"{n}: {' | '.join(s)}" for n, s in enumerate(counted.statements, 1))

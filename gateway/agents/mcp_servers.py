@@ -27,14 +27,11 @@ from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 
+from capabilities.registry import CALLABLE_NAME
 from gateway.agents.tool_policy import ToolPolicy
 from gateway.config.schema import AgentSpec, McpBinding, McpServerSpec, resolve_template
 
 log = logging.getLogger(__name__)
-
-CALLABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
-"""What a model can call: a prefixed tool name that is not (too long, odd characters) is left out."""
-
 
 class SecretLookup(Protocol):
     def get(self, name: str) -> str | None: ...

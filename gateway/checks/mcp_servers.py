@@ -3,8 +3,7 @@ model could call, and renames of MCP tools that are not names."""
 
 from __future__ import annotations
 
-from capabilities.registry import Registry
-from gateway.agents.mcp_servers import CALLABLE_NAME
+from capabilities.registry import CALLABLE_NAME, Registry, override_problems
 from gateway.config.schema import AgentSpec, GatewayConfig
 
 MAX_TOOL_NAME = 64
@@ -42,14 +41,7 @@ def mcp_problems(config: GatewayConfig, registry: Registry) -> list[str]:
                     problems.append(f"{where}.name: {override['name']!r} is already the name of "
                                     f"{taken[override['name']]}; give each tool a name of its own")
                 taken.setdefault(override.get("name", tool_id), tool_id)
-                unknown = set(override) - {"name", "description"}
-                if unknown:
-                    problems.append(f"{where}: only name and description can be overridden, not "
-                                    f"{', '.join(sorted(unknown))}")
-                name = override.get("name")
-                if name is not None and not CALLABLE_NAME.match(name):
-                    problems.append(f"{where}.name: {name!r} is not a name a model can call (letters, digits, _ and "
-                                    "-, up to 64, not starting with a digit)")
+                problems += override_problems(override, where)
     return problems
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import aiohttp
 from aiohttp import web
@@ -89,3 +90,12 @@ class Sandbox(ABC):
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.stop()
+
+
+async def json_object(request: web.Request) -> dict[str, Any] | None:
+    """The request's JSON body when it is an object (an empty body reads as `{}`); None when it is not one."""
+    try:
+        body = json.loads(await request.read() or b"{}")
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None

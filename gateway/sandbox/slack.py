@@ -34,7 +34,7 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import web
 
-from gateway.sandbox.server import ChangeSignal, LocalServer, Sandbox
+from gateway.sandbox.server import ChangeSignal, LocalServer, Sandbox, json_object
 from gateway.sandbox.slack_files import FileRefused, SlackFiles
 
 __all__ = ["ApiCall", "HttpDelivery", "SlackApp", "SlackSandbox"]
@@ -782,11 +782,8 @@ async def _read_params(request: web.Request) -> JSON:
     """Parameters from the query string and a JSON or form body; ``blocks`` in a form is JSON text."""
     params: JSON = dict(request.query)
     if request.content_type == "application/json":
-        try:
-            body = json.loads(await request.read() or b"{}")
-        except ValueError:
-            raise ApiError("invalid_json") from None
-        if not isinstance(body, dict):
+        body = await json_object(request)
+        if body is None:
             raise ApiError("invalid_json")
         params |= body
     elif request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import aiohttp
 from aiohttp import web
 
-from gateway.sandbox.server import ChangeSignal, LocalServer, Sandbox
+from gateway.sandbox.server import ChangeSignal, LocalServer, Sandbox, json_object
 from gateway.sandbox.telegram_html import RejectedContent, detect_entities, inline_keyboard, message_text
 
 __all__ = ["ApiCall", "ApiError", "TelegramSandbox"]
@@ -739,11 +739,8 @@ async def _read_params(request: web.Request) -> JSON:
     """Parameters from the query string and a JSON, urlencoded or multipart body."""
     params: JSON = dict(request.query)
     if request.content_type == "application/json":
-        try:
-            body = json.loads(await request.read() or b"{}")
-        except ValueError:
-            raise ApiError(400, "Bad Request: can't parse JSON object") from None
-        if not isinstance(body, dict):
+        body = await json_object(request)
+        if body is None:
             raise ApiError(400, "Bad Request: can't parse JSON object")
         params |= body
     elif request.content_type in {"application/x-www-form-urlencoded", "multipart/form-data"}:
