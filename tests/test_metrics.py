@@ -62,6 +62,25 @@ async def test_metrics_show_a_conversation_by_bot_and_model(telegram: FakeTelegr
     assert str(chat["id"]) not in label_values and str(alice["id"]) not in label_values, "no chat or user ids as labels"
 
 
+async def test_every_series_of_a_bot_shows_at_zero_before_its_first_message(telegram: FakeTelegram,
+                                                                              sqlite_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=echoes()) as gateway:
+        found = samples(await scrape(gateway.url))
+    ours = frozenset({("bot", bot.name), ("platform", "telegram")})
+    for name in ("gateway_messages_received_total", "gateway_messages_answered_total",
+                 "gateway_turn_first_post_seconds_count", "gateway_turn_final_text_seconds_count"):
+        assert found[(name, ours)] == 0, name
+    for name, label, values in (
+            ("gateway_messages_acked_total", "outcome", ("accepted", "duplicate", "ignored", "rejected")),
+            ("gateway_messages_refused_total", "reason", ("allowlist", "rate_limit")),
+            ("gateway_turns_total", "outcome", ("answered", "parked", "failed")),
+            ("gateway_transport_lease_changes_total", "change", ("lost",))):
+        for value in values:
+            assert found[(name, ours | {(label, value)})] == 0, (name, value)
+    assert found[("gateway_bot_signed_in", ours)] == 1
+
+
 async def test_each_gateway_counts_only_its_own(telegram: FakeTelegram, sqlite_url: str, tmp_path) -> None:
     first, second = TelegramBot().register(telegram), TelegramBot().register(telegram)
     alice = telegram.add_user(1001, "Alice")
@@ -72,8 +91,8 @@ async def test_each_gateway_counts_only_its_own(telegram: FakeTelegram, sqlite_u
         await ask(telegram, first, chat, alice, "hello")
         text_one, text_two = await scrape(one.url), await scrape(two.url)
     assert first.name in text_one and first.name not in text_two
-    assert ("gateway_messages_answered_total", frozenset({("bot", second.name), ("platform", "telegram")})) \
-        not in samples(text_two)
+    assert samples(text_two)[
+        ("gateway_messages_answered_total", frozenset({("bot", second.name), ("platform", "telegram")}))] == 0
 
 
 def trouble(platform: str, method: str, kind: str) -> tuple[str, frozenset[tuple[str, str]]]:
@@ -120,3 +139,18 @@ async def test_a_mattermost_429_is_counted_by_method(mattermost: FakeMattermost,
         found = samples(await scrape(gateway.url))
     assert found[trouble("mattermost", "POST /posts", "rate_limited")] == 1
     assert trouble("mattermost", "POST /posts", "error") not in found
+
+
+async def test_a_failed_mattermost_call_is_counted_as_an_error(mattermost: FakeMattermost, sqlite_url: str) -> None:
+    bot = MattermostBot()
+    bot.register(mattermost)
+    alice = mattermost.add_user("alice")
+    dm = mattermost.direct_channel(alice, bot.user)
+    mattermost.fail_next("create_post", 500)
+    async with mattermost_harness.running_gateway(mattermost, [bot], database_url=sqlite_url,
+                                                  model=echoes()) as gateway:
+        await mattermost.user_posts(dm, alice, "hi")
+        await mattermost.wait_for(lambda: [p["message"] for p in mattermost.posts(dm, user=bot.user)] == ["echo: hi"])
+        found = samples(await scrape(gateway.url))
+    assert found[trouble("mattermost", "POST /posts", "error")] == 1
+    assert trouble("mattermost", "POST /posts", "rate_limited") not in found
