@@ -7,10 +7,11 @@ import logging
 import httpx
 import pytest
 
+from storage.cache import FallbackCache, RedisCache
 from tests.fakes.telegram import FakeTelegram
-from tests.harness import TelegramBot, ask, running_gateway
-from tests.test_metrics import samples, scrape
+from tests.harness import TelegramBot, ask, refused_port, running_gateway
 from tests.scripted import echoes
+from tests.test_metrics import samples, scrape
 
 
 async def test_a_revoked_token_is_reported_and_the_replica_keeps_serving(
@@ -34,3 +35,18 @@ async def test_a_revoked_token_is_reported_and_the_replica_keeps_serving(
         assert found[("gateway_transport_connected", labels)] == signed_in, bot.name
     assert answer == "echo: still there?"
     assert [r.getMessage() for r in caplog.records if revoked.name in r.getMessage()] != []
+
+
+async def test_an_unreachable_redis_is_one_log_line_however_often_it_is_asked(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Every call asks Redis again (no pause between probes), as calls do over an outage longer than the pause."""
+    with refused_port() as port, caplog.at_level(logging.WARNING):
+        cache = FallbackCache(RedisCache(f"redis://127.0.0.1:{port}/0"), probe_interval=0)
+        try:
+            limited = [await cache.hit_rate_limit("bot:alice", limit=5, window=60) for _ in range(3)]
+            pings = [await cache.ping() for _ in range(3)]
+        finally:
+            await cache.close()
+    assert (limited, pings) == ([False] * 3, [False] * 3)
+    assert len([r for r in caplog.records if "unreachable" in r.getMessage()]) == 1
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []
