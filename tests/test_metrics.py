@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from gateway.pipeline.metrics import Backlog, GatewayMetrics
 from tests import mattermost_harness, slack_harness
 from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.slack import FakeSlack
@@ -154,3 +158,27 @@ async def test_a_failed_mattermost_call_is_counted_as_an_error(mattermost: FakeM
         found = samples(await scrape(gateway.url))
     assert found[trouble("mattermost", "POST /posts", "error")] == 1
     assert trouble("mattermost", "POST /posts", "rate_limited") not in found
+
+
+README = Path(__file__).parent.parent / "README.md"
+
+
+def readme_metrics() -> dict[str, tuple[str, frozenset[str]]]:
+    """The operations section's table: type and labels by series name."""
+    section = README.read_text().split("### Metrics", 1)[1].split("### ", 1)[0]
+    rows = re.findall(r"^\| `(gateway_\w+)` \| (\w+) \|([^|]*)\|", section, flags=re.MULTILINE)
+    return {name: (kind, frozenset(re.findall(r"`(\w+)`", labels))) for name, kind, labels in rows}
+
+
+def test_the_readme_names_every_series_with_its_type_and_labels() -> None:
+    metrics = GatewayMetrics({"tg": "telegram"})
+    metrics.api_trouble("telegram", "sendMessage", "error")  # the series keyed by what only use shows
+    metrics.model_used("test", requests=1, input_tokens=1, output_tokens=1)
+    exposed = {}
+    for family in text_string_to_metric_families(metrics.render(Backlog(inbox_depth=0, oldest_age=0), {}).decode()):
+        if family.name.endswith("_created"):
+            continue  # prometheus-client's start time of each counter, not a series of ours
+        name = family.name + ("_total" if family.type == "counter" else "")
+        exposed[name] = (family.type, frozenset(label for sample in family.samples for label in sample.labels
+                                                if label != "le"))
+    assert readme_metrics() == exposed
