@@ -20,6 +20,28 @@ async def test_demo_shows_both_conversations() -> None:
     assert "Approved by Alice (@alice) at" in output
     assert "Done — the tool said: website restarted" in output, "the approved run continues in the chat"
     assert "Stored in SQLite: 2 conversations, 8 turns, 4 runs." in output
+    figures = shown_metrics(output)
+    assert set(EVERY_SERIES) <= set(figures), set(EVERY_SERIES) - set(figures)
+    assert figures["gateway_model_requests_total"] == 5, "the approved run's continuation is counted"
+    assert figures["gateway_messages_answered_total"] == 4, "and its answer"
+    assert (figures["gateway_turns_total"], figures["gateway_approvals"]) == (4, 1)
+
+
+EVERY_SERIES = (
+    "gateway_messages_received_total", "gateway_messages_acked_total", "gateway_messages_answered_total",
+    "gateway_messages_refused_total", "gateway_turns_total", "gateway_turn_first_post_seconds_count",
+    "gateway_turn_final_text_seconds_count", "gateway_model_requests_total", "gateway_model_tokens_total",
+    "gateway_transport_connected", "gateway_bot_signed_in", "gateway_transport_lease_changes_total",
+    "gateway_inbox_depth", "gateway_inbox_oldest_age_seconds", "gateway_approvals",
+    "gateway_platform_api_trouble_total")
+"""What the operations section names, as the demo's scrape of its own `/metrics` shows them."""
+
+
+def shown_metrics(output: str) -> dict[str, float]:
+    """The figures of the demo's `GET /metrics` block, by series name."""
+    block = output.split("/metrics before the gateway stopped", 1)[1].split("\n\n", 1)[0]
+    pairs = [figure.split() for line in block.splitlines()[1:] for figure in line.split(" · ")]
+    return {name: float(value) for name, value in pairs}
 
 
 @pytest.mark.parametrize("platform", ["slack", "mattermost"])

@@ -99,3 +99,20 @@ def test_the_service_monitor_scrapes_the_gateway_service() -> None:
     assert [(e["port"], e["path"]) for e in monitor["spec"]["endpoints"]] == [("http", "/metrics")]
     assert set(monitor["spec"]["endpoints"][0]) <= {"port", "path", "interval", "scrapeTimeout"}
     assert "http" in {port["name"] for port in service["spec"]["ports"]}
+
+
+@pytest.mark.parametrize("overlay", ["small", "production"])
+def test_the_probes_ask_the_gateway_where_it_listens(overlay: str, tmp_path: Path) -> None:
+    """Readiness is `/readyz` (the database and Redis; a bot that cannot sign in keeps no pod out), liveness and
+    start-up `/healthz`, all on the port `gateway.yaml` listens on."""
+    resources = rendered(overlay)
+    [deployment] = by_kind(resources, "Deployment")
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    config = tmp_path / "gateway.yaml"
+    config.write_text(by_kind(resources, "ConfigMap")[0]["data"]["gateway.yaml"])
+    [port] = [p["containerPort"] for p in container["ports"] if p["name"] == "http"]
+    assert port == load_config(config).server.port
+    probes = {name: (container[name]["httpGet"]["path"], container[name]["httpGet"]["port"])
+              for name in ("startupProbe", "livenessProbe", "readinessProbe")}
+    assert probes == {"startupProbe": ("/healthz", "http"), "livenessProbe": ("/healthz", "http"),
+                      "readinessProbe": ("/readyz", "http")}

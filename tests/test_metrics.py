@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from gateway.pipeline.metrics import Backlog, GatewayMetrics
 from tests import mattermost_harness, slack_harness
 from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.slack import FakeSlack
@@ -62,6 +66,25 @@ async def test_metrics_show_a_conversation_by_bot_and_model(telegram: FakeTelegr
     assert str(chat["id"]) not in label_values and str(alice["id"]) not in label_values, "no chat or user ids as labels"
 
 
+async def test_every_series_of_a_bot_shows_at_zero_before_its_first_message(telegram: FakeTelegram,
+                                                                              sqlite_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=echoes()) as gateway:
+        found = samples(await scrape(gateway.url))
+    ours = frozenset({("bot", bot.name), ("platform", "telegram")})
+    for name in ("gateway_messages_received_total", "gateway_messages_answered_total",
+                 "gateway_turn_first_post_seconds_count", "gateway_turn_final_text_seconds_count"):
+        assert found[(name, ours)] == 0, name
+    for name, label, values in (
+            ("gateway_messages_acked_total", "outcome", ("accepted", "duplicate", "ignored", "rejected")),
+            ("gateway_messages_refused_total", "reason", ("allowlist", "rate_limit")),
+            ("gateway_turns_total", "outcome", ("answered", "parked", "failed")),
+            ("gateway_transport_lease_changes_total", "change", ("lost",))):
+        for value in values:
+            assert found[(name, ours | {(label, value)})] == 0, (name, value)
+    assert found[("gateway_bot_signed_in", ours)] == 1
+
+
 async def test_each_gateway_counts_only_its_own(telegram: FakeTelegram, sqlite_url: str, tmp_path) -> None:
     first, second = TelegramBot().register(telegram), TelegramBot().register(telegram)
     alice = telegram.add_user(1001, "Alice")
@@ -72,8 +95,8 @@ async def test_each_gateway_counts_only_its_own(telegram: FakeTelegram, sqlite_u
         await ask(telegram, first, chat, alice, "hello")
         text_one, text_two = await scrape(one.url), await scrape(two.url)
     assert first.name in text_one and first.name not in text_two
-    assert ("gateway_messages_answered_total", frozenset({("bot", second.name), ("platform", "telegram")})) \
-        not in samples(text_two)
+    assert samples(text_two)[
+        ("gateway_messages_answered_total", frozenset({("bot", second.name), ("platform", "telegram")}))] == 0
 
 
 def trouble(platform: str, method: str, kind: str) -> tuple[str, frozenset[tuple[str, str]]]:
@@ -120,3 +143,42 @@ async def test_a_mattermost_429_is_counted_by_method(mattermost: FakeMattermost,
         found = samples(await scrape(gateway.url))
     assert found[trouble("mattermost", "POST /posts", "rate_limited")] == 1
     assert trouble("mattermost", "POST /posts", "error") not in found
+
+
+async def test_a_failed_mattermost_call_is_counted_as_an_error(mattermost: FakeMattermost, sqlite_url: str) -> None:
+    bot = MattermostBot()
+    bot.register(mattermost)
+    alice = mattermost.add_user("alice")
+    dm = mattermost.direct_channel(alice, bot.user)
+    mattermost.fail_next("create_post", 500)
+    async with mattermost_harness.running_gateway(mattermost, [bot], database_url=sqlite_url,
+                                                  model=echoes()) as gateway:
+        await mattermost.user_posts(dm, alice, "hi")
+        await mattermost.wait_for(lambda: [p["message"] for p in mattermost.posts(dm, user=bot.user)] == ["echo: hi"])
+        found = samples(await scrape(gateway.url))
+    assert found[trouble("mattermost", "POST /posts", "error")] == 1
+    assert trouble("mattermost", "POST /posts", "rate_limited") not in found
+
+
+README = Path(__file__).parent.parent / "README.md"
+
+
+def readme_metrics() -> dict[str, tuple[str, frozenset[str]]]:
+    """The operations section's table: type and labels by series name."""
+    section = README.read_text().split("### Metrics", 1)[1].split("### ", 1)[0]
+    rows = re.findall(r"^\| `(gateway_\w+)` \| (\w+) \|([^|]*)\|", section, flags=re.MULTILINE)
+    return {name: (kind, frozenset(re.findall(r"`(\w+)`", labels))) for name, kind, labels in rows}
+
+
+def test_the_readme_names_every_series_with_its_type_and_labels() -> None:
+    metrics = GatewayMetrics({"tg": "telegram"})
+    metrics.api_trouble("telegram", "sendMessage", "error")  # the series keyed by what only use shows
+    metrics.model_used("test", requests=1, input_tokens=1, output_tokens=1)
+    exposed = {}
+    for family in text_string_to_metric_families(metrics.render(Backlog(inbox_depth=0, oldest_age=0), {}).decode()):
+        if family.name.endswith("_created"):
+            continue  # prometheus-client's start time of each counter, not a series of ours
+        name = family.name + ("_total" if family.type == "counter" else "")
+        exposed[name] = (family.type, frozenset(label for sample in family.samples for label in sample.labels
+                                                if label != "le"))
+    assert readme_metrics() == exposed

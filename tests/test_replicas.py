@@ -29,16 +29,24 @@ async def test_the_polling_transport_moves_to_the_surviving_replica(telegram: Fa
     alice = telegram.add_user(1001, "Alice")
     chat = telegram.private_chat(alice)
     quick_handover = replace(FAST, transport_lease_ttl=1.0)
+
+    def lease(gateway: Gateway, change: str) -> float | None:
+        return gateway.metrics.registry.get_sample_value(
+            "gateway_transport_lease_changes_total", {"bot": bot.name, "platform": "telegram", "change": change})
+
     async with AsyncExitStack() as stack:
         first: Gateway = await stack.enter_async_context(running_gateway(
             telegram, [bot], database_url=database_url, redis_url=REDIS, model=echoes(), tuning=quick_handover))
-        await stack.enter_async_context(running_gateway(
+        await telegram.wait_for(lambda: lease(first, "acquired") == 1)
+        second: Gateway = await stack.enter_async_context(running_gateway(
             telegram, [bot], database_url=database_url, redis_url=REDIS, model=echoes(), tuning=quick_handover))
         await telegram.user_says(bot.token, chat, alice, "one")
         await telegram.wait_for(lambda: texts(telegram, chat["id"]) == ["echo: one"])
         await first.abort()  # the replica holding the poller dies; its lease runs out
         await telegram.user_says(bot.token, chat, alice, "two")
         await telegram.wait_for(lambda: texts(telegram, chat["id"]) == ["echo: one", "echo: two"], timeout=10)
+        assert [(lease(gateway, "acquired"), lease(gateway, "lost")) for gateway in (first, second)] == [
+            (1, 1), (1, 0)], "the handover shows in both replicas' lease changes"
 
 
 async def test_a_turn_longer_than_its_lease_is_not_run_twice(telegram: FakeTelegram, database_url: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
+import pytest
 import pytest_asyncio
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -14,6 +15,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from gateway.config.schema import Settings
+from gateway.server.tracing import build_tracing
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, running_gateway
 from tests.loopback import serving
@@ -98,3 +101,11 @@ async def test_the_operator_can_opt_in_to_exporting_what_was_said(
     await one_turn(telegram, sqlite_url, {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
                                           "GATEWAY_TRACE_CONTENT": "true"})
     assert any(SECRET_WORDS.encode() in body for body in collector.bodies)
+
+
+def test_without_an_endpoint_nothing_is_traced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    tracing = build_tracing(Settings(database_url="sqlite:///unused.db", redis_url=None))
+    assert (tracing.provider, tracing.instrumentation) == (None, None)
+    with tracing.tracer.start_as_current_span("turn") as span:
+        assert not span.is_recording()

@@ -14,6 +14,7 @@ from adapters.protocols import Chat
 from gateway.approvals.store import Approval, Approvals, NewCall, args_hash, named, refusal
 from gateway.people.conversations import Conversations
 from gateway.pipeline.live_reply import LiveReply
+from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.runtime import (
     Answered,
     Parked,
@@ -22,6 +23,7 @@ from gateway.pipeline.runtime import (
     deps_from_snapshot,
     deps_snapshot,
     shown_call,
+    spent_since,
 )
 from storage.models import utcnow
 
@@ -53,12 +55,14 @@ class ApprovalFlow:
     whichever replica saw the last decision."""
 
     def __init__(self, *, approvals: Approvals, runtime: Runtime, conversations: Conversations,
-                 adapters: Mapping[str, Chat], waits: Sequence[Wait] = ()) -> None:
+                 adapters: Mapping[str, Chat], waits: Sequence[Wait] = (),
+                 metrics: GatewayMetrics | None = None) -> None:
         self._approvals = approvals
         self._runtime = runtime
         self._conversations = conversations
         self._adapters = adapters
         self._waits = tuple(waits)
+        self._metrics = metrics or GatewayMetrics({})
 
     async def park(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: Parked) -> None:
         """Store the parked run, then put what it waits on to the chat: one card per gated call, the first in the
@@ -219,9 +223,14 @@ class ApprovalFlow:
             results = _joined(results, await wait.results(parked_run_id, requests))
         log.info("resuming run %d in %s", parked.run_id, deps.address.conversation_key)
         reply = LiveReply(adapter, deps.address)
+        before = await self._runtime.booked_usage(parked.run_id)
         outcome = await self._runtime.resume(parked.run_id, deps, parked.state, results, reply,
                                              specialists=parked.turn.get("specialists") or ())
         await self._approvals.mark_resumed(parked_run_id)
+        self._metrics.resumed(deps.binding.bot_name, answered=isinstance(outcome, Answered))
+        more = spent_since(outcome.usage, before)  # the park's own spending was counted with its turn
+        self._metrics.model_used(deps.binding.agent.spec.model, requests=more.requests,
+                                 input_tokens=more.input_tokens, output_tokens=more.output_tokens)
         if isinstance(outcome, Answered):
             await self._conversations.record_answer(parked.conversation_id, run_id=outcome.run_id,
                                                     text=outcome.text, speaker_name=deps.binding.agent.name,

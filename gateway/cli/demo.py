@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
 from pydantic_ai import (
     FunctionToolset,
     ModelMessage,
@@ -121,8 +123,10 @@ async def _converse(stage: Stage, setup: StageSetup, database_url: str, say: Cal
     settings = Settings(database_url=database_url, redis_url=None)
     say(f"Local {setup.platform.title()} server at {setup.url}; gateway on SQLite, in-process cache, scripted model.\n")
     registry = default_registry().with_extra(demo_capability())
-    async with Gateway(config, settings, secrets=secrets, models=models, registry=registry, tuning=DEMO_TUNING):
+    async with Gateway(config, settings, secrets=secrets, models=models, registry=registry,
+                       tuning=DEMO_TUNING) as gateway:
         await stage.wait_for(stage.ready, timeout=15)
+        say(f"Gateway at {gateway.url}: GET /metrics and /readyz answer while the demo runs.\n")
         await stage.says("dm", "alice", "Hi! What can you do?")
         await stage.wait_for(_answered(stage, "dm", 1), timeout=15)
         await stage.says("dm", "alice", "What did I ask first?")
@@ -137,8 +141,11 @@ async def _converse(stage: Stage, setup: StageSetup, database_url: str, say: Cal
         await stage.says("team", "bob", "Lunch at noon, anyone?")
         await stage.says("team", "alice", f"{setup.mention} can you summarize our plan?")
         await stage.wait_for(_answered(stage, "team", 1), timeout=15)
+        async with httpx.AsyncClient() as client:
+            metrics = (await client.get(f"{gateway.url}/metrics")).text
     _print_chat(say, "Direct message: Alice and the bot", stage.transcript("dm").lines)
     _print_chat(say, "Group 'Team' (the bot answers only when mentioned)", stage.transcript("team").lines)
+    _print_metrics(say, gateway.url, metrics)
 
 
 def _answered(stage: Stage, room: Room, count: int) -> Callable[[], bool]:
@@ -156,6 +163,24 @@ def _print_chat(say: Callable[[str], None], title: str, lines: Sequence[Line]) -
         say(f"{line.speaker:>8}: {first}")
         for line in rest:
             say(f"{'':>8}  {line}")
+    say("")
+
+
+SAMPLED = {"counter": "_total", "histogram": "_count"}
+"""The sample that sums up a family: a counter's total, a histogram's number of observations."""
+
+
+def _print_metrics(say: Callable[[str], None], url: str, text: str) -> None:
+    """Each `gateway_` series of the exposition text, summed over its labels, a few to a line."""
+    figures = []
+    for family in text_string_to_metric_families(text):
+        if family.name.startswith("gateway_") and not family.name.endswith("_created"):  # a counter's start time
+            name = family.name + SAMPLED.get(family.type, "")
+            total = sum(sample.value for sample in family.samples if sample.name == name)
+            figures.append(f"{name} {total:g}")
+    say(f"── GET {url}/metrics before the gateway stopped (summed over bots and labels) " + "─" * 8)
+    for start in range(0, len(figures), 3):
+        say("  " + " · ".join(figures[start:start + 3]))
     say("")
 
 

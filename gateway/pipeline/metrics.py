@@ -11,6 +11,11 @@ from prometheus_client.exposition import generate_latest
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0)
 """Seconds: a placeholder is up in a fraction of one, a tool-heavy answer takes minutes."""
+ACK_OUTCOMES = ("accepted", "duplicate", "ignored", "rejected")
+REFUSALS = ("allowlist", "rate_limit")
+TURN_OUTCOMES = ("answered", "parked", "failed")
+LEASE_CHANGES = ("acquired", "lost")
+"""The closed label sets, each bot's series set to 0 at start so every one shows before it first happens."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,8 +43,8 @@ class GatewayMetrics:
         self._acked = Counter("gateway_messages_acked", "Payloads made durable (or dropped) and acknowledged, "
                               "by outcome: accepted, duplicate, ignored, rejected.", [*bot, "outcome"],
                               registry=self.registry)
-        self._answered = Counter("gateway_messages_answered", "Turns that ended in an answer.", bot,
-                                 registry=self.registry)
+        self._answered = Counter("gateway_messages_answered", "Messages answered: turns that ended in an answer, "
+                                 "and parked runs that did once resumed.", bot, registry=self.registry)
         self._refused = Counter("gateway_messages_refused", "Messages refused before any model run, by reason: "
                                 "allowlist, rate_limit.", [*bot, "reason"], registry=self.registry)
         self._turns = Counter("gateway_turns", "Turns run, by outcome: answered, parked, failed.", [*bot, "outcome"],
@@ -67,6 +72,21 @@ class GatewayMetrics:
         self._api_trouble = Counter("gateway_platform_api_trouble", "Platform API calls that got a 429 "
                                     "(rate_limited) or failed (error), by the platform's method name.",
                                     ["platform", "method", "kind"], registry=self.registry)
+        self._signed_in = Gauge("gateway_bot_signed_in", "1 while the platform accepts the bot's token on this "
+                                "replica, 0 when it refused it (a revoked token) or has not answered yet.", bot,
+                                registry=self.registry)
+        for name in self._platforms:
+            self._start_at_zero(name)
+
+    def _start_at_zero(self, bot: str) -> None:
+        labels = self._of(bot)
+        for series in (self._received, self._answered, self._first_post, self._final, self._connected,
+                       self._signed_in):
+            series.labels(*labels)
+        for series, values in ((self._acked, ACK_OUTCOMES), (self._refused, REFUSALS), (self._turns, TURN_OUTCOMES),
+                               (self._lease_changes, LEASE_CHANGES)):
+            for value in values:
+                series.labels(*labels, value)
 
     def received(self, bot: str) -> None:
         self._received.labels(*self._of(bot)).inc()
@@ -87,6 +107,11 @@ class GatewayMetrics:
             self._first_post.labels(*labels).observe(first_post)
         self._final.labels(*labels).observe(final)
 
+    def resumed(self, bot: str, *, answered: bool) -> None:
+        """A parked run continued after its decisions; its turn was counted when it parked."""
+        if answered:
+            self._answered.labels(*self._of(bot)).inc()
+
     def model_used(self, model: str, *, requests: int, input_tokens: int, output_tokens: int) -> None:
         self._model_requests.labels(model).inc(requests)
         self._tokens.labels(model, "input").inc(input_tokens)
@@ -102,8 +127,11 @@ class GatewayMetrics:
         """An adapter's `ApiTrouble`, once bound to its platform."""
         self._api_trouble.labels(platform, method, kind).inc()
 
-    def render(self, backlog: Backlog) -> bytes:
-        """The exposition text, with the database's figures as of now."""
+    def render(self, backlog: Backlog, signed_in: Mapping[str, bool]) -> bytes:
+        """The exposition text, with the database's figures and each bot's sign-in (what `/readyz` names) as of
+        now."""
+        for bot, accepted in signed_in.items():
+            self._signed_in.labels(*self._of(bot)).set(1 if accepted else 0)
         self._depth.set(backlog.inbox_depth)
         self._oldest.set(backlog.oldest_age)
         for status in ("pending", "approved", "denied", "expired", *backlog.approvals):

@@ -153,6 +153,13 @@ class Failed:
 RunOutcome = Answered | Parked | Failed
 
 
+def spent_since(total: RunUsage, before: RunUsage) -> RunUsage:
+    """What `total` adds to `before`, never below nothing (a failed run books only its delegates)."""
+    return RunUsage(requests=max(0, total.requests - before.requests),
+                    input_tokens=max(0, total.input_tokens - before.input_tokens),
+                    output_tokens=max(0, total.output_tokens - before.output_tokens))
+
+
 class Runtime:
     def __init__(self, *, models: ModelResolver, db: Database, registry: Registry, notes: NoteStore | None = None,
                  directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None,
@@ -315,17 +322,20 @@ class Runtime:
                 reply.update(shown)
         raise AgentRunError("the model stream ended without a result")
 
-    async def _delegated_before(self, run_id: int, own: RunUsage) -> RunUsage:
-        """What delegates spent before the park: the row books it, the parked conversation carries only the
-        agent's own usage, which the continuation counts on from."""
+    async def booked_usage(self, run_id: int) -> RunUsage:
+        """What the run's row books so far: a parked run's whole spending, delegates' included."""
         async def work(session: AsyncSession) -> RunUsage:
             row = await session.get(RunRow, run_id)
             if row is None:
                 return RunUsage()
-            return RunUsage(requests=max(0, (row.requests or 0) - own.requests),
-                            input_tokens=max(0, (row.input_tokens or 0) - own.input_tokens),
-                            output_tokens=max(0, (row.output_tokens or 0) - own.output_tokens))
+            return RunUsage(requests=row.requests or 0, input_tokens=row.input_tokens or 0,
+                            output_tokens=row.output_tokens or 0)
         return await self._db.transaction(work)
+
+    async def _delegated_before(self, run_id: int, own: RunUsage) -> RunUsage:
+        """What delegates spent before the park: the row books it, the parked conversation carries only the
+        agent's own usage, which the continuation counts on from."""
+        return spent_since(await self.booked_usage(run_id), own)
 
     async def _turn_key(self, run_id: int) -> str:
         """The outbox key of the run's turn: its inbox item's, so a retried attempt finds what the last one stored."""

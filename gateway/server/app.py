@@ -177,7 +177,7 @@ class Gateway:
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
         flow = ApprovalFlow(approvals=approvals, runtime=runtime, conversations=conversations,
-                            adapters=self.adapters, waits=[questions])
+                            adapters=self.adapters, waits=[questions], metrics=self.metrics)
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
                         commands=DirectCommands(identities=Identities(db), memory=memory, mem0=self._mem0_forgetting()),
@@ -190,16 +190,18 @@ class Gateway:
         intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in,
                         metrics=self.metrics, waits=self.worker.busy_with)
 
+        def signed_in() -> dict[str, bool]:
+            return {name: adapter.identity is not None for name, adapter in self.adapters.items()}
+
         async def scrape() -> bytes:
-            return self.metrics.render(await _backlog(inbox, approvals))
+            return self.metrics.render(await _backlog(inbox, approvals), signed_in())
 
         async def readiness() -> Readiness:
             """The database, and Redis when configured, decide; each bot is reported by whether it is connected."""
             dependencies = {"database": await _answers(_database_ok(db))}
             if self.settings.redis_url is not None:
                 dependencies["cache"] = await _answers(cache.ping())
-            return Readiness(dependencies=dependencies,
-                             bots={name: a.identity is not None for name, a in self.adapters.items()})
+            return Readiness(dependencies=dependencies, bots=signed_in())
 
         http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry,
                               metrics=scrape)
