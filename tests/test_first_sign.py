@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, running_gateway, said_by
@@ -28,3 +32,38 @@ async def test_a_queued_message_shows_typing_before_its_turn(telegram: FakeTeleg
         assert len(said_by(telegram, chat, bot)) == 1  # only the first turn has posted
         gate.set()
         await telegram.wait_for(lambda: said_by(telegram, chat, bot).count("thinking done") == 2)
+
+
+async def test_a_post_by_the_bot_clears_typing_so_the_next_queued_message_shows_it_again(telegram: FakeTelegram,
+                                                                                        sqlite_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    user = telegram.add_user(101, "Ada", username="ada")
+    chat = telegram.private_chat(user)
+    gates = [asyncio.Event() for _ in range(4)]
+    started: list[int] = []
+
+    async def stream(_messages: list[ModelMessage], _info: AgentInfo) -> AsyncIterator[str]:
+        turn = len(started)
+        started.append(turn)
+        yield "thinking "
+        await gates[turn].wait()
+        yield f"done {turn}"
+
+    def typed() -> int:
+        return sum(1 for c in telegram.calls if c.method == "sendChatAction" and c.params.get("action") == "typing")
+
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
+                               model=FunctionModel(stream_function=stream)):
+        await telegram.user_says(bot.token, chat, user, "first")
+        await telegram.wait_for(lambda: len(started) == 1)
+        await telegram.user_says(bot.token, chat, user, "second")  # queued: typing
+        await telegram.wait_for(lambda: typed() == 1)
+        await telegram.user_says(bot.token, chat, user, "third")  # queued too, and typing still shows
+        gates[0].set()  # the first turn ends; the second posts its placeholder, which clears the typing
+        await telegram.wait_for(lambda: len(started) == 2)
+        await telegram.user_says(bot.token, chat, user, "fourth")  # queued again, seconds after the first typing
+        await telegram.wait_for(lambda: typed() == 2)
+        for gate in gates:
+            gate.set()
+        await telegram.wait_for(lambda: sum(t.startswith("thinking done") for t in said_by(telegram, chat, bot)) == 4)
+    assert typed() == 2

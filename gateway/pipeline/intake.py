@@ -23,14 +23,35 @@ TYPING_LASTS = 4.0
 """Seconds a typing indicator shows (Telegram: 5): a conversation is not told again sooner."""
 
 
+class TypingShown:
+    """When each conversation was last shown typing. A post by the bot clears the indicator (Telegram, Mattermost),
+    so a turn that posts there forgets it: the next message to queue is shown typing again at once."""
+
+    def __init__(self) -> None:
+        self._at: dict[str, float] = {}
+
+    def due(self, conversation_key: str) -> bool:
+        """Whether to show typing now; if so, it counts as shown."""
+        now = time.monotonic()
+        if now - self._at.get(conversation_key, -TYPING_LASTS) < TYPING_LASTS:
+            return False
+        if len(self._at) > 10_000:
+            self._at = {k: t for k, t in self._at.items() if now - t < TYPING_LASTS}
+        self._at[conversation_key] = now
+        return True
+
+    def cleared(self, conversation_key: str) -> None:
+        self._at.pop(conversation_key, None)
+
+
 class Intake:
     def __init__(self, inbox: Inbox, adapters: Mapping[str, Parser], *, on_accepted: Callable[[], None],
                  answered_in: Callable[[str], Awaitable[bool]], metrics: GatewayMetrics | None = None,
-                 waits: Callable[[str], bool] = lambda _key: False) -> None:
+                 waits: Callable[[str], bool] = lambda _key: False, typing: TypingShown | None = None) -> None:
         """`waits(conversation_key)`: a message accepted now would queue (every worker slot busy, or its conversation
         mid-turn); the chat is then shown typing at once, after the commit, without holding up the ack."""
         self._waits = waits
-        self._typing: dict[str, float] = {}
+        self._typing = typing or TypingShown()
         self._background: set[asyncio.Task[None]] = set()
         self._inbox = inbox
         self._metrics = metrics or GatewayMetrics({})
@@ -77,12 +98,8 @@ class Intake:
 
     def _show_typing(self, adapter: ShowsTyping, event: Inbound) -> None:
         """The first sign a queued message was seen, in the background: the ack does not wait for it."""
-        key, now = event.address.conversation_key, time.monotonic()
-        if now - self._typing.get(key, -TYPING_LASTS) < TYPING_LASTS:
+        if not self._typing.due(event.address.conversation_key):
             return
-        if len(self._typing) > 10_000:
-            self._typing = {k: t for k, t in self._typing.items() if now - t < TYPING_LASTS}
-        self._typing[key] = now
         task = asyncio.create_task(_quietly(adapter.show_typing(event.address)))
         self._background.add(task)
         task.add_done_callback(self._background.discard)

@@ -21,6 +21,7 @@ from gateway.people.conversations import Conversations, TurnRecord, speaker_line
 from gateway.people.scope import memory_owner
 from gateway.pipeline.attachments import fetch_attachments
 from gateway.pipeline.inbox import Inbox, InboxItem
+from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.live_reply import LiveReply, Placeholder
 from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.runtime import OPERATOR_HAS_DETAILS, Answered, Parked, RunOutcome, Runtime, Turn, TurnDeps
@@ -81,8 +82,10 @@ class Router:
     def __init__(self, *, adapters: Mapping[str, PlatformAdapter], bindings: BindingStore, conversations: Conversations,
                  runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ParkedRuns,
                  questions: OpenQuestions, commands: DirectCommands, db: Database,
-                 metrics: GatewayMetrics | None = None) -> None:
+                 metrics: GatewayMetrics | None = None, typing: TypingShown | None = None) -> None:
+        """`typing`: what `Intake` showed typing in; a turn's first post clears it there."""
         self._db = db
+        self._typing = typing or TypingShown()
         self._prepared: dict[int, Prepared] = {}
         self._adapters = adapters
         self._metrics = metrics or GatewayMetrics({})
@@ -171,6 +174,7 @@ class Router:
         reply = LiveReply(adapter, inbound.address, placeholder=placeholder)
         started = time.monotonic()
         shown = await reply.start(record=False)
+        self._typing.cleared(inbound.address.conversation_key)
         group = not inbound.address.is_direct
         speaker = inbound.speaker
         prompt = speaker_line(speaker.display_name, inbound.text, group)

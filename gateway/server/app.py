@@ -42,7 +42,7 @@ from gateway.people.identities import Identities
 from gateway.people.mem0_forget import Mem0Forgetting, mem0_bindings
 from gateway.people.memory import MemoryNotes
 from gateway.pipeline.inbox import Inbox
-from gateway.pipeline.intake import Intake
+from gateway.pipeline.intake import Intake, TypingShown
 from gateway.pipeline.metrics import Backlog, GatewayMetrics
 from gateway.pipeline.router import Router
 from gateway.pipeline.runtime import Runtime
@@ -178,17 +178,18 @@ class Gateway:
         approvals = Approvals(db)
         flow = ApprovalFlow(approvals=approvals, runtime=runtime, conversations=conversations,
                             adapters=self.adapters, waits=[questions], metrics=self.metrics)
+        typing = TypingShown()
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
                         commands=DirectCommands(identities=Identities(db), memory=memory, mem0=self._mem0_forgetting()),
                         db=db,
-                        metrics=self.metrics)
+                        metrics=self.metrics, typing=typing)
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, give_up=router.give_up, concurrency=tuning.worker_concurrency,
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer,
                              prepare=router.prepare)
         intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in,
-                        metrics=self.metrics, waits=self.worker.busy_with)
+                        metrics=self.metrics, waits=self.worker.busy_with, typing=typing)
 
         def signed_in() -> dict[str, bool]:
             return {name: adapter.identity is not None for name, adapter in self.adapters.items()}
