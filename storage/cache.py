@@ -17,9 +17,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-UNREACHABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError, OSError)
+REDIS_UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError)
 """What Redis raises when it cannot serve us (down, loading after a restart, a replica mid-failover, a partition),
 as opposed to a bad command."""
+UNREACHABLE = (*REDIS_UNAVAILABLE, OSError)
+"""The same, with the socket errors a call may raise unwrapped."""
 
 _RENEW = """
 if redis.call('get', KEYS[1]) == ARGV[1] then

@@ -1,4 +1,5 @@
-"""Redis and PostgreSQL blink: every message is still answered exactly once, and nothing is marked failed."""
+"""Redis, PostgreSQL or the platform blink: every message is still answered exactly once, and nothing is marked
+failed."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 import logging
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 
 import httpx
 import psycopg
@@ -141,3 +142,33 @@ async def test_a_postgresql_restart_loses_and_doubles_no_message(telegram: FakeT
     assert answers_in(telegram, chat["id"]) == ["echo: 1", "echo: 2", "echo: 3"]
     assert all(count > 0 for count in terminated)
     assert [row.status for row in await inbox_rows(database_url)] == ["done"] * 3
+
+
+async def test_a_platform_unreachable_mid_turn_is_waited_out_and_the_reply_edited(database_url: str) -> None:
+    telegram = FakeTelegram(port=free_port())  # the same port again after the restart
+    async with telegram:
+        bot = TelegramBot().register(telegram)
+        alice = telegram.add_user(1001, "Alice")
+        chat = telegram.private_chat(alice)
+        calls: list[str] = []
+        restarted: list[asyncio.Task[None]] = []
+
+        async def down_while_answering(messages, _info):
+            calls.append("model")
+            if len(calls) == 1:  # the placeholder is posted; Telegram goes away before the answer is
+                await telegram.stop()
+                restarted.append(asyncio.create_task(_after(1.5, telegram.start())))
+            yield "echo: " + str(len(calls))
+
+        async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
+                                   model=FunctionModel(stream_function=down_while_answering)):
+            await telegram.user_says(bot.token, chat, alice, "hi")
+            await telegram.wait_for(lambda: answers_in(telegram, chat["id"]) == [f"echo: {len(calls)}"]
+                                    and len(calls) > 1, timeout=15)
+    # One message, the first attempt's placeholder edited; the retries while Telegram was away spent no attempt.
+    assert [(row.status, row.failures) for row in await inbox_rows(database_url)] == [("done", 0)]
+
+
+async def _after(delay: float, work: Awaitable[None]) -> None:
+    await asyncio.sleep(delay)
+    await work

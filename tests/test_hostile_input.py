@@ -97,13 +97,33 @@ async def test_a_body_over_the_limit_is_refused_before_it_is_read(slack_http: tu
     assert await inbox_rows(sqlite_url) == []
 
 
+async def test_a_chunked_body_over_the_limit_is_refused_as_it_is_read(slack_http: tuple[SlackChat, Gateway],
+                                                                      sqlite_url: str) -> None:
+    chat, _ = slack_http
+    body = b'{"pad": "' + b"x" * (2 * 1024 * 1024) + b'"}'
+    headers = {"Content-Type": "application/json", **chat.fake.signed_headers(chat.bot.app, body)}
+
+    async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: only counting the bytes can stop it
+        for start in range(0, len(body), 64 * 1024):
+            yield body[start:start + 64 * 1024]
+
+    async with httpx.AsyncClient() as client:
+        response = await client.post(chat.bot.app.request_url or "", content=chunks(), headers=headers)
+    assert "content-length" not in response.request.headers
+    assert response.status_code == 413
+    assert await inbox_rows(sqlite_url) == []
+
+
 # -- verified, unreadable: kept as rejected, capped, and acknowledged ---------------------------------
 
 HUGE_INT = b'{"type": "event_callback", "n": ' + b"9" * 5000 + b"}"
+PAST_THE_DEPTH = (b'{"type": "event_callback", "event": {"type": "message", "channel": "D1", "user": "U1", '
+                  b'"text": "hi", "ts": "1.1", "blocks": ' + b"[" * 40 + b"]" * 40 + b"}}")
 
 
 @pytest.mark.parametrize("body", [pytest.param(NOT_UTF8, id="not-utf8"), pytest.param(DEEP[:900_000], id="deep"),
-                                  pytest.param(HUGE_INT, id="huge-int")])
+                                  pytest.param(HUGE_INT, id="huge-int"),
+                                  pytest.param(PAST_THE_DEPTH, id="nested-past-the-limit")])
 async def test_a_signed_body_that_cannot_be_read_is_kept_as_rejected(slack_http: tuple[SlackChat, Gateway],
                                                                      sqlite_url: str, body: bytes) -> None:
     chat, _ = slack_http

@@ -9,7 +9,6 @@ card); Hypothesis replaces any field, at any depth, with any JSON value, or send
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,55 +27,17 @@ from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram
 from tests.gated_tools import deploy_registry
 from tests.mattermost_harness import webhook_url
+from tests.mutations import JSON_VALUES, in_loop, mutated
 from tests.records import inbox_rows
 from tests.scripted import calls_then_answers, echoes
 
 PLATFORMS = ["telegram", "slack", "mattermost"]
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
-    | st.sampled_from(["", "@helper", "<@U1>", "D1", "C1", "1.1", "approval:approve", "ap:1", "message", "posted"]),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12)
 RAW_BODIES = (st.binary(max_size=300) | JSON_VALUES.map(lambda v: json.dumps(v).encode())
               | st.integers(1, 3000).map(lambda n: b"[" * n + b"]" * n)
               | st.integers(1, 3000).map(lambda n: b'{"a":' * n + b"1" + b"}" * n))
 PROPERTY = settings(max_examples=150, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 ROUTE_PROPERTY = settings(PROPERTY, max_examples=40)
-
-
-def _slots(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path into a JSON value, through fields that carry JSON text too."""
-    found = [path]
-    if isinstance(node, str) and node[:1] in ("{", "["):
-        try:
-            node = json.loads(node)
-        except ValueError:
-            return found
-    children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
-    for key, child in children:
-        found.extend(_slots(child, (*path, key)))
-    return found
-
-
-def _replaced(node: Any, path: tuple[Any, ...], value: Any) -> Any:
-    if not path:
-        return value
-    if isinstance(node, str):  # a field that carries JSON text: replaced inside, sent as text again
-        return json.dumps(_replaced(json.loads(node), path, value))
-    node = copy.copy(node)
-    node[path[0]] = _replaced(node[path[0]], path[1:], value)
-    return node
-
-
-@st.composite
-def mutated(draw: st.DrawFn, seeds: list[dict[str, Any]]) -> Any:
-    """A seed with one to three fields, anywhere in it, replaced by any JSON value."""
-    payload: Any = draw(st.sampled_from(seeds))
-    for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(_slots(payload)))
-        payload = _replaced(payload, path, draw(JSON_VALUES))
-    return payload
 
 
 # -- parsers ----------------------------------------------------------------------------------------
@@ -166,11 +127,6 @@ WORLDS: dict[str, tuple[type, Callable[[Any], Chat], Callable[[Any, Gateway], Se
     "slack": (FakeSlack, lambda fake: SlackChat(fake, transport="http"), slack_sender),
     "mattermost": (FakeMattermost, lambda fake: MattermostChat(fake, webhook_token=HOOK_TOKEN), mattermost_sender),
 }
-
-
-def in_loop(loop: asyncio.AbstractEventLoop, work: Awaitable[int]) -> int:
-    """Run `work` on the test's event loop (where the gateway and the fake run) from Hypothesis's thread."""
-    return asyncio.run_coroutine_threadsafe(work, loop).result(timeout=30)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

@@ -1,4 +1,5 @@
-"""A worker tells a dependency fault from a failed turn: the first waits and retries, the second is given up."""
+"""A worker tells a dependency fault from a failed turn: the first waits and retries, the second is given up and
+said in the chat."""
 
 from __future__ import annotations
 
@@ -10,9 +11,14 @@ from contextlib import asynccontextmanager
 from sqlalchemy import select
 
 from gateway.pipeline.inbox import MAX_ATTEMPTS, Inbox, InboxItem
+from gateway.pipeline.router import GIVEN_UP
 from gateway.pipeline.worker import Worker, is_dependency_fault
 from storage.db import Database
 from storage.models import InboxRow
+from tests.fakes.mattermost import FakeMattermost
+from tests.mattermost_harness import MattermostBot, running_gateway
+from tests.records import inbox_rows
+from tests.scripted import echoes
 
 
 @asynccontextmanager
@@ -85,3 +91,16 @@ def test_an_sdk_error_raised_from_a_refused_socket_is_a_dependency_fault() -> No
     except RuntimeError as wrapped:
         assert is_dependency_fault(wrapped)
     assert not is_dependency_fault(ValueError("a bug")), "nor is a plain failure of the turn"
+
+
+async def test_a_message_whose_turn_fails_every_attempt_is_told_so_in_the_chat(mattermost: FakeMattermost,
+                                                                                sqlite_url: str) -> None:
+    bot = MattermostBot().register(mattermost)
+    alice = mattermost.add_user("alice")
+    mattermost.add_team("acme", members=[bot.user, alice])
+    dm = mattermost.direct_channel(alice, bot.user)
+    mattermost.fail_next("create_post", 400, times=MAX_ATTEMPTS)  # the placeholder refused: the turn's own failure
+    async with running_gateway(mattermost, [bot], database_url=sqlite_url, model=echoes()):
+        await mattermost.user_posts(dm, alice, "hi")
+        await mattermost.wait_for(lambda: [p["message"] for p in mattermost.posts(dm, user=bot.user)] == [GIVEN_UP])
+    assert [(row.status, row.failures) for row in await inbox_rows(sqlite_url)] == [("failed", MAX_ATTEMPTS)]

@@ -17,7 +17,7 @@ from typing import TypeVar
 from opentelemetry.trace import NoOpTracer, StatusCode, Tracer
 
 from gateway.pipeline.inbox import Inbox, InboxItem
-from storage.cache import UNREACHABLE
+from storage.cache import REDIS_UNAVAILABLE
 from storage.db import is_connection_error
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,9 @@ LONGEST_WAIT = timedelta(seconds=30)
 """An item a dependency fault put back waits FIRST_WAIT, doubling with each fault in a row, up to LONGEST_WAIT."""
 UNTRACED: Tracer = NoOpTracer()
 """A worker's tracer when the gateway exports no traces."""
+_UNREACHED = (ConnectionError, TimeoutError, socket.gaierror)
+"""A peer that could not be reached or did not answer in time. Not every `OSError`: requests' `HTTPError`, which
+the Mattermost driver raises for a 400 or a 403, is one, and a platform's refusal is the turn's own failure."""
 _NETWORK_ERRNOS = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EHOSTDOWN})
 
 
@@ -47,8 +50,7 @@ def is_dependency_fault(exc: BaseException) -> bool:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if is_connection_error(current) or isinstance(current, (*UNREACHABLE, ConnectionError, TimeoutError,
-                                                                   socket.gaierror)):
+        if is_connection_error(current) or isinstance(current, (*REDIS_UNAVAILABLE, *_UNREACHED)):
             return True
         if isinstance(current, OSError) and current.errno in _NETWORK_ERRNOS:
             return True
