@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from pydantic import SecretStr
 
 from capabilities.workspace_facts import SandboxServiceConnection
-from tests.fakes.sandboxd import TOKEN, running_sandboxd
+from tests.fakes.sandboxd import TOKEN, bubblewrap_unusable, running_sandboxd
 from tests.workspace_runs import Turn, slack, workspace_turn
+
+pytestmark = pytest.mark.skipif(bubblewrap_unusable() is not None, reason=str(bubblewrap_unusable()))
 
 SERVICE = {"backend": "service", "connection_id": "docker-host"}
 

@@ -4,28 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from capabilities.workspace.shell import bubblewrap_missing
 from capabilities.workspace_facts import BubblewrapConnection, StoredWorkspace
+from tests.fakes.sandboxd import bubblewrap_unusable
 from tests.workspace_runs import Turn, slack, workspace_turn
 
-
-def _bubblewrap_unusable() -> str | None:
-    missing = bubblewrap_missing()
-    if missing is not None:
-        return missing
-    ran = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-user", "--unshare-net", "true"],
-                         capture_output=True, check=False)
-    return None if ran.returncode == 0 else f"bwrap cannot create namespaces here: {ran.stderr.decode().strip()}"
-
-
-pytestmark = pytest.mark.skipif(_bubblewrap_unusable() is not None, reason=str(_bubblewrap_unusable()))
+pytestmark = pytest.mark.skipif(bubblewrap_unusable() is not None, reason=str(bubblewrap_unusable()))
 
 SHELL = {"backend": "service", "session_scope": "conversation"}
 

@@ -4,7 +4,9 @@ a Docker container (the service's `sandbox_builder` seam), so the real wire prot
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
+import subprocess
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -15,8 +17,21 @@ import uvicorn
 from pydantic_ai_backends import CommandOutcome
 from pydantic_ai_backends.remote.server import SandboxdConfig, create_app
 
+from capabilities.workspace.shell import bubblewrap_missing
+
 TOKEN = "service-token-for-tests"
 WORK_DIR = "/tmp/work"
+
+
+@functools.cache
+def bubblewrap_unusable() -> str | None:
+    """Why bubblewrap cannot sandbox a command on this host, or None when it can (tests that need it skip)."""
+    missing = bubblewrap_missing()
+    if missing is not None:
+        return missing
+    ran = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-user", "--unshare-net", "true"],
+                         capture_output=True, check=False)
+    return None if ran.returncode == 0 else f"bwrap cannot create namespaces here: {ran.stderr.decode().strip()}"
 
 
 @dataclass
