@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 import pytest_asyncio
 import yaml
 from aiohttp import web
@@ -83,3 +84,19 @@ async def test_doctor_exits_0_when_everything_answers(tmp_path: Path) -> None:
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert len(finished.stdout_lines) == 2
     assert not any(call.method in ("setWebhook", "deleteWebhook", "getUpdates") for call in telegram.calls)
+
+
+async def test_doctor_names_a_model_key_that_is_not_set_as_check_does(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    async with FakeTelegram() as telegram:
+        telegram.add_bot(TELEGRAM_TOKEN, username="doctor_bot")
+        config = tmp_path / "gateway.yaml"
+        config.write_text(yaml.safe_dump({
+            "agents": [{"name": "helper", "model": "openai:gpt-4o"}],
+            "bots": [{"name": "tg", "platform": "telegram", "token": "${TG_TOKEN}", "api_base_url": telegram.url,
+                      "agent": "helper"}]}))
+        finished = await run_gateway("doctor", "-c", str(config), cwd=tmp_path, env={"TG_TOKEN": TELEGRAM_TOKEN})
+    assert finished.returncode == 1
+    assert finished.stdout_lines[1:] == [
+        "FAIL  model openai:gpt-4o: 'openai:gpt-4o' needs OPENAI_API_KEY, which is not set in the environment"]

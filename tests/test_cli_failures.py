@@ -44,10 +44,11 @@ async def test_a_database_without_tables_says_to_apply(database_url: str, tmp_pa
     assert "run `gateway apply -c gateway.yaml` first" in line
 
 
-async def test_an_unreachable_database_is_named_without_its_password(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", READ_ONLY)
+async def test_an_unreachable_database_is_named_without_its_password(command: list[str], tmp_path: Path) -> None:
     with refused_port() as port:
         url = f"postgresql://gateway:hunter2-secret@127.0.0.1:{port}/gateway"
-        finished = await run_gateway("identities", cwd=tmp_path, env={"DATABASE_URL": url})
+        finished = await run_gateway(*command, cwd=tmp_path, env={"DATABASE_URL": url})
     assert finished.returncode == 1
     [line] = finished.stderr_lines
     assert line.startswith("cannot use the database at postgresql+psycopg://gateway:***@127.0.0.1:")
@@ -77,9 +78,39 @@ async def test_a_missing_secrets_file_is_named(tmp_path: Path) -> None:
     finished = await run_gateway("serve", "-c", str(write_config(tmp_path)), cwd=tmp_path,
                                  env={"GATEWAY_SECRETS_FILE": str(tmp_path / "secrets.env")})
     assert finished.returncode == 2
-    assert finished.stderr_lines[-1].startswith(f"GATEWAY_SECRETS_FILE: cannot read '{tmp_path / 'secrets.env'}'")
-    assert "Traceback" not in finished.stderr
+    [line] = finished.stderr_lines
+    assert line.startswith(f"GATEWAY_SECRETS_FILE: cannot read '{tmp_path / 'secrets.env'}'")
     assert not (tmp_path / "gateway.db").exists(), "nothing is migrated before the secrets are read"
+
+
+@pytest.mark.parametrize(("model", "problem", "checked"), [
+    pytest.param("opneai:gpt-4o-mini", "Unknown model: opneai:gpt-4o-mini. Did you mean 'openai:gpt-4o-mini'?",
+                 (2, ""), id="model-typo"),
+    pytest.param("openai:gpt-4o-mini", "'openai:gpt-4o-mini' needs OPENAI_API_KEY, which is not set in the "
+                 "environment", (0, "warning: "), id="provider-key-unset"),
+])
+async def test_serve_refuses_what_check_finds_before_it_migrates_or_connects(
+        model: str, problem: str, checked: tuple[int, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    config = write_config(tmp_path)
+    config.write_text(config.read_text().replace("model: test", f"model: {model}"))
+    env = {"TG_TOKEN": "123:abc", "DATABASE_URL": f"sqlite:///{tmp_path / 'gw.db'}"}
+    check = await run_gateway("check", "-c", str(config), cwd=tmp_path, env=env)
+    serve = await run_gateway("serve", "-c", str(config), cwd=tmp_path, env=env)
+    status, label = checked
+    assert check.returncode == status
+    assert check.stderr_lines[0] == f"{config}:2:3: {label}agents['helper'].model: {problem}"
+    assert (serve.returncode, serve.stderr_lines) == (2, [f"{config}:2:3: agents['helper'].model: {problem}"])
+    assert not (tmp_path / "gw.db").exists(), "nothing was migrated"
+
+
+@pytest.mark.parametrize("command", [pytest.param(["check"], id="check"), pytest.param(["serve"], id="serve")])
+async def test_a_missing_config_file_says_how_to_write_one(command: list[str], tmp_path: Path) -> None:
+    finished = await run_gateway(*command, cwd=tmp_path)
+    assert finished.returncode == 2
+    assert finished.stderr_lines == [
+        "gateway.yaml: no such file; write one with `gateway init -c gateway.yaml`, or copy examples/gateway.yaml"]
+    assert not (tmp_path / "gateway.db").exists()
 
 
 async def test_debug_shows_the_traceback(tmp_path: Path) -> None:

@@ -62,3 +62,13 @@ async def test_an_unknown_demo_platform_is_named(tmp_path: Path) -> None:
     finished = await run_gateway("demo", "--platform", "irc", cwd=tmp_path)
     assert finished.returncode == 2
     assert finished.stderr_lines == ["--platform: 'irc' is not one of telegram, slack, mattermost, all"]
+
+
+async def test_demo_all_runs_the_conversation_on_each_platform_in_turn(tmp_path: Path) -> None:
+    finished = await run_gateway("demo", "--platform", "all", cwd=tmp_path, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stderr == ""
+    servers = [line.split(" server at http://127.0.0.1:")[0] for line in finished.stdout_lines if " server at " in line]
+    assert servers == ["Local Telegram", "Local Slack", "Local Mattermost"]
+    assert finished.stdout.count("Stored in SQLite: 2 conversations, 8 turns, 4 runs.") == 3
+    assert not (tmp_path / "gateway.db").exists(), "the demo keeps its database in a temporary directory"

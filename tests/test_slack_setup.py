@@ -16,6 +16,9 @@ from gateway.config.secrets import SecretSource
 from gateway.pipeline.metrics import GatewayMetrics
 from gateway.server.logs import SecretRedactor
 from gateway.server.platforms import AdapterContext, build_adapter
+from tests.fakes.slack import FakeSlack
+from tests.scripted import echoes
+from tests.slack_harness import SlackBot, running_gateway
 
 AGENTS = [{"name": "helper", "model": "openai-chat:gpt-4o-mini"}]
 
@@ -90,3 +93,19 @@ async def test_swapped_tokens_are_refused_naming_the_field_but_not_the_secret(tm
         await build_adapter(0, config.bots[0], context)
     assert "bots[0].token: ${SLACK_BOT_TOKEN} holds an app-level token" in str(refused.value)
     assert "secretvalue" not in str(refused.value)
+
+
+class SdkSpelledBot(SlackBot):
+    """A bot whose `api_base_url` is written as slack-sdk spells a base URL, with the `/api/` path."""
+
+    def spec(self, slack: FakeSlack) -> dict[str, Any]:
+        return {**super().spec(slack), "api_base_url": f"{slack.url}/api/"}
+
+
+async def test_an_api_base_url_with_the_sdks_api_path_connects_and_answers(slack: FakeSlack, sqlite_url: str) -> None:
+    bot = SdkSpelledBot(app=slack.add_app("helper"))
+    alice = slack.add_user("alice", real_name="Alice")
+    dm = slack.open_dm(alice, bot.app)
+    async with running_gateway(slack, [bot], database_url=sqlite_url, redis_url=None, model=echoes()):
+        await slack.user_says(dm, alice, "hello")
+        await slack.wait_for(lambda: slack.texts(dm, by=bot.app) == ["echo: hello"])

@@ -14,10 +14,11 @@ import pytest
 from sqlalchemy import select, update
 from typer.testing import CliRunner
 
+from gateway.approvals.store import Approvals
 from gateway.cli.main import app
 from gateway.server.app import Gateway, Tuning
 from storage.db import Database
-from storage.models import ParkedRunRow
+from storage.models import ApprovalRow, ParkedRunRow
 from tests.fakes.telegram import FakeTelegram
 from tests.gated_tools import deploy_registry
 from tests.harness import FAST, TelegramBot, running_gateway
@@ -336,3 +337,23 @@ async def test_the_audit_lists_decisions(telegram: FakeTelegram, sqlite_url: str
     monkeypatch.setenv("DATABASE_URL", sqlite_url)
     output = await asyncio.to_thread(lambda: CliRunner().invoke(app, ["approvals"]).output)
     assert 'approved deploy_service({"service": "web"}) asked by Alice, by Alice at' in output
+
+
+async def test_the_swap_itself_refuses_an_approval_past_the_expiry(telegram: FakeTelegram, database_url: str) -> None:
+    """A click that looked before the expiry and swaps after it is refused by the compare-and-swap too."""
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with awaiting_decision(telegram, database_url, chat=chat, asker=alice, text="deploy web",
+                                 tuning=NO_SWEEP) as pending:
+        await make_overdue(database_url)
+        db = Database(database_url)
+        try:
+            async with db.session() as session:
+                approval_id = (await session.execute(select(ApprovalRow.id))).scalar_one()
+            store = Approvals(db)
+            assert await store.decide(approval_id, "approved", "Alice") is None
+            expired = await store.decide(approval_id, "expired", None)
+        finally:
+            await db.close()
+    assert expired is not None and expired.status == "expired"
+    assert pending.executed == [] and await approval_statuses(database_url) == ["expired"]

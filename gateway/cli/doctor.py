@@ -81,9 +81,12 @@ async def check_bot(index: int, bot: BotSpec, secrets: SecretSource) -> Check:
 
 async def check_model(name: str, models: ModelResolver) -> Check:
     subject = f"model {name}"
+    problem = models.problem(name)
+    if problem is not None:  # an unknown provider, an unset key: in the words `gateway check` uses
+        return Check(ok=False, subject=subject, text=problem.message)
     try:
         model = models.resolve(name)
-    except Exception as exc:  # an unknown provider, a missing key: the library's own words name the fix
+    except Exception as exc:  # what only building the model finds: the library's own words name the fix
         return Check(ok=False, subject=subject, text=f"{type(exc).__name__}: {exc}")
     if model.base_url is None:
         return Check(ok=True, subject=subject, text=f"{model.system} runs in this process; nothing to reach")

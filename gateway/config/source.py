@@ -37,6 +37,9 @@ class ConfigSource:
     def read(cls, path: Path) -> ConfigSource:
         try:
             text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise SourceError(f"{path}: no such file; write one with `gateway init -c {path}`, or copy "
+                              "examples/gateway.yaml") from None
         except OSError as exc:
             raise SourceError(f"{path}: cannot read ({exc.strerror})") from None
         loader = yaml.SafeLoader(text)
