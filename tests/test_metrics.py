@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.pipeline.metrics import Backlog, GatewayMetrics
@@ -130,34 +131,21 @@ async def test_a_slack_429_is_counted_by_method(slack: FakeSlack, sqlite_url: st
     assert trouble("slack", "chat.postMessage", "error") not in found
 
 
-async def test_a_mattermost_429_is_counted_by_method(mattermost: FakeMattermost, sqlite_url: str) -> None:
+@pytest.mark.parametrize(("status", "kind", "other"), [(429, "rate_limited", "error"), (500, "error", "rate_limited")])
+async def test_a_failed_mattermost_call_is_counted_by_method_and_kind(mattermost: FakeMattermost, sqlite_url: str,
+                                                                      status: int, kind: str, other: str) -> None:
     bot = MattermostBot()
     bot.register(mattermost)
     alice = mattermost.add_user("alice")
     dm = mattermost.direct_channel(alice, bot.user)
-    mattermost.fail_next("create_post", 429, headers={"Retry-After": "0"})
+    mattermost.fail_next("create_post", status, headers={"Retry-After": "0"} if status == 429 else None)
     async with mattermost_harness.running_gateway(mattermost, [bot], database_url=sqlite_url,
                                                   model=echoes()) as gateway:
         await mattermost.user_posts(dm, alice, "hi")
         await mattermost.wait_for(lambda: [p["message"] for p in mattermost.posts(dm, user=bot.user)] == ["echo: hi"])
         found = samples(await scrape(gateway.url))
-    assert found[trouble("mattermost", "POST /posts", "rate_limited")] == 1
-    assert trouble("mattermost", "POST /posts", "error") not in found
-
-
-async def test_a_failed_mattermost_call_is_counted_as_an_error(mattermost: FakeMattermost, sqlite_url: str) -> None:
-    bot = MattermostBot()
-    bot.register(mattermost)
-    alice = mattermost.add_user("alice")
-    dm = mattermost.direct_channel(alice, bot.user)
-    mattermost.fail_next("create_post", 500)
-    async with mattermost_harness.running_gateway(mattermost, [bot], database_url=sqlite_url,
-                                                  model=echoes()) as gateway:
-        await mattermost.user_posts(dm, alice, "hi")
-        await mattermost.wait_for(lambda: [p["message"] for p in mattermost.posts(dm, user=bot.user)] == ["echo: hi"])
-        found = samples(await scrape(gateway.url))
-    assert found[trouble("mattermost", "POST /posts", "error")] == 1
-    assert trouble("mattermost", "POST /posts", "rate_limited") not in found
+    assert found[trouble("mattermost", "POST /posts", kind)] == 1
+    assert trouble("mattermost", "POST /posts", other) not in found
 
 
 README = Path(__file__).parent.parent / "README.md"
