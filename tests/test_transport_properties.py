@@ -66,8 +66,10 @@ async def conversation(chat: Chat, database_url: str) -> AsyncIterator[tuple[Gat
 
 
 async def still_answers(chat: Chat) -> None:
+    """A valid message after the examples is answered: once the turns the accepted examples queued in its
+    conversation are done, which on a busy machine can take a while (the bound is on the wait, not a figure)."""
     said = await chat.says(chat.dm, "still there?")
-    await chat.wait_for(lambda: chat.answers(chat.dm, said)[-1:] == ["echo: still there?"], timeout=15)
+    await chat.wait_for(lambda: chat.answers(chat.dm, said)[-1:] == ["echo: still there?"], timeout=90)
 
 
 async def seeds_of(database_url: str) -> list[dict[str, Any]]:
