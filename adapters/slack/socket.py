@@ -10,8 +10,10 @@ Reconnecting after a failure (with backoff) belongs to the supervisor.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -24,6 +26,8 @@ log = logging.getLogger(__name__)
 HEARTBEAT = 30.0
 """Seconds between our pings; a connection whose pong does not come back is closed."""
 PAYLOAD_TYPES = frozenset({"events_api", "interactive", "slash_commands"})
+MAX_IN_FLIGHT = 64
+"""Envelopes handled or waiting at once on one connection, before reading pauses."""
 
 Handle = Callable[[Mapping[str, Any]], Awaitable[None]]
 
@@ -62,31 +66,43 @@ class SocketModeRefused(Exception):
 async def hold_socket(session: aiohttp.ClientSession, url: str, handle: Handle, *, bot_id: str) -> str:
     """Read envelopes until the connection ends; returns why: a `disconnect` reason, or "closed".
 
-    `handle` receives each envelope's payload; the acknowledgement is sent only after it returned,
-    so an envelope whose handling failed (the exception ends the connection) is redelivered by Slack.
+    `handle` receives each envelope's payload; the acknowledgement is sent only after it returned, so an
+    envelope whose handling failed (the exception ends the connection) is redelivered by Slack. Envelopes of
+    different channels are handled at once, those of one channel in the order they came (`InOrder`), so one
+    slow commit does not hold up every acknowledgement behind it.
 
     Raises:
         SocketModeRefused: Slack disabled Socket Mode for the app (`link_disabled`).
     """
     async with session.ws_connect(url, heartbeat=HEARTBEAT, autoping=True) as socket:
-        async for message in socket:
-            if message.type == aiohttp.WSMsgType.ERROR:
-                return f"error: {socket.exception()}"
-            if message.type != aiohttp.WSMsgType.TEXT:
-                continue
-            try:
-                envelope = read_json_object(message.data, "socket mode frame")
-            except MalformedPayload as exc:  # no envelope id to acknowledge: kept as rejected, and read on
-                await handle(unreadable_frame(message.data, str(exc)))
-                continue
-            reason = await _dispatch(socket, envelope, handle, bot_id)
-            if reason is not None:
-                return reason
+        try:
+            async with asyncio.TaskGroup() as group:
+                return await _read(socket, InOrder(group), handle, bot_id)
+        except* SocketModeRefused as refused:
+            raise refused.exceptions[0] from None
+        except* Exception as failed:  # the first failure ends the connection: nothing after it was acknowledged
+            raise failed.exceptions[0] from None
+
+
+async def _read(socket: aiohttp.ClientWebSocketResponse, order: InOrder, handle: Handle, bot_id: str) -> str:
+    async for message in socket:
+        if message.type == aiohttp.WSMsgType.ERROR:
+            return f"error: {socket.exception()}"
+        if message.type != aiohttp.WSMsgType.TEXT:
+            continue
+        try:
+            envelope = read_json_object(message.data, "socket mode frame")
+        except MalformedPayload as exc:  # no envelope id to acknowledge: kept as rejected, and read on
+            await order.submit("", partial(handle, unreadable_frame(message.data, str(exc))))
+            continue
+        reason = await _dispatch(socket, envelope, handle, order, bot_id)
+        if reason is not None:
+            return reason
     return "closed"
 
 
 async def _dispatch(socket: aiohttp.ClientWebSocketResponse, envelope: Mapping[str, Any], handle: Handle,
-                    bot_id: str) -> str | None:
+                    order: InOrder, bot_id: str) -> str | None:
     """Handle one frame; a `disconnect` frame's reason ends the connection.
 
     An envelope that carries no readable payload is handed on as unreadable (kept as rejected) and
@@ -102,9 +118,53 @@ async def _dispatch(socket: aiohttp.ClientWebSocketResponse, envelope: Mapping[s
         return reason
     elif envelope_id := envelope.get("envelope_id"):
         payload = envelope.get("payload")
-        if kind in PAYLOAD_TYPES:
-            await handle(payload if isinstance(payload, Mapping)
-                         else unreadable_frame(repr(payload), f"{kind} envelope whose payload is not an object"))
-        await socket.send_json({"envelope_id": envelope_id})
+
+        async def handle_and_ack() -> None:
+            if kind in PAYLOAD_TYPES:
+                await handle(payload if isinstance(payload, Mapping)
+                             else unreadable_frame(repr(payload), f"{kind} envelope whose payload is not an object"))
+            await socket.send_json({"envelope_id": envelope_id})
+        await order.submit(_channel_of(payload), handle_and_ack)
     return None
 
+
+class InOrder:
+    """Runs work in `group`: work of one key after the work of that key before it, other keys' at the same time.
+
+    The first work to fail ends the group, which cancels the rest before any of it runs on: a message is never
+    committed, nor acknowledged, ahead of an earlier one of its channel. At most `MAX_IN_FLIGHT` run or wait at
+    once; `submit` waits for a slot, so reading pauses.
+    """
+
+    def __init__(self, group: asyncio.TaskGroup) -> None:
+        self._group = group
+        self._last: dict[str, asyncio.Task[None]] = {}
+        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+
+    async def submit(self, key: str, work: Callable[[], Awaitable[None]]) -> None:
+        await self._slots.acquire()
+        task = self._group.create_task(self._after(self._last.get(key), work))
+        self._last[key] = task
+        task.add_done_callback(lambda done: self._done(key, done))
+
+    async def _after(self, previous: asyncio.Task[None] | None, work: Callable[[], Awaitable[None]]) -> None:
+        if previous is not None:
+            await asyncio.wait({previous})  # a failure there cancels this task first (the group's own callback)
+        await work()
+
+    def _done(self, key: str, task: asyncio.Task[None]) -> None:
+        self._slots.release()
+        if self._last.get(key) is task:
+            del self._last[key]
+
+
+def _channel_of(payload: Any) -> str:
+    """The channel an envelope's payload belongs to (an event's, or the clicked message's); "" when it names none."""
+    if not isinstance(payload, Mapping):
+        return ""
+    event, channel = payload.get("event"), payload.get("channel")
+    if isinstance(event, Mapping) and isinstance(event.get("channel"), str):
+        return event["channel"]
+    if isinstance(channel, Mapping) and isinstance(channel.get("id"), str):
+        return channel["id"]
+    return payload.get("channel_id") if isinstance(payload.get("channel_id"), str) else ""
