@@ -105,7 +105,7 @@ async def test_any_polled_telegram_update_moves_the_offset_on(sqlite_url: str) -
                 update = {**payload, "update_id": update_id} if isinstance(payload, dict) \
                     else {"update_id": update_id, "message": payload}
                 await fake.push_update(chat.bot.token, update)
-                await fake.wait_for(lambda: max(offsets(fake)) > update_id)
+                await fake.wait_for(lambda: max(offsets(fake)) > update_id, timeout=30)  # a busy machine is slow
 
             await run_property(asyncio.get_running_loop(), seeds, send)
             await still_answers(chat)
@@ -146,7 +146,7 @@ async def test_any_socket_mode_envelope_is_acked_on_a_connection_that_holds(sqli
                 envelope_id = f"env-{next(ids)}"
                 await fake.send_frame(app, json.dumps({"envelope_id": envelope_id, "type": envelope_kind(payload),
                                                        "payload": payload}))
-                await fake.wait_for(lambda: envelope_id in app.acked)
+                await fake.wait_for(lambda: envelope_id in app.acked, timeout=30)  # a busy machine is slow
                 assert len(app.connected_at) == 1, "the connection held"
 
             await run_property(asyncio.get_running_loop(), seeds, send)
