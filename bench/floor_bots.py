@@ -20,6 +20,8 @@ from telegram.request import HTTPXRequest
 
 from bench.models import instant_model
 
+FLOOR_PLATFORMS = ("telegram",)
+"""Platforms with floors of their own; `bench.ratio` runs the Telegram floors for the others."""
 HISTORY_TURNS = 50
 """`agents[].history_turns`' default: the window the gateway sends the model."""
 PLACEHOLDER = "…"
@@ -55,6 +57,7 @@ def build(kind: str, url: str, token: str, username: str) -> Application:  # typ
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--platform", choices=FLOOR_PLATFORMS, default="telegram")
     parser.add_argument("--kind", choices=("echo", "llm"), required=True)
     parser.add_argument("--url", required=True)
     parser.add_argument("--token", required=True)
