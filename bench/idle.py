@@ -19,7 +19,7 @@ from bench._common import sqlite_database
 from bench.process import cpu_seconds, rss_mib, spawn, stop
 from bench.watch import Watch
 
-CONNECTED = {"telegram": "polling", "slack": "holding its socket", "mattermost": "holding its event stream"}
+CONNECTED = {"telegram": "polling", "slack": "holding their sockets", "mattermost": "holding their event streams"}
 KINDS = {"telegram": "Telegram bots (30 s long polls)", "slack": "Slack Socket Mode apps",
          "mattermost": "Mattermost WebSocket bots"}
 

@@ -28,7 +28,7 @@ class MattermostWatch(MattermostSandbox):
             made.append(BenchBot(token=token, username=username, account=self.add_bot(token, username=username)))
         users = [self.add_user(f"user{n}", first_name=f"User{n}") for n in range(chats)]
         private = chats - chats // 2
-        team = self.add_team("bench", members=[made[0].account, *users])
+        team = self.add_team("bench", members=[*(bot.account for bot in made), *users])
         rooms = [self.direct_channel(user, made[0].account) for user in users[:private]]
         rooms += [self.add_channel(team, f"team-{n}", members=[user, made[0].account])
                   for n, user in enumerate(users[private:])]
