@@ -71,6 +71,8 @@ class Run:
     acks: list[float] = field(default_factory=list)
     exactly_once: int = 0
     strays: int = 0
+    misses: list[str] = field(default_factory=list)
+    """Each message not shown exactly once, with how often it is: `q-000042 (2)`."""
 
     @property
     def cpu_per_message(self) -> float:
@@ -147,6 +149,7 @@ async def run_once(variant: str, args: argparse.Namespace) -> Run:
                 if text.startswith("answer "):
                     counts[text[7:]] = counts.get(text[7:], 0) + 1
             run.exactly_once = sum(1 for t in tags if counts.get(t) == 1)
+            run.misses = [f"{t} ({counts.get(t, 0)})" for t in tags if counts.get(t) != 1]
             run.strays = sum(1 for text in shown if text == PLACEHOLDER)
         finally:
             await stop(process)
@@ -255,7 +258,8 @@ async def main_async(args: argparse.Namespace) -> None:
             run = await run_once(variant, args)
             runs[variant].append(run)
             print(f"  rep {repetition} {variant:>10}: {run.answered}/{run.sent} answered in {run.seconds:.1f} s, "
-                  f"{run.cpu_per_message:.1f} ms CPU/msg, load {os.getloadavg()[0]:.1f}", flush=True)
+                  f"{run.cpu_per_message:.1f} ms CPU/msg, load {os.getloadavg()[0]:.1f}"
+                  + (f"; not shown exactly once: {', '.join(run.misses)}" if run.misses else ""), flush=True)
     if variants:
         table(runs, args.platform)
     for platform, count in (("telegram", args.idle_bots), ("slack", args.idle_slack),
