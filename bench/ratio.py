@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,7 @@ from bench._common import DEFAULT_POSTGRES, machine, percentile, postgres_reacha
 from bench.floor_bots import FLOOR_PLATFORMS
 from bench.idle import idle_bots
 from bench.process import BASELINE, ROOT, cpu_seconds, peak_rss_mib, spawn, stop
-from bench.watch import PLACEHOLDER, BenchBot, BenchChat, Watch
+from bench.watch import ANSWER, PLACEHOLDER, BenchBot, BenchChat, Watch
 from bench.watch_mattermost import MattermostWatch
 from bench.watch_slack import SlackWatch
 from bench.watch_telegram import TelegramWatch
@@ -143,19 +144,20 @@ async def run_once(variant: str, args: argparse.Namespace) -> Run:
             run.sent = len(tags)
             await asyncio.sleep(0.5)  # late duplicates would show now
             run.peak_rss = peak_rss_mib(process.pid)
-            shown = watch.shown(bots[0], chats)
-            counts: dict[str, int] = {}
-            for text in shown:
-                if text.startswith("answer "):
-                    counts[text[7:]] = counts.get(text[7:], 0) + 1
-            run.exactly_once = sum(1 for t in tags if counts.get(t) == 1)
-            run.misses = [f"{t} ({counts.get(t, 0)})" for t in tags if counts.get(t) != 1]
-            run.strays = sum(1 for text in shown if text == PLACEHOLDER)
+            tally(run, watch.shown(bots[0], chats), tags)
         finally:
             await stop(process)
         record = watch.record
         run.signs, run.posts, run.finals, run.acks = record.signs, record.posts, record.final_latencies, record.acks
     return run
+
+
+def tally(run: Run, shown: list[str], tags: list[str]) -> None:
+    """Exactly once: how many of `tags` have exactly one message showing their answer, and which do not."""
+    counts = Counter(text.removeprefix(ANSWER) for text in shown if text.startswith(ANSWER))
+    run.exactly_once = sum(1 for t in tags if counts[t] == 1)
+    run.misses = [f"{t} ({counts[t]})" for t in tags if counts[t] != 1]
+    run.strays = sum(1 for text in shown if text == PLACEHOLDER)
 
 
 async def closed_loop(watch: Watch, bot: BenchBot, chats: list[BenchChat], tag: Callable[[], str], tags: list[str],
