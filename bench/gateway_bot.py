@@ -1,9 +1,12 @@
-"""The gateway as `bench.ratio` runs it: one process, one Telegram bot (polling), the bench's scripted model.
+"""The gateway as `bench.ratio` runs it: one process, one bot per token, the bench's scripted model.
 
-    python -m bench.gateway_bot --url http://127.0.0.1:PORT --token TOKEN[,TOKEN…] --database-url URL [--poll-timeout S]
+    python -m bench.gateway_bot [--platform telegram|slack|mattermost] --url http://127.0.0.1:PORT \
+        --token TOKEN[,TOKEN…] [--app-token XAPP[,XAPP…]] --database-url URL [--poll-timeout S]
 
-Several comma-separated tokens run one bot each on the same agent (the idle-bots figures). Runs until
-SIGTERM/SIGINT; logs at INFO (one line per turn), as `gateway serve` does by default.
+Telegram bots poll; Slack apps use Socket Mode (`--app-token`: each app's app-level token, in the order of
+`--token`); Mattermost bots hold the WebSocket event stream. Several comma-separated tokens run one bot each
+on the same agent (the idle-bots figures). Runs until SIGTERM/SIGINT; logs at INFO (one line per turn), as
+`gateway serve` does by default.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import dataclasses
 import logging
 import signal
 from datetime import timedelta
+from typing import Any
 
 from bench.models import instant_model
 from gateway.agents.models import ModelResolver
@@ -23,22 +27,32 @@ from gateway.server.app import Gateway, Tuning
 
 TUNING = Tuning(worker_lease=timedelta(seconds=10), poll_timeout=1, transport_first_delay=0.1)
 """Defaults, but 1 s long polls like the floors' and a quick first poll."""
+TRANSPORTS = {"telegram": "polling", "slack": "socket", "mattermost": "websocket"}
 
 
-def config(url: str, tokens: list[str]) -> GatewayConfig:
+def bot_spec(platform: str, url: str, n: int) -> dict[str, Any]:
+    """Bot `n`'s entry, its secrets named `BENCH_TOKEN_<n>` (and `BENCH_APP_TOKEN_<n>` on Slack)."""
+    spec = {"name": f"bench{n}", "platform": platform, "token": f"${{BENCH_TOKEN_{n}}}", "api_base_url": url,
+            "transport": TRANSPORTS[platform], "agent": "assistant", "binding": {"rate_limit": None}}
+    return spec | ({"app_token": f"${{BENCH_APP_TOKEN_{n}}}"} if platform == "slack" else {})
+
+
+def config(platform: str, url: str, bots: int) -> GatewayConfig:
     return GatewayConfig.model_validate({
         "agents": [{"name": "assistant", "model": "bench:instant", "instructions": "Answer briefly."}],
-        "bots": [{"name": f"bench{n}", "platform": "telegram", "token": f"${{BENCH_TOKEN_{n}}}",
-                  "api_base_url": url, "transport": "polling", "agent": "assistant",
-                  "binding": {"rate_limit": None}} for n in range(len(tokens))],
+        "bots": [bot_spec(platform, url, n) for n in range(bots)],
         "server": {"host": "127.0.0.1", "port": 0},
     })
 
 
 async def serve(args: argparse.Namespace) -> None:
     tokens = args.token.split(",")
-    gateway_config = config(args.url, tokens)
-    secrets = SecretSource(environ={f"BENCH_TOKEN_{n}": token for n, token in enumerate(tokens)})
+    app_tokens = args.app_token.split(",") if args.app_token else []
+    if args.platform == "slack" and len(app_tokens) != len(tokens):
+        raise SystemExit(f"--app-token: {len(app_tokens)} app tokens for {len(tokens)} Slack apps")
+    gateway_config = config(args.platform, args.url, len(tokens))
+    secrets = SecretSource(environ={f"BENCH_TOKEN_{n}": token for n, token in enumerate(tokens)}
+                           | {f"BENCH_APP_TOKEN_{n}": token for n, token in enumerate(app_tokens)})
     models = ModelResolver(gateway_config.models, secrets, fixed={"bench:instant": instant_model()})
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -53,11 +67,13 @@ async def serve(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--platform", choices=tuple(TRANSPORTS), default="telegram")
     parser.add_argument("--url", required=True)
     parser.add_argument("--token", required=True)
+    parser.add_argument("--app-token", default="", help="Slack: each app's app-level token (xapp-…), comma-separated")
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--poll-timeout", type=int, default=TUNING.poll_timeout,
-                        help="seconds a long poll waits (idle bots: Telegram's usual 30)")
+                        help="seconds a Telegram long poll waits (idle bots: Telegram's usual 30)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO)
     asyncio.run(serve(args))
