@@ -214,7 +214,8 @@ class Gateway:
                     name="sweep: inbox")
         owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         for adapter in self.adapters.values():
-            supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), cache=cache, owner=owner,
+            supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), owner=owner,
+                                    cache=cache if self.settings.redis_url is not None else None,
                                     lease_ttl=tuning.transport_lease_ttl, first_delay=tuning.transport_first_delay,
                                     metrics=self.metrics)
             self._spawn(supervisor.run())

@@ -19,12 +19,13 @@ class Supervisor:
     """Holds a bot's transport under a lease, so one replica at a time connects.
 
     The holder renews its lease every quarter of `lease_ttl`; a standby replica asks for the lease on that
-    same fixed interval, so it takes over within about `lease_ttl` of the holder's death. A failed
+    same fixed interval, so it takes over within about `lease_ttl` of the holder's death. Without a shared `cache`
+    (one process, nobody to hand over to) there is no lease, and an idle bot costs no timer at all. A failed
     connection waits `first_delay`, doubling to `max_delay`, reset after one that stayed healthy: the
     backoff is for failures only, never for waiting as a standby.
     """
 
-    def __init__(self, adapter: Connection, deliver: Deliver, *, cache: Cache, owner: str,
+    def __init__(self, adapter: Connection, deliver: Deliver, *, cache: Cache | None, owner: str,
                  lease_ttl: float = 8.0, first_delay: float = 5.0, max_delay: float = 60.0,
                  healthy_after: float = 60.0, metrics: GatewayMetrics | None = None) -> None:
         self._adapter = adapter
@@ -77,16 +78,19 @@ class Supervisor:
         finally:
             self._metrics.transport(bot, connected=False)
             self._metrics.lease_changed(bot, "lost")
-            await self._cache.release_lease(self._lease, self._owner)
+            if self._cache is not None:
+                await self._cache.release_lease(self._lease, self._owner)
 
     async def _acquire(self) -> None:
         """Wait as a standby until the transport lease is ours, asking on a fixed interval."""
-        while True:
+        while self._cache is not None:
             if await self._cache.acquire_lease(self._lease, self._owner, ttl=self._lease_ttl):
                 return
             await asyncio.sleep(self._lease_ttl / 4)  # another replica's lease: nothing announces its end
 
     async def _hold(self, transport: Transport) -> None:
+        if self._cache is None:
+            return await transport.run_transport(self._deliver)
         running = asyncio.create_task(transport.run_transport(self._deliver))
         try:
             while True:
