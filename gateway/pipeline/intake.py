@@ -47,9 +47,9 @@ class TypingShown:
 class Intake:
     def __init__(self, inbox: Inbox, adapters: Mapping[str, Parser], *, on_accepted: Callable[[], None],
                  answered_in: Callable[[str], Awaitable[bool]], metrics: GatewayMetrics | None = None,
-                 waits: Callable[[str], bool] = lambda _key: False, typing: TypingShown | None = None) -> None:
-        """`waits(conversation_key)`: a message accepted now would queue (every worker slot busy, or its conversation
-        mid-turn); the chat is then shown typing at once, after the commit, without holding up the ack."""
+                 waits: Callable[[], bool] = lambda: False, typing: TypingShown | None = None) -> None:
+        """`waits()`: a message accepted now may wait before its placeholder (`Worker.busy`); the chat is then shown
+        typing at once, after the commit, without holding up the ack."""
         self._waits = waits
         self._typing = typing or TypingShown()
         self._background: set[asyncio.Task[None]] = set()
@@ -91,7 +91,7 @@ class Intake:
             log.info("bot %r: duplicate delivery of %s dropped", bot_name, event.logical_id)
             return "duplicate"
         self._on_accepted()
-        queued = self._waits(conversation.conversation_key)
+        queued = self._waits()
         if queued and isinstance(event, Inbound) and isinstance(adapter, ShowsTyping):
             self._show_typing(adapter, event)
         return "accepted"

@@ -94,10 +94,10 @@ class Worker:
         """The conversation of each running item."""
         self._draining = False
 
-    def busy_with(self, conversation_key: str) -> bool:
-        """A message of this conversation accepted now would wait: no slot is free, or the conversation is mid-turn
-        here."""
-        return len(self._running) >= self._concurrency or conversation_key in self._keys.values()
+    def busy(self) -> bool:
+        """A message accepted now may wait before its placeholder: turns are running here, and its own start queues
+        behind their work (a full set of slots, or its conversation mid-turn, or at saturation the process itself)."""
+        return bool(self._running)
 
     def wake(self) -> None:
         """A new item was accepted in this process: look now instead of at the next poll."""

@@ -189,7 +189,7 @@ class Gateway:
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer,
                              prepare=router.prepare)
         intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in,
-                        metrics=self.metrics, waits=self.worker.busy_with, typing=typing)
+                        metrics=self.metrics, waits=self.worker.busy, typing=typing)
 
         def signed_in() -> dict[str, bool]:
             return {name: adapter.identity is not None for name, adapter in self.adapters.items()}
