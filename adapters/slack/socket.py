@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 
 from adapters.base import Deliver, MalformedPayload, PlatformConfigError
+from adapters.ordering import InOrder
 from adapters.wire import read_json_object, unreadable_frame
 
 log = logging.getLogger(__name__)
@@ -26,8 +27,6 @@ log = logging.getLogger(__name__)
 HEARTBEAT = 30.0
 """Seconds between our pings; a connection whose pong does not come back is closed."""
 PAYLOAD_TYPES = frozenset({"events_api", "interactive", "slash_commands"})
-MAX_IN_FLIGHT = 64
-"""Envelopes handled or waiting at once on one connection, before reading pauses."""
 
 Handle = Callable[[Mapping[str, Any]], Awaitable[None]]
 
@@ -126,36 +125,6 @@ async def _dispatch(socket: aiohttp.ClientWebSocketResponse, envelope: Mapping[s
             await socket.send_json({"envelope_id": envelope_id})
         await order.submit(_channel_of(payload), handle_and_ack)
     return None
-
-
-class InOrder:
-    """Runs work in `group`: work of one key after the work of that key before it, other keys' at the same time.
-
-    The first work to fail ends the group, which cancels the rest before any of it runs on: a message is never
-    committed, nor acknowledged, ahead of an earlier one of its channel. At most `MAX_IN_FLIGHT` run or wait at
-    once; `submit` waits for a slot, so reading pauses.
-    """
-
-    def __init__(self, group: asyncio.TaskGroup) -> None:
-        self._group = group
-        self._last: dict[str, asyncio.Task[None]] = {}
-        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
-
-    async def submit(self, key: str, work: Callable[[], Awaitable[None]]) -> None:
-        await self._slots.acquire()
-        task = self._group.create_task(self._after(self._last.get(key), work))
-        self._last[key] = task
-        task.add_done_callback(lambda done: self._done(key, done))
-
-    async def _after(self, previous: asyncio.Task[None] | None, work: Callable[[], Awaitable[None]]) -> None:
-        if previous is not None:
-            await asyncio.wait({previous})  # a failure there cancels this task first (the group's own callback)
-        await work()
-
-    def _done(self, key: str, task: asyncio.Task[None]) -> None:
-        self._slots.release()
-        if self._last.get(key) is task:
-            del self._last[key]
 
 
 def _channel_of(payload: Any) -> str:

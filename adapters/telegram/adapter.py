@@ -37,6 +37,7 @@ from adapters.base import (
     VerificationError,
     too_large,
 )
+from adapters.ordering import InOrder
 from adapters.protocols import WebhookRoute
 from adapters.telegram.clients import bot_requests
 from adapters.telegram.directory import Call, TelegramDirectory
@@ -347,7 +348,8 @@ class Polling:
         """Poll until cancelled.
 
         Updates are fetched as raw JSON so that one unreadable update reaches the parser (and is kept
-        as rejected) instead of failing the whole batch inside `Bot.get_updates`.
+        as rejected) instead of failing the whole batch inside `Bot.get_updates`. A batch's updates of different
+        chats are committed at once, one chat's in order (`InOrder`); the next poll confirms them all.
         """
         await self._call("deleteWebhook", lambda: self._bot.delete_webhook(drop_pending_updates=False))
         offset: int | None = None
@@ -360,10 +362,14 @@ class Polling:
                 updates = await self._call("getUpdates", poll)
             except TimedOut:
                 continue
+            async with asyncio.TaskGroup() as group:  # a failure ends polling, the batch unconfirmed
+                order = InOrder(group)
+                for update in updates:
+                    readable = isinstance(update, Mapping)
+                    await order.submit(_chat_of(update), partial(
+                        deliver, update if readable else unreadable_frame(repr(update), "update is not an object")))
             for update in updates:
-                readable = isinstance(update, Mapping)
-                await deliver(update if readable else unreadable_frame(repr(update), "update is not an object"))
-                offset = _next_offset(offset, update.get("update_id") if readable else None)
+                offset = _next_offset(offset, update.get("update_id") if isinstance(update, Mapping) else None)
 
 
 def _next_offset(offset: int | None, update_id: Any) -> int | None:
@@ -376,6 +382,17 @@ def _next_offset(offset: int | None, update_id: Any) -> int | None:
     if isinstance(update_id, int) and not isinstance(update_id, bool) and 0 <= update_id < MAX_UPDATE_ID:
         return max(offset or 0, update_id + 1)
     return offset + 1 if offset is not None else None
+
+
+def _chat_of(update: Any) -> str:
+    """The chat an update belongs to (a message's, or a clicked card's); "" when it names none."""
+    if not isinstance(update, Mapping):
+        return ""
+    query = update.get("callback_query")
+    message = update.get("message") or (query.get("message") if isinstance(query, Mapping) else None)
+    chat = message.get("chat") if isinstance(message, Mapping) else None
+    chat_id = chat.get("id") if isinstance(chat, Mapping) else None
+    return str(chat_id) if isinstance(chat_id, int | str) else ""
 
 
 def _buttons(card: ApprovalCard) -> InlineKeyboardMarkup:

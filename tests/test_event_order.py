@@ -1,4 +1,4 @@
-"""Socket Mode envelopes of different channels are handled at once, one channel's in the order they came."""
+"""A transport's events of different conversations are handled at once, one conversation's in the order they came."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from adapters.slack import socket
-from adapters.slack.socket import InOrder
+from adapters import ordering
+from adapters.ordering import InOrder
 
 
 async def test_a_slow_channel_holds_up_only_its_own_envelopes() -> None:
@@ -50,7 +50,7 @@ async def test_after_a_failure_the_channel_handles_nothing_more_and_the_connecti
 
 
 async def test_reading_pauses_once_the_envelopes_in_flight_reach_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(socket, "MAX_IN_FLIGHT", 2)
+    monkeypatch.setattr(ordering, "MAX_IN_FLIGHT", 2)
     release = asyncio.Event()
 
     async def blocked() -> None:
