@@ -90,8 +90,6 @@ class Worker:
         self._idle_poll = idle_poll
         self._wake = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
-        self._keys: dict[int, str] = {}
-        """The conversation of each running item."""
         self._draining = False
 
     def busy(self) -> bool:
@@ -143,7 +141,6 @@ class Worker:
             self._claims_failing = False
         self._maybe_more = len(items) >= free
         for item in items:
-            self._keys[item.id] = item.conversation_key
             self._running[item.id] = asyncio.create_task(self._process(item), name=f"turn {item.id}")
 
     async def _process(self, item: InboxItem) -> None:
@@ -162,7 +159,6 @@ class Worker:
                                               unknown=True)
         finally:
             self._running.pop(item.id, None)
-            self._keys.pop(item.id, None)
             # Claim again only when something may wait: the next message of this conversation, or items no free
             # slot took. Anything else accepted here woke the worker itself; other replicas' leftovers wait for
             # the idle poll, as before.
