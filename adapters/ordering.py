@@ -4,23 +4,35 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 MAX_IN_FLIGHT = 64
 """Events handled or waiting at once on one connection, before reading pauses."""
 
 
 class InOrder:
-    """Runs work in `group`: work of one key after the work of that key before it, other keys' at the same time.
+    """`async with InOrder() as order`: work of one key after the work of that key before it, other keys' at the
+    same time; leaving the block waits for all of it.
 
-    The first work to fail ends the group, which cancels the rest before any of it runs on: a message is never
-    committed, nor acknowledged, ahead of an earlier one of its conversation. At most `MAX_IN_FLIGHT` run or wait at
-    once; `submit` waits for a slot, so reading pauses.
+    The first work to fail cancels the rest before any of it runs on (a message is never committed, nor
+    acknowledged, ahead of an earlier one of its conversation), and leaving the block raises that failure itself.
+    At most `MAX_IN_FLIGHT` run or wait at once; `submit` waits for a slot, so reading pauses.
     """
 
-    def __init__(self, group: asyncio.TaskGroup) -> None:
-        self._group = group
+    def __init__(self) -> None:
+        self._group = asyncio.TaskGroup()
         self._last: dict[str, asyncio.Task[None]] = {}
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+
+    async def __aenter__(self) -> InOrder:
+        await self._group.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        try:
+            await self._group.__aexit__(*exc_info)
+        except ExceptionGroup as failed:  # the caller sees the first failure, as it would without the group
+            raise failed.exceptions[0] from None
 
     async def submit(self, key: str, work: Callable[[], Awaitable[None]]) -> None:
         await self._slots.acquire()

@@ -10,7 +10,6 @@ Reconnecting after a failure (with backoff) belongs to the supervisor.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
@@ -73,14 +72,9 @@ async def hold_socket(session: aiohttp.ClientSession, url: str, handle: Handle, 
     Raises:
         SocketModeRefused: Slack disabled Socket Mode for the app (`link_disabled`).
     """
-    async with session.ws_connect(url, heartbeat=HEARTBEAT, autoping=True) as socket:
-        try:
-            async with asyncio.TaskGroup() as group:
-                return await _read(socket, InOrder(group), handle, bot_id)
-        except* SocketModeRefused as refused:
-            raise refused.exceptions[0] from None
-        except* Exception as failed:  # the first failure ends the connection: nothing after it was acknowledged
-            raise failed.exceptions[0] from None
+    # The first failure ends the connection: nothing after it is acknowledged.
+    async with session.ws_connect(url, heartbeat=HEARTBEAT, autoping=True) as socket, InOrder() as order:
+        return await _read(socket, order, handle, bot_id)
 
 
 async def _read(socket: aiohttp.ClientWebSocketResponse, order: InOrder, handle: Handle, bot_id: str) -> str:

@@ -362,8 +362,7 @@ class Polling:
                 updates = await self._call("getUpdates", poll)
             except TimedOut:
                 continue
-            async with asyncio.TaskGroup() as group:  # a failure ends polling, the batch unconfirmed
-                order = InOrder(group)
+            async with InOrder() as order:  # a failure ends polling, the batch unconfirmed
                 for update in updates:
                     readable = isinstance(update, Mapping)
                     await order.submit(_chat_of(update), partial(
