@@ -7,16 +7,15 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 from adapters.base import ApprovalClick, Deliver, Inbound, MalformedPayload
 from adapters.protocols import FollowsThreads, Parser, ShowsTyping
 from gateway.pipeline.inbox import Inbox
-from gateway.pipeline.metrics import GatewayMetrics
+from gateway.pipeline.metrics import AckOutcome, GatewayMetrics
 
 log = logging.getLogger(__name__)
 
-IntakeResult = Literal["accepted", "duplicate", "ignored", "rejected"]
 KEY_LIMIT = 512
 """Characters of the inbox's `logical_id` and `conversation_key` columns."""
 TYPING_LASTS = 4.0
@@ -59,7 +58,7 @@ class Intake:
         self._on_accepted = on_accepted
         self._answered_in = answered_in
 
-    async def deliver(self, bot_name: str, payload: Mapping[str, Any]) -> IntakeResult:
+    async def deliver(self, bot_name: str, payload: Mapping[str, Any]) -> AckOutcome:
         """Returns once the event is durable (or deliberately dropped); only then may the platform be acked.
 
         Nothing here raises on platform data: a payload the parser cannot read, or whose identity the
@@ -70,7 +69,7 @@ class Intake:
         self._metrics.acked(bot_name, outcome)
         return outcome
 
-    async def _deliver(self, bot_name: str, payload: Mapping[str, Any]) -> IntakeResult:
+    async def _deliver(self, bot_name: str, payload: Mapping[str, Any]) -> AckOutcome:
         adapter = self._adapters[bot_name]
         try:
             event = adapter.parse(payload)

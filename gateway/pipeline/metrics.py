@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
@@ -11,7 +12,9 @@ from prometheus_client.exposition import generate_latest
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0)
 """Seconds: a placeholder is up in a fraction of one, a tool-heavy answer takes minutes."""
-ACK_OUTCOMES = ("accepted", "duplicate", "ignored", "rejected")
+AckOutcome = Literal["accepted", "duplicate", "ignored", "rejected"]
+"""What became of a payload a transport handed in, when it was acknowledged."""
+ACK_OUTCOMES: tuple[AckOutcome, ...] = get_args(AckOutcome)
 REFUSALS = ("allowlist", "rate_limit")
 TURN_OUTCOMES = ("answered", "parked", "failed")
 LEASE_CHANGES = ("acquired", "lost")
@@ -91,7 +94,7 @@ class GatewayMetrics:
     def received(self, bot: str) -> None:
         self._received.labels(*self._of(bot)).inc()
 
-    def acked(self, bot: str, outcome: str) -> None:
+    def acked(self, bot: str, outcome: AckOutcome) -> None:
         self._acked.labels(*self._of(bot), outcome).inc()
 
     def refused(self, bot: str, reason: str) -> None:
