@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from sqlalchemy import select, update
@@ -39,3 +40,18 @@ async def make_overdue(database_url: str) -> None:
                                   .values(expires_at=utcnow() - timedelta(minutes=1)))
     finally:
         await db.close()
+
+
+async def until_done(database_url: str, count: int) -> None:
+    """Wait (through a second engine, not counted) until `count` inbox items are done."""
+    observer = Database(database_url)
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                async with observer.session() as session:
+                    done = (await session.execute(select(InboxRow.id).where(InboxRow.status == "done"))).all()
+                if len(done) >= count:
+                    return
+                await asyncio.sleep(0.02)
+    finally:
+        await observer.close()

@@ -18,9 +18,9 @@ from sqlalchemy.util import await_only
 from storage.db import Database
 from storage.models import ConversationRow, MessageRow, utcnow
 from tests.fakes.telegram import FakeTelegram
-from tests.harness import TelegramBot, ask, running_gateway
+from tests.harness import QUIET, TelegramBot, ask, running_gateway
+from tests.records import until_done
 from tests.scripted import echoes
-from tests.test_turn_transactions import QUIET, until_done
 
 FEW, MANY = 60, 3000
 """Stored turns in the two conversations: both more than the history window (50), so both read a full window."""

@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
-from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import event, select
@@ -20,13 +19,12 @@ from gateway.server.app import Gateway
 from storage.db import Database
 from storage.models import InboxRow, MessageRow, RunRow
 from tests.fakes.telegram import FakeTelegram
-from tests.harness import FAST, TelegramBot, ask, running_gateway
+from tests.harness import QUIET, TelegramBot, ask, running_gateway
+from tests.records import until_done
 from tests.scripted import echoes
 
 PLAIN_TURN_TRANSACTIONS = 4
 """The accept, the claim, the turn's start (user turn, history, run, placeholder) and its end (answer, run, item)."""
-QUIET = replace(FAST, idle_poll=600.0, worker_lease=timedelta(seconds=600), expiry_interval=600.0)
-"""No idle claims nor lease renewals inside the counted window: only what the turn itself causes."""
 
 
 @dataclass
@@ -68,21 +66,6 @@ def counting(gateway: Gateway) -> Iterator[Counted]:
         event.remove(engine, "begin", begin)
         event.remove(engine, "commit", commit)
         event.remove(engine, "before_cursor_execute", statement)
-
-
-async def until_done(database_url: str, count: int) -> None:
-    """Wait (through a second engine, not counted) until `count` inbox items are done."""
-    observer = Database(database_url)
-    try:
-        async with asyncio.timeout(10):
-            while True:
-                async with observer.session() as session:
-                    done = (await session.execute(select(InboxRow.id).where(InboxRow.status == "done"))).all()
-                if len(done) >= count:
-                    return
-                await asyncio.sleep(0.02)
-    finally:
-        await observer.close()
 
 
 async def test_a_plain_turn_costs_at_most_four_transactions(telegram: FakeTelegram, database_url: str) -> None:
