@@ -15,8 +15,11 @@ import argparse
 import asyncio
 import dataclasses
 import logging
+import os
 import signal
+import sys
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from bench.models import instant_model
@@ -62,7 +65,23 @@ async def serve(args: argparse.Namespace) -> None:
     tuning = dataclasses.replace(TUNING, poll_timeout=args.poll_timeout)
     async with Gateway(gateway_config, settings, secrets=secrets, models=models, tuning=tuning):
         print("ready", flush=True)
+        spy = await sampled(os.environ.get("BENCH_PYSPY"))
         await stop.wait()
+        if spy is not None:  # py-spy writes its stacks when interrupted
+            spy.send_signal(signal.SIGINT)
+            await spy.wait()
+
+
+async def sampled(folder: str | None) -> asyncio.subprocess.Process | None:
+    """With `BENCH_PYSPY=folder`: py-spy samples this process (collapsed stacks, native frames off) until it stops;
+    its own CPU is counted in the process tree, so read the figures of such a run for the profile only."""
+    if not folder:
+        return None
+    out = Path(folder) / f"gateway-{os.getpid()}.txt"
+    return await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(os.getpid()), "--rate", "250",
+        "--format", "raw", "--nonblocking", *os.environ.get("BENCH_PYSPY_FLAGS", "").split(), "-o", str(out), stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL)
 
 
 def main() -> None:
