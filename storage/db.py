@@ -1,4 +1,11 @@
-"""The async engine and the one transaction helper every query goes through."""
+"""The engines and the two transaction helpers every query goes through.
+
+`transaction()` runs async work on the async engine (AsyncSession): the stores' general path. `run()` runs a
+synchronous function of a plain `Session` as one transaction on a worker thread, on a synchronous engine to the same
+database: the path of every statement a plain turn makes (intake, claim, the turn's start and end). Measured on this
+code, a one-statement transaction costs 1.3 ms of CPU through the async session (a greenlet switch and a driver
+thread hop per statement) against 0.1 to 0.25 ms with the sync engine on SQLite, and the turn makes seventeen.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +14,18 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from sqlalchemy import event
+from sqlalchemy import create_engine, event
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.orm import Session, sessionmaker
 
 from storage.models import Base
 
@@ -28,6 +38,10 @@ _CONNECTION_BACKOFF = 0.1
 """Doubling from here, five tries span about three seconds: a pool reconnect or a quick restart, no more."""
 _CONNECTION_LOST = ("08", "57P01", "57P02", "57P03")
 """SQLSTATE class 08 (connection exception) and the shutdown codes a restarting server sends."""
+_SYNC_DRIVERS = {"sqlite+aiosqlite": "sqlite+pysqlite", "postgresql+psycopg": "postgresql+psycopg",
+                 "postgresql+psycopg_async": "postgresql+psycopg"}
+"""The synchronous driver `run()` uses for each async one: the same library underneath (sqlite3, psycopg 3)."""
+_POOL_SIZE = 10
 
 
 class Database:
@@ -36,9 +50,18 @@ class Database:
     def __init__(self, url: str, **engine_options: Any) -> None:
         self.url = url
         self.engine: AsyncEngine = create_async_engine(url, **_defaults(url), **engine_options)
+        self.sync_engine: Engine | None = _sync_engine(url, engine_options)
+        """`run()`'s engine: the same database through the same library's synchronous driver; None for an in-memory
+        SQLite database, which a second engine would not see (`run()` then takes the async path)."""
         if self.dialect == "sqlite":
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+            if self.sync_engine is not None:
+                event.listen(self.sync_engine, "connect", _sqlite_pragmas)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._sync_sessions = sessionmaker(self.sync_engine, expire_on_commit=False)
+        self._threads = ThreadPoolExecutor(1 if self.dialect == "sqlite" else _POOL_SIZE,
+                                           thread_name_prefix="database")
+        """One thread per pooled connection (SQLite has one writer, so one thread)."""
         self._open: ContextVar[tuple[asyncio.Task[Any] | None, AsyncSession] | None] = ContextVar(
             f"open-transaction-{id(self)}", default=None)
         """The transaction `transaction()` is running in this task, which nested calls join."""
@@ -85,6 +108,44 @@ class Database:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
+    async def run(self, work: Callable[[Session], T], *, urgent: bool = False) -> T:
+        """Run the synchronous `work` in one transaction on a worker thread, again after a conflict or a lost
+        connection (so, as for `transaction()`, it must be safe to run twice).
+
+        Inside a `transaction()` of the same task, `work` joins that transaction instead (through the async
+        session's `run_sync`): what the caller composed still commits as one. `work` only runs statements; it
+        must not touch the event loop."""
+        joined = self._open.get()
+        if joined is not None and joined[0] is asyncio.current_task():
+            return await joined[1].run_sync(work)
+        if self.sync_engine is None:
+            async def in_session(session: AsyncSession) -> T:
+                return await session.run_sync(work)
+            return await self.transaction(in_session, urgent=urgent)
+        loop = asyncio.get_running_loop()
+        for attempt in range(1, _RETRIES + 1):
+            try:
+                async with self._turn(urgent):
+                    running = loop.run_in_executor(self._threads, self._committed, work)
+                    try:
+                        return await asyncio.shield(running)
+                    except asyncio.CancelledError:  # the thread goes on: keep SQLite's turn until it has finished
+                        await asyncio.wait([running])
+                        raise
+            except (OperationalError, DBAPIError) as exc:
+                lost = is_connection_error(exc)
+                if attempt == _RETRIES or not (lost or _conflict(exc)):
+                    raise
+                log.info("%s, retrying (attempt %d): %s", "database connection lost" if lost
+                         else "transient database conflict", attempt, exc.orig)
+                delay = _CONNECTION_BACKOFF * 2 ** (attempt - 1) if lost else _CONFLICT_BACKOFF * attempt
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _committed(self, work: Callable[[Session], T]) -> T:
+        with self._sync_sessions() as session, session.begin():
+            return work(session)
+
     def _turn(self, urgent: bool) -> contextlib.AbstractAsyncContextManager[None]:
         return self._turnstile.turn(urgent) if self._turnstile is not None else contextlib.nullcontext()
 
@@ -101,6 +162,9 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
+        if self.sync_engine is not None:
+            self.sync_engine.dispose()
+        self._threads.shutdown(wait=False)
 
 
 class Turnstile:
@@ -155,6 +219,17 @@ def _defaults(url: str) -> dict[str, Any]:
     if url.startswith("sqlite"):
         return {"connect_args": {"timeout": 30}}
     return {"pool_pre_ping": True, "pool_size": 10, "max_overflow": 10}
+
+
+def _sync_engine(url: str, engine_options: dict[str, Any]) -> Engine | None:
+    parsed = make_url(url)
+    driver = _SYNC_DRIVERS.get(parsed.drivername)
+    if driver is None or (parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")):
+        return None  # `run()` takes the async path
+    options = _defaults(url) | engine_options
+    if parsed.get_backend_name() == "postgresql":
+        options |= {"pool_size": _POOL_SIZE, "max_overflow": 0}
+    return create_engine(parsed.set(drivername=driver), **options)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -46,7 +46,9 @@ def counting_steps() -> Iterator[Steps]:
     steps = Steps()
 
     def connected(_dbapi_connection: Any, record: Any) -> None:
-        await_only(record.driver_connection.set_progress_handler(steps.tick, STEP))
+        handled = record.driver_connection.set_progress_handler(steps.tick, STEP)
+        if handled is not None:  # aiosqlite's connection (`transaction()`); sqlite3's (`run()`) returns None
+            await_only(handled)
 
     event.listen(Engine, "connect", connected)
     try:

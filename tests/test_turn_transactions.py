@@ -36,12 +36,15 @@ class Counted:
 
 @contextmanager
 def counting(gateway: Gateway) -> Iterator[Counted]:
-    assert gateway.db is not None
-    engine = gateway.db.engine.sync_engine
+    assert gateway.db is not None and gateway.db.sync_engine is not None
+    engines = (gateway.db.engine.sync_engine, gateway.db.sync_engine)  # `transaction()`'s and `run()`'s
     counted = Counted()
 
     def in_sweep() -> bool:
-        task = asyncio.current_task()
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # the database's own thread (`Database.run`), where no sweep runs
+            return False
         return task is not None and task.get_name().startswith("sweep")
 
     def begin(_conn: Any) -> None:
@@ -57,15 +60,17 @@ def counting(gateway: Gateway) -> Iterator[Counted]:
         if not in_sweep() and counted.statements:
             counted.statements[-1].append(" ".join(sql.split())[:90])
 
-    event.listen(engine, "begin", begin)
-    event.listen(engine, "commit", commit)
-    event.listen(engine, "before_cursor_execute", statement)
+    for engine in engines:
+        event.listen(engine, "begin", begin)
+        event.listen(engine, "commit", commit)
+        event.listen(engine, "before_cursor_execute", statement)
     try:
         yield counted
     finally:
-        event.remove(engine, "begin", begin)
-        event.remove(engine, "commit", commit)
-        event.remove(engine, "before_cursor_execute", statement)
+        for engine in engines:
+            event.remove(engine, "begin", begin)
+            event.remove(engine, "commit", commit)
+            event.remove(engine, "before_cursor_execute", statement)
 
 
 async def test_a_plain_turn_costs_at_most_four_transactions(telegram: FakeTelegram, database_url: str) -> None:

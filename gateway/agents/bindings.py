@@ -7,8 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from adapters.base import Speaker
 from gateway.config.schema import AgentSpec, BindingSpec, BotSpec, GatewayConfig
@@ -87,23 +88,19 @@ class BindingStore:
         return await self._db.transaction(work)
 
     async def load(self, bot_name: str) -> Binding:
-        """One SELECT (binding, agent and its version's pins joined), and one more per level of delegates; specs
-        are validated once per agent version and binding."""
-        async def work(session: AsyncSession) -> Binding:
-            row = (await session.execute(
-                select(BindingRow.spec, AgentRow.name, AgentRow.version, AgentRow.spec, AgentVersionRow.pins)
-                .join(AgentRow, AgentRow.name == BindingRow.agent_name)
-                .outerjoin(AgentVersionRow, (AgentVersionRow.agent_name == AgentRow.name)
-                           & (AgentVersionRow.version == AgentRow.version))
-                .where(BindingRow.bot_name == bot_name))).first()
-            if row is None:
-                raise UnknownBot(f"no binding for bot {bot_name!r}; run `gateway apply`")
-            binding_spec, name, version, agent_spec, pins = row
-            definition = AgentDefinition(name=name, version=version, spec=self._agent_spec(name, version, agent_spec),
-                                         pins=pins or {})
-            return Binding(bot_name=bot_name, agent=definition, spec=self._binding_spec(bot_name, binding_spec),
-                           delegate_versions=await _reachable(session, definition.pins) if definition.pins else {})
-        return await self._db.transaction(work)
+        return await self._db.run(lambda session: self.read(session, bot_name))
+
+    def read(self, session: Session, bot_name: str) -> Binding:
+        """`load` in the caller's transaction: one SELECT (binding, agent and its version's pins joined), and one
+        more per level of delegates; specs are validated once per agent version and binding."""
+        row = session.execute(_BINDING, {"bot_name": bot_name}).first()
+        if row is None:
+            raise UnknownBot(f"no binding for bot {bot_name!r}; run `gateway apply`")
+        binding_spec, name, version, agent_spec, pins = row
+        definition = AgentDefinition(name=name, version=version, spec=self._agent_spec(name, version, agent_spec),
+                                     pins=pins or {})
+        return Binding(bot_name=bot_name, agent=definition, spec=self._binding_spec(bot_name, binding_spec),
+                       delegate_versions=_reachable(session, definition.pins) if definition.pins else {})
 
     def _agent_spec(self, name: str, version: int, stored: Any) -> AgentSpec:
         key = (name, version)
@@ -130,16 +127,23 @@ class BindingStore:
         return await self._db.transaction(work)
 
 
-async def _reachable(session: AsyncSession, pins: Mapping[str, int]) -> dict[tuple[str, int], AgentDefinition]:
+_BINDING = (select(BindingRow.spec, AgentRow.name, AgentRow.version, AgentRow.spec, AgentVersionRow.pins)
+            .join(AgentRow, AgentRow.name == BindingRow.agent_name)
+            .outerjoin(AgentVersionRow, (AgentVersionRow.agent_name == AgentRow.name)
+                       & (AgentVersionRow.version == AgentRow.version))
+            .where(BindingRow.bot_name == bindparam("bot_name")))
+
+
+def _reachable(session: Session, pins: Mapping[str, int]) -> dict[tuple[str, int], AgentDefinition]:
     """The pinned versions, and the versions they pin in turn, by (name, version)."""
     found: dict[tuple[str, int], AgentDefinition] = {}
     asked: set[tuple[str, int]] = set()
     wanted = set(pins.items())
     while wanted:
         asked |= wanted
-        rows = (await session.execute(select(AgentVersionRow).where(
+        rows = session.execute(select(AgentVersionRow).where(
             AgentVersionRow.agent_name.in_({name for name, _ in wanted}),
-            AgentVersionRow.version.in_({version for _, version in wanted})))).scalars()
+            AgentVersionRow.version.in_({version for _, version in wanted}))).scalars()
         for row in rows:
             if (row.agent_name, row.version) in wanted:
                 found[(row.agent_name, row.version)] = AgentDefinition(

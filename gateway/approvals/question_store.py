@@ -8,6 +8,7 @@ from datetime import datetime
 
 from sqlalchemy import exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from adapters.base import Speaker
 from storage.db import Database
@@ -64,14 +65,7 @@ class DelegateQuestions:
 
     async def pending(self, conversation_key: str, requester_id: str) -> Question | None:
         """The oldest open question this person is asked in this conversation."""
-        async def work(session: AsyncSession) -> Question | None:
-            row = (await session.execute(select(DelegateQuestionRow).where(
-                DelegateQuestionRow.conversation_key == conversation_key,
-                DelegateQuestionRow.requester_id == requester_id, DelegateQuestionRow.status == "pending",
-                DelegateQuestionRow.expires_at > utcnow())
-                .order_by(DelegateQuestionRow.created_at, DelegateQuestionRow.id).limit(1))).scalar_one_or_none()
-            return _question(row) if row is not None else None
-        return await self._db.transaction(work)
+        return await self._db.run(lambda session: pending_question(session, conversation_key, requester_id))
 
     async def answer(self, question_id: int, text: str, speaker: Speaker, message_id: str) -> Question | None:
         """Compare-and-swap a pending question to `answered`, keeping the answer and the message that gave it;
@@ -91,13 +85,7 @@ class DelegateQuestions:
 
     async def answered_with(self, conversation_key: str, message_id: str) -> Question | None:
         """The question a given message already answered (an inbox item retried after a crash)."""
-        async def work(session: AsyncSession) -> Question | None:
-            row = (await session.execute(select(DelegateQuestionRow).where(
-                DelegateQuestionRow.conversation_key == conversation_key,
-                DelegateQuestionRow.answer_message_id == message_id,
-                DelegateQuestionRow.status == "answered").limit(1))).scalar_one_or_none()
-            return _question(row) if row is not None else None
-        return await self._db.transaction(work)
+        return await self._db.run(lambda session: answered_question(session, conversation_key, message_id))
 
     async def expire_due(self) -> list[Question]:
         """Compare-and-swap every question nobody answered in time to `expired`."""
@@ -130,3 +118,22 @@ def _question(row: DelegateQuestionRow) -> Question:
                     tool_call_id=row.tool_call_id, specialist=row.specialist, question=row.question,
                     requester_id=row.requester_id, requester_name=row.requester_name, status=row.status,
                     answer=row.answer, expires_at=row.expires_at)
+
+
+def pending_question(session: Session, conversation_key: str, requester_id: str) -> Question | None:
+    """`DelegateQuestions.pending` in the caller's transaction."""
+    row = session.execute(select(DelegateQuestionRow).where(
+        DelegateQuestionRow.conversation_key == conversation_key,
+        DelegateQuestionRow.requester_id == requester_id, DelegateQuestionRow.status == "pending",
+        DelegateQuestionRow.expires_at > utcnow())
+        .order_by(DelegateQuestionRow.created_at, DelegateQuestionRow.id).limit(1)).scalar_one_or_none()
+    return _question(row) if row is not None else None
+
+
+def answered_question(session: Session, conversation_key: str, message_id: str) -> Question | None:
+    """`DelegateQuestions.answered_with` in the caller's transaction."""
+    row = session.execute(select(DelegateQuestionRow).where(
+        DelegateQuestionRow.conversation_key == conversation_key,
+        DelegateQuestionRow.answer_message_id == message_id,
+        DelegateQuestionRow.status == "answered").limit(1)).scalar_one_or_none()
+    return _question(row) if row is not None else None

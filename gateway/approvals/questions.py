@@ -5,12 +5,19 @@ from __future__ import annotations
 import logging
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from sqlalchemy.orm import Session
 
 from adapters.base import Inbound
 from adapters.protocols import Chat
 from capabilities.subagents.questions import asked, with_answer
 from gateway.approvals.parking import CHANGED_RESULT
-from gateway.approvals.question_store import DelegateQuestions, NewQuestion, Question
+from gateway.approvals.question_store import (
+    DelegateQuestions,
+    NewQuestion,
+    Question,
+    answered_question,
+    pending_question,
+)
 from gateway.pipeline.router import TakenAnswer
 from gateway.pipeline.runtime import Parked, TurnDeps
 from storage.models import utcnow
@@ -61,13 +68,13 @@ class QuestionFlow:
         expired = await self._questions.expire_due()
         return sorted({question.parked_run_id for question in expired})
 
-    async def may_take(self, inbound: Inbound, *, retried: bool) -> bool:
+    def may_take(self, session: Session, inbound: Inbound, *, retried: bool) -> bool:
         """Whether `take_answer` could find anything: an open question to this person here, or (a retry) one this
-        message answered already. Reads only."""
+        message answered already. Reads only, in the caller's transaction (the claim's)."""
         key = inbound.address.conversation_key
-        if await self._questions.pending(key, inbound.speaker.platform_user_id) is not None:
+        if pending_question(session, key, inbound.speaker.platform_user_id) is not None:
             return True
-        return retried and await self._questions.answered_with(key, inbound.message_id) is not None
+        return retried and answered_question(session, key, inbound.message_id) is not None
 
     async def take_answer(self, inbound: Inbound, *, retried: bool) -> TakenAnswer | None:
         """The requester's message answers the question a delegate of their parked run asked in this

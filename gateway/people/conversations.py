@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from sqlalchemy import Row, insert, select, update
+from sqlalchemy import Row, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from adapters.base import ChatAddress, HistoryItem, Inbound, Speaker
 from storage.db import Database, insert_for
@@ -32,34 +33,11 @@ class Conversations:
         self._db = db
 
     async def record_user_turn(self, inbound: Inbound) -> TurnRecord:
-        """Store the speaker, the conversation and the user's words once, even when a turn is retried.
-
-        Core statements, each row looked up before it is inserted: a known conversation and speaker cost one
-        SELECT each (the common case), not an INSERT that conflicts and a SELECT after it."""
-        async def work(session: AsyncSession) -> TurnRecord:
-            conversation_id = await self._conversation(session, inbound.address)
-            identity_id, person_id = await self._speaker(session, inbound.speaker)
-            existing = (await session.execute(
-                select(MessageRow.id).where(MessageRow.conversation_id == conversation_id,
-                                            MessageRow.role == "user",
-                                            MessageRow.platform_message_id == inbound.message_id))).scalar()
-            if existing is None:
-                existing = (await session.execute(insert(MessageRow).values(
-                    conversation_id=conversation_id, role="user", identity_id=identity_id,
-                    speaker_name=inbound.speaker.display_name, text=inbound.text,
-                    platform_message_id=inbound.message_id, created_at=utcnow()).returning(MessageRow.id))).scalar_one()
-            earlier = (await session.execute(
-                select(MessageRow.id).where(MessageRow.conversation_id == conversation_id,
-                                            MessageRow.id < existing).limit(1))).scalar()
-            return TurnRecord(conversation_id=conversation_id, identity_id=identity_id,
-                              person_id=person_id, message_id=existing, first_turn=earlier is None)
-        return await self._db.transaction(work)
+        return await self._db.run(lambda session: record_user_turn(session, inbound))
 
     async def identity(self, speaker: Speaker) -> int:
         """Store the speaker (handle and name kept fresh) without recording anything they said."""
-        async def work(session: AsyncSession) -> int:
-            return (await self._speaker(session, speaker))[0]
-        return await self._db.transaction(work)
+        return await self._db.run(lambda session: _speaker(session, speaker)[0])
 
     async def answered_in(self, conversation_key: str) -> bool:
         """True once the bot has taken part in this conversation (a thread it was addressed in)."""
@@ -70,64 +48,103 @@ class Conversations:
 
     async def record_answer(self, conversation_id: int, *, run_id: int, text: str, speaker_name: str,
                             platform_message_id: str | None) -> None:
-        async def work(session: AsyncSession) -> None:
-            await session.execute(insert(MessageRow).values(
-                conversation_id=conversation_id, role="assistant", identity_id=None, speaker_name=speaker_name,
-                text=text, run_id=run_id, platform_message_id=platform_message_id, created_at=utcnow()))
-        await self._db.transaction(work)
+        await self._db.run(lambda session: record_answer(session, conversation_id, run_id=run_id, text=text,
+                                                         speaker_name=speaker_name,
+                                                         platform_message_id=platform_message_id))
 
     async def history(self, turn: TurnRecord, *, limit: int, name_speakers: bool) -> list[ModelMessage]:
-        """The `limit` most recent turns before this one, oldest first, as pydantic-ai messages."""
-        if limit <= 0:
-            return []
+        return await self._db.run(lambda session: history(session, turn, limit=limit, name_speakers=name_speakers))
 
-        async def work(session: AsyncSession) -> list[Row[Any]]:
-            rows = (await session.execute(
-                select(MessageRow.role, MessageRow.text, MessageRow.speaker_name, MessageRow.created_at)
-                .where(MessageRow.conversation_id == turn.conversation_id, MessageRow.id < turn.message_id)
-                .order_by(MessageRow.id.desc()).limit(limit))).all()
-            return list(reversed(rows))
-        return [_as_model_message(row, name_speakers) for row in await self._db.transaction(work)]
 
-    async def _conversation(self, session: AsyncSession, address: ChatAddress) -> int:
-        where = ConversationRow.key == address.conversation_key
-        found = (await session.execute(select(ConversationRow.id).where(where))).scalar()
-        if found is not None:
-            return int(found)
-        values = {"key": address.conversation_key, "bot_name": address.bot_id, "platform": address.platform,
-                  "channel_id": address.channel_id, "thread_id": address.thread_id,
-                  "is_direct": address.is_direct, "created_at": utcnow()}
-        return await _get_or_insert(session, ConversationRow, values, ["key"], where)
+# The turn's statements, on the tables' columns (Core: no ORM unit of work), built once; each runs in its caller's
+# transaction (`Database.run`), which the router composes into the turn's start and end.
+MESSAGES, CONVERSATIONS, IDENTITIES = MessageRow.__table__, ConversationRow.__table__, IdentityRow.__table__
+_CONVERSATION = select(CONVERSATIONS.c.id).where(CONVERSATIONS.c.key == bindparam("key"))
+_IDENTITY_WHERE = ((IDENTITIES.c.platform == bindparam("platform")) & (IDENTITIES.c.workspace == bindparam("workspace"))
+                   & (IDENTITIES.c.platform_user_id == bindparam("user_id")))
+_IDENTITY = select(IDENTITIES.c.id, IDENTITIES.c.person_id, IDENTITIES.c.handle,
+                   IDENTITIES.c.display_name).where(_IDENTITY_WHERE)
+_USER_TURN = select(MESSAGES.c.id).where(MESSAGES.c.conversation_id == bindparam("conversation_id"),
+                                         MESSAGES.c.role == "user",
+                                         MESSAGES.c.platform_message_id == bindparam("message_id"))
+_ADD_MESSAGE = insert(MESSAGES).returning(MESSAGES.c.id)
+_EARLIER = select(MESSAGES.c.id).where(MESSAGES.c.conversation_id == bindparam("conversation_id"),
+                                       MESSAGES.c.id < bindparam("id")).limit(1)
+_HISTORY = (select(MESSAGES.c.role, MESSAGES.c.text, MESSAGES.c.speaker_name, MESSAGES.c.created_at)
+            .where(MESSAGES.c.conversation_id == bindparam("conversation_id"), MESSAGES.c.id < bindparam("id"))
+            .order_by(MESSAGES.c.id.desc()).limit(bindparam("limit")))
 
-    async def _speaker(self, session: AsyncSession, speaker: Speaker) -> tuple[int, int | None]:
-        """The speaker's identity id and linked person, stored on first sight; handle and name kept fresh."""
-        where = ((IdentityRow.platform == speaker.platform) & (IdentityRow.workspace == speaker.workspace)
-                 & (IdentityRow.platform_user_id == speaker.platform_user_id))
-        row = (await session.execute(select(IdentityRow.id, IdentityRow.person_id, IdentityRow.handle,
-                                            IdentityRow.display_name).where(where))).first()
-        if row is None:
-            values = {"platform": speaker.platform, "workspace": speaker.workspace,
-                      "platform_user_id": speaker.platform_user_id, "handle": speaker.handle,
-                      "display_name": speaker.display_name, "is_bot": speaker.is_bot, "updated_at": utcnow()}
-            identity_id = await _get_or_insert(session, IdentityRow, values,
-                                               ["platform", "workspace", "platform_user_id"], where)
-            person_id = (await session.execute(select(IdentityRow.person_id)
-                                               .where(IdentityRow.id == identity_id))).scalar()
-            return identity_id, person_id
-        if (row.handle, row.display_name) != (speaker.handle, speaker.display_name):
-            await session.execute(update(IdentityRow).where(IdentityRow.id == row.id).values(
-                handle=speaker.handle, display_name=speaker.display_name, updated_at=utcnow()))
+
+def record_user_turn(session: Session, inbound: Inbound) -> TurnRecord:
+    """Store the speaker, the conversation and the user's words once, even when a turn is retried.
+
+    Each row is looked up before it is inserted: a known conversation and speaker cost one SELECT each (the common
+    case), not an INSERT that conflicts and a SELECT after it."""
+    conversation_id = _conversation(session, inbound.address)
+    identity_id, person_id = _speaker(session, inbound.speaker)
+    existing = session.execute(_USER_TURN, {"conversation_id": conversation_id,
+                                            "message_id": inbound.message_id}).scalar()
+    if existing is None:
+        existing = session.execute(_ADD_MESSAGE, {
+            "conversation_id": conversation_id, "role": "user", "identity_id": identity_id,
+            "speaker_name": inbound.speaker.display_name, "text": inbound.text,
+            "platform_message_id": inbound.message_id, "created_at": utcnow()}).scalar_one()
+    earlier = session.execute(_EARLIER, {"conversation_id": conversation_id, "id": existing}).scalar()
+    return TurnRecord(conversation_id=conversation_id, identity_id=identity_id,
+                      person_id=person_id, message_id=existing, first_turn=earlier is None)
+
+
+def record_answer(session: Session, conversation_id: int, *, run_id: int, text: str, speaker_name: str,
+                  platform_message_id: str | None) -> None:
+    session.execute(insert(MESSAGES), {
+        "conversation_id": conversation_id, "role": "assistant", "identity_id": None, "speaker_name": speaker_name,
+        "text": text, "run_id": run_id, "platform_message_id": platform_message_id, "created_at": utcnow()})
+
+
+def history(session: Session, turn: TurnRecord, *, limit: int, name_speakers: bool) -> list[ModelMessage]:
+    """The `limit` most recent turns before this one, oldest first, as pydantic-ai messages."""
+    if limit <= 0:
+        return []
+    rows = session.execute(_HISTORY, {"conversation_id": turn.conversation_id, "id": turn.message_id,
+                                      "limit": limit}).all()
+    return [_as_model_message(row, name_speakers) for row in reversed(rows)]
+
+
+def _conversation(session: Session, address: ChatAddress) -> int:
+    found = session.execute(_CONVERSATION, {"key": address.conversation_key}).scalar()
+    if found is not None:
+        return int(found)
+    values = {"key": address.conversation_key, "bot_name": address.bot_id, "platform": address.platform,
+              "channel_id": address.channel_id, "thread_id": address.thread_id,
+              "is_direct": address.is_direct, "created_at": utcnow()}
+    return _get_or_insert(session, CONVERSATIONS, values, ["key"], _CONVERSATION, {"key": address.conversation_key})
+
+
+def _speaker(session: Session, speaker: Speaker) -> tuple[int, int | None]:
+    """The speaker's identity id and linked person, stored on first sight; handle and name kept fresh."""
+    who = {"platform": speaker.platform, "workspace": speaker.workspace, "user_id": speaker.platform_user_id}
+    row = session.execute(_IDENTITY, who).first()
+    if row is None:
+        values = {"platform": speaker.platform, "workspace": speaker.workspace,
+                  "platform_user_id": speaker.platform_user_id, "handle": speaker.handle,
+                  "display_name": speaker.display_name, "is_bot": speaker.is_bot, "updated_at": utcnow()}
+        _get_or_insert(session, IDENTITIES, values, ["platform", "workspace", "platform_user_id"], _IDENTITY, who)
+        row = session.execute(_IDENTITY, who).one()
         return int(row.id), row.person_id
+    if (row.handle, row.display_name) != (speaker.handle, speaker.display_name):
+        session.execute(update(IDENTITIES).where(IDENTITIES.c.id == row.id).values(
+            handle=speaker.handle, display_name=speaker.display_name, updated_at=utcnow()))
+    return int(row.id), row.person_id
 
 
-async def _get_or_insert(session: AsyncSession, table: type, values: dict, keys: list[str], where: object) -> int:
-    insert = insert_for(session.bind.dialect.name)
-    inserted = (await session.execute(insert(table).values(**values)
-                                      .on_conflict_do_nothing(index_elements=keys)
-                                      .returning(table.id))).scalar()
+def _get_or_insert(session: Session, table: Any, values: dict[str, Any], keys: list[str], lookup: Any,
+                   params: dict[str, Any]) -> int:
+    insert = insert_for(session.get_bind().dialect.name)
+    inserted = session.execute(insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
+                               .returning(table.c.id)).scalar()
     if inserted is not None:
         return int(inserted)
-    return int((await session.execute(select(table.id).where(where))).scalar_one())
+    return int(session.execute(lookup, params).scalar_one())
 
 
 def _as_model_message(row: Row[Any], name_speakers: bool) -> ModelMessage:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy import and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import Session
 
 from storage.db import Database, insert_for
 from storage.models import InboxRow, utcnow
@@ -25,6 +25,9 @@ REJECT_ERROR = 1_000
 """Characters of the reason a payload was unreadable."""
 REJECTED_RETENTION = timedelta(days=3)
 """How long a rejected payload is kept: long enough to look into, shorter than answered items."""
+INBOX = InboxRow.__table__
+"""Statements on the turn's path name the table, not the mapped class: Core statements skip the ORM's bulk
+persistence (its attribute evaluation and synchronisation), which cost more than the statements themselves."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,6 +48,7 @@ class InboxItem:
 class Inbox:
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._insert_statements: dict[tuple[str, ...], Any] = {}
 
     async def accept(self, *, logical_id: str, bot_name: str, conversation_key: str,
                      payload: Mapping[str, Any]) -> bool:
@@ -76,61 +80,51 @@ class Inbox:
         return await self._db.transaction(work)
 
     async def claim(self, worker_id: str, *, lease: timedelta, limit: int,
-                    then: Callable[[list[InboxItem]], Awaitable[None]] | None = None) -> list[InboxItem]:
+                    then: Callable[[Session, list[InboxItem]], None] | None = None) -> list[InboxItem]:
         """Lease the oldest open item of each idle conversation, up to `limit` items; `then` reads what their turns
         need first in the same transaction (a turn's reads before its placeholder cost no transaction of their own)."""
-        async def work(session: AsyncSession) -> list[InboxItem]:
+        claimable = _claimable(limit, self._db.dialect)
+
+        def work(session: Session) -> list[InboxItem]:
             now = utcnow()
-            candidates = (await session.execute(_claimable(now, limit, self._db.dialect))).scalars().all()
+            candidates = session.execute(claimable, {"now": now}).scalars().all()
             claimed = []
             for row_id in candidates:
-                result = await session.execute(
-                    update(InboxRow).where(InboxRow.id == row_id, _open_or_expired(now))
-                    .values(status="running", lease_owner=worker_id, lease_until=now + lease,
-                            attempts=InboxRow.attempts + 1)
-                    .returning(InboxRow))
-                row = result.scalar_one_or_none()
+                row = session.execute(_CLAIM, {"item": row_id, "now": now, "owner": worker_id,
+                                               "until": now + lease}).first()
                 if row is not None:
                     claimed.append(_item(row))
             if claimed and then is not None:
-                await then(claimed)
+                then(session, claimed)
             return claimed
-        return await self._db.transaction(work)
+        return await self._db.run(work)
 
     async def extend_leases(self, worker_id: str, item_ids: Sequence[int], *, lease: timedelta) -> None:
         if not item_ids:
             return
-        async def work(session: AsyncSession) -> None:
-            await session.execute(
-                update(InboxRow).where(InboxRow.id.in_(item_ids), InboxRow.lease_owner == worker_id,
-                                       InboxRow.status == "running")
+
+        def work(session: Session) -> None:
+            session.execute(
+                update(INBOX).where(INBOX.c.id.in_(item_ids), INBOX.c.lease_owner == worker_id,
+                                    INBOX.c.status == "running")
                 .values(lease_until=utcnow() + lease))
-        await self._db.transaction(work)
+        await self._db.run(work)
 
     async def remember_reply(self, item_id: int, message_id: str) -> None:
-        async def work(session: AsyncSession) -> None:
-            await session.execute(update(InboxRow).where(InboxRow.id == item_id)
-                                  .values(reply_message_id=message_id))
-        await self._db.transaction(work)
+        await self._db.run(lambda session: remember_reply(session, item_id, message_id))
 
     async def complete(self, worker_id: str, item_id: int,
-                       also: Callable[[], Awaitable[None]] | None = None) -> bool:
+                       also: Callable[[Session], None] | None = None) -> bool:
         """Mark the item done, in one transaction with `also` (the turn's own last writes: the answer, the run).
         True when its conversation has another item waiting, which the worker then claims at once."""
-        async def work(session: AsyncSession) -> bool:
+        def work(session: Session) -> bool:
             if also is not None:
-                await also()
-            result = await session.execute(
-                update(InboxRow).where(InboxRow.id == item_id, InboxRow.lease_owner == worker_id)
-                .values(status="done", error=None, lease_owner=None, lease_until=None, finished_at=utcnow())
-                .returning(InboxRow.conversation_key))
-            key = result.scalar()
+                also(session)
+            key = session.execute(_COMPLETE, {"item": item_id, "owner": worker_id, "now": utcnow()}).scalar()
             if key is None:
                 return True  # not ours any more: whoever has it now decides; a look costs one claim
-            waiting = await session.execute(select(InboxRow.id).where(
-                InboxRow.conversation_key == key, InboxRow.status.in_(OPEN), InboxRow.id > item_id).limit(1))
-            return waiting.scalar() is not None
-        return await self._db.transaction(work)
+            return session.execute(_WAITING, {"key": key, "item": item_id}).scalar() is not None
+        return await self._db.run(work)
 
     async def fail(self, worker_id: str, item: InboxItem, error: str) -> bool:
         """The turn itself failed: give the item back for another attempt, or mark it failed once its attempts
@@ -143,11 +137,11 @@ class Inbox:
     async def defer(self, worker_id: str, item: InboxItem, error: str, *, delay: timedelta) -> None:
         """A dependency failed, not the turn: the item waits `delay`, keeps its place in its conversation, and
         spends none of its attempts."""
-        async def work(session: AsyncSession) -> None:
-            await session.execute(
-                update(InboxRow).where(InboxRow.id == item.id, InboxRow.lease_owner == worker_id)
+        def work(session: Session) -> None:
+            session.execute(
+                update(INBOX).where(INBOX.c.id == item.id, INBOX.c.lease_owner == worker_id)
                 .values(status="waiting", error=error, lease_owner=None, lease_until=utcnow() + delay))
-        await self._db.transaction(work)
+        await self._db.run(work)
 
     async def prune(self, *, older_than: timedelta) -> int:
         """Forget finished items (and with them their dedupe keys) once no platform would redeliver them;
@@ -164,21 +158,29 @@ class Inbox:
 
     async def _finish(self, worker_id: str, item_id: int, *, status: str, error: str | None,
                       **counts: int) -> None:
-        async def work(session: AsyncSession) -> None:
-            await session.execute(
-                update(InboxRow).where(InboxRow.id == item_id, InboxRow.lease_owner == worker_id)
+        def work(session: Session) -> None:
+            session.execute(
+                update(INBOX).where(INBOX.c.id == item_id, INBOX.c.lease_owner == worker_id)
                 .values(status=status, error=error, lease_owner=None, lease_until=None,
                         finished_at=utcnow() if status != "pending" else None, **counts))
-        await self._db.transaction(work)
+        await self._db.run(work)
 
     async def _insert_once(self, values: dict[str, Any]) -> bool:
-        insert = insert_for(self._db.dialect)
-        statement = (insert(InboxRow).values(**values)
-                     .on_conflict_do_nothing(index_elements=["logical_id"]).returning(InboxRow.id))
+        statement = self._insert_statements.get(tuple(values))
+        if statement is None:  # one per shape of values (accepted, rejected), its compiled form cached with it
+            insert = insert_for(self._db.dialect)
+            statement = self._insert_statements[tuple(values)] = (
+                insert(INBOX).values({name: bindparam(name) for name in values})
+                .on_conflict_do_nothing(index_elements=["logical_id"]).returning(INBOX.c.id))
 
-        async def work(session: AsyncSession) -> bool:
-            return (await session.execute(statement)).first() is not None
-        return await self._db.transaction(work, urgent=True)  # the platform's ack waits for it
+        def work(session: Session) -> bool:
+            return session.execute(statement, values).first() is not None
+        return await self._db.run(work, urgent=True)  # the platform's ack waits for it
+
+
+def remember_reply(session: Session, item_id: int, message_id: str) -> None:
+    """The item's reply (placeholder) id, for a retry to edit rather than post again; in the caller's transaction."""
+    session.execute(_REMEMBER_REPLY, {"item": item_id, "message_id": message_id})
 
 
 def _storable_text(text: str) -> str:
@@ -197,19 +199,37 @@ def _open_or_expired(now: Any) -> Any:
                and_(InboxRow.status.in_(("running", "waiting")), InboxRow.lease_until < now))
 
 
-def _claimable(now: Any, limit: int, dialect: str) -> Any:
+def _claimable(limit: int, dialect: str) -> Any:
     """Heads of conversations: an item is claimable only if no older item of its conversation is open."""
-    older = aliased(InboxRow)
-    head = (select(func.min(older.id))
-            .where(older.conversation_key == InboxRow.conversation_key,
-                   older.status.in_(OPEN))
+    older = INBOX.alias("older")
+    head = (select(func.min(older.c.id))
+            .where(older.c.conversation_key == INBOX.c.conversation_key, older.c.status.in_(OPEN))
             .scalar_subquery())
-    query = (select(InboxRow.id).where(_open_or_expired(now), InboxRow.id == head)
-             .order_by(InboxRow.id).limit(limit))
+    query = (select(INBOX.c.id).where(_open_or_expired_at(bindparam("now")), INBOX.c.id == head)
+             .order_by(INBOX.c.id).limit(limit))
     return query.with_for_update(skip_locked=True) if dialect == "postgresql" else query
 
 
-def _item(row: InboxRow) -> InboxItem:
+def _open_or_expired_at(now: Any) -> Any:
+    """`_open_or_expired` on the table's columns."""
+    return or_(INBOX.c.status == "pending",
+               and_(INBOX.c.status.in_(("running", "waiting")), INBOX.c.lease_until < now))
+
+
+_CLAIM = (update(INBOX).where(INBOX.c.id == bindparam("item"), _open_or_expired_at(bindparam("now")))
+          .values(status="running", lease_owner=bindparam("owner"), lease_until=bindparam("until"),
+                  attempts=INBOX.c.attempts + 1)
+          .returning(INBOX.c.id, INBOX.c.bot_name, INBOX.c.conversation_key, INBOX.c.payload, INBOX.c.attempts,
+                     INBOX.c.failures, INBOX.c.reply_message_id, INBOX.c.created_at))
+_COMPLETE = (update(INBOX).where(INBOX.c.id == bindparam("item"), INBOX.c.lease_owner == bindparam("owner"))
+             .values(status="done", error=None, lease_owner=None, lease_until=None, finished_at=bindparam("now"))
+             .returning(INBOX.c.conversation_key))
+_WAITING = (select(INBOX.c.id).where(INBOX.c.conversation_key == bindparam("key"), INBOX.c.status.in_(OPEN),
+                                     INBOX.c.id > bindparam("item")).limit(1))
+_REMEMBER_REPLY = update(INBOX).where(INBOX.c.id == bindparam("item")).values(reply_message_id=bindparam("message_id"))
+
+
+def _item(row: Any) -> InboxItem:
     return InboxItem(id=row.id, bot_name=row.bot_name, conversation_key=row.conversation_key,
                      payload=row.payload, attempts=row.attempts, failures=row.failures,
                      reply_message_id=row.reply_message_id, accepted_at=row.created_at)

@@ -11,20 +11,40 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Protocol
 
+from sqlalchemy.orm import Session
+
 from adapters.base import ApprovalClick, Inbound, MalformedPayload, MessageRef
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Chat, ChatOutput, FollowsThreads, ReadsFiles
 from gateway.agents.bindings import Binding, BindingStore, UnknownBot, is_listed
 from gateway.agents.workspaces import user_key
 from gateway.people.commands import DirectCommands
-from gateway.people.conversations import Conversations, TurnRecord, speaker_line, thread_context
+from gateway.people.conversations import (
+    Conversations,
+    TurnRecord,
+    history,
+    record_answer,
+    record_user_turn,
+    speaker_line,
+    thread_context,
+)
 from gateway.people.scope import memory_owner
 from gateway.pipeline.attachments import fetch_attachments
-from gateway.pipeline.inbox import Inbox, InboxItem
+from gateway.pipeline.inbox import Inbox, InboxItem, remember_reply
 from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.live_reply import LiveReply, Placeholder
 from gateway.pipeline.metrics import GatewayMetrics
-from gateway.pipeline.runtime import OPERATOR_HAS_DETAILS, Answered, Parked, RunOutcome, Runtime, Turn, TurnDeps
+from gateway.pipeline.runtime import (
+    OPERATOR_HAS_DETAILS,
+    Answered,
+    Parked,
+    RunOutcome,
+    Runtime,
+    Turn,
+    TurnDeps,
+    open_run,
+    record_answered,
+)
 from gateway.pipeline.worker import Finish
 from storage.cache import Cache
 from storage.db import Database
@@ -60,8 +80,8 @@ class ParkedRuns(Protocol):
 class OpenQuestions(Protocol):
     """Delegates' questions put to people (`gateway/approvals/questions.py`)."""
 
-    async def may_take(self, inbound: Inbound, *, retried: bool) -> bool:
-        """Whether `take_answer` could find anything for this message (reads only; joins the claim's transaction)."""
+    def may_take(self, session: Session, inbound: Inbound, *, retried: bool) -> bool:
+        """Whether `take_answer` could find anything for this message (reads only, in the claim's transaction)."""
         ...
 
     async def take_answer(self, inbound: Inbound, *, retried: bool) -> TakenAnswer | None:
@@ -98,7 +118,7 @@ class Router:
         self._questions = questions
         self._commands = commands
 
-    async def prepare(self, items: list[InboxItem]) -> None:
+    def prepare(self, session: Session, items: list[InboxItem]) -> None:
         """Inside the claim's transaction: each message's binding and whether it may answer an open question, so
         a plain turn reads nothing more before its placeholder. What cannot be prepared is read again in `handle`."""
         bindings: dict[str, Binding] = {}
@@ -109,10 +129,10 @@ class Router:
                 if not isinstance(inbound, Inbound):
                     continue
                 if item.bot_name not in bindings:
-                    bindings[item.bot_name] = await self._bindings.load(item.bot_name)
+                    bindings[item.bot_name] = self._bindings.read(session, item.bot_name)
             except (UnknownBot, MalformedPayload):  # `handle` says so in its own words
                 continue
-            may = await self._questions.may_take(inbound, retried=item.attempts > 1)
+            may = self._questions.may_take(session, inbound, retried=item.attempts > 1)
             self._prepared[item.id] = Prepared(inbound=inbound, binding=bindings[item.bot_name],
                                                may_answer_question=may)
 
@@ -180,21 +200,20 @@ class Router:
         prompt = speaker_line(speaker.display_name, inbound.text, group)
         files = await fetch_attachments(adapter if isinstance(adapter, ReadsFiles) else None, inbound.attachments)
 
-        async def begin() -> tuple[Turn, TurnRecord, int]:
-            record = await self._conversations.record_user_turn(inbound)
-            history = await self._conversations.history(record, limit=binding.spec.history_turns,
-                                                        name_speakers=group)
+        def begin(session: Session) -> tuple[Turn, TurnRecord, int]:
+            record = record_user_turn(session, inbound)
+            earlier = history(session, record, limit=binding.spec.history_turns, name_speakers=group)
             owner = memory_owner(inbound.address, identity_id=record.identity_id, person_id=record.person_id,
                                  allow_personal=binding.spec.allow_personal_memory)
             turn = Turn(deps=TurnDeps(address=inbound.address, speaker=speaker, binding=binding, owner=owner,
                                       user_key=user_key(identity_id=record.identity_id, person_id=record.person_id)),
-                        prompt=prompt, history=history, conversation_id=record.conversation_id,
+                        prompt=prompt, history=earlier, conversation_id=record.conversation_id,
                         identity_id=record.identity_id, inbox_id=item.id, files=files, retried=item.attempts > 1)
             if shown.message_id != item.reply_message_id:
-                await self._inbox.remember_reply(item.id, shown.message_id)
-            return turn, record, await self._runtime.open_run(turn)
+                remember_reply(session, item.id, shown.message_id)
+            return turn, record, open_run(session, turn)
 
-        turn, record, run_id = await self._db.together(begin)
+        turn, record, run_id = await self._db.run(begin)
         # A thread this very message starts (a top-level mention on Slack) has nothing earlier to read.
         if record.first_turn and inbound.address.thread_id not in (None, inbound.message_id) \
                 and isinstance(adapter, FollowsThreads):
@@ -206,11 +225,10 @@ class Router:
         if isinstance(outcome, Answered):
             answered = outcome
 
-            async def finish() -> None:
-                await self._runtime.record_answered(answered)
-                await self._conversations.record_answer(record.conversation_id, run_id=answered.run_id,
-                                                        text=answered.text, speaker_name=binding.agent.name,
-                                                        platform_message_id=answered.message_id)
+            def finish(session: Session) -> None:
+                record_answered(session, answered)
+                record_answer(session, record.conversation_id, run_id=answered.run_id, text=answered.text,
+                              speaker_name=binding.agent.name, platform_message_id=answered.message_id)
             return finish
         if isinstance(outcome, Parked):
             await self._approval_flow.park(adapter, turn.deps, record.conversation_id, outcome)

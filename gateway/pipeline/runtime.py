@@ -26,6 +26,7 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RunUsage
 from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from adapters.base import ChatAddress, Directory, Speaker
 from capabilities.browser_engine import BrowserEngine
@@ -201,7 +202,7 @@ class Runtime:
                                  retried=turn.retried)
 
     async def record_answered(self, outcome: Answered) -> None:
-        await self._set_run(outcome.run_id, status="answered", usage=outcome.usage)
+        await self._db.run(lambda session: record_answered(session, outcome))
 
     async def resume(self, run_id: int, deps: TurnDeps, state: str, results: DeferredToolResults,
                      reply: LiveReply, *, specialists: Sequence[Mapping[str, Any]] = ()) -> RunOutcome:
@@ -345,29 +346,40 @@ class Runtime:
         return turn_key(run_id, await self._db.transaction(work))
 
     async def open_run(self, turn: Turn) -> int:
-        """The run's row, status running (a Core insert: no ORM unit of work on the turn's path)."""
-        binding = turn.deps.binding
-        statement = insert(RunRow).values(
-            conversation_id=turn.conversation_id, inbox_id=turn.inbox_id, bot_name=binding.bot_name,
-            agent_name=binding.agent.name, agent_version=binding.agent.version, model=binding.agent.spec.model,
-            identity_id=turn.identity_id, status="running", started_at=utcnow()).returning(RunRow.id)
-
-        async def work(session: AsyncSession) -> int:
-            return int((await session.execute(statement)).scalar_one())
-        return await self._db.transaction(work)
+        return await self._db.run(lambda session: open_run(session, turn))
 
     async def _set_run(self, run_id: int, *, status: str, usage: RunUsage | None = None,
                        error: str | None = None) -> None:
-        values: dict[str, object] = {"status": status, "error": error}
-        if status != "running":
-            values["finished_at"] = utcnow()
-        if usage is not None:
-            values |= {"requests": usage.requests, "input_tokens": usage.input_tokens,
-                       "output_tokens": usage.output_tokens}
+        await self._db.run(lambda session: set_run(session, run_id, status=status, usage=usage, error=error))
 
-        async def work(session: AsyncSession) -> None:
-            await session.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
-        await self._db.transaction(work)
+
+RUNS = RunRow.__table__
+_OPEN_RUN = insert(RUNS).returning(RUNS.c.id)
+
+
+def open_run(session: Session, turn: Turn) -> int:
+    """The run's row, status running, in the caller's transaction."""
+    binding = turn.deps.binding
+    return int(session.execute(_OPEN_RUN, {
+        "conversation_id": turn.conversation_id, "inbox_id": turn.inbox_id, "bot_name": binding.bot_name,
+        "agent_name": binding.agent.name, "agent_version": binding.agent.version, "model": binding.agent.spec.model,
+        "identity_id": turn.identity_id, "status": "running", "started_at": utcnow()}).scalar_one())
+
+
+def set_run(session: Session, run_id: int, *, status: str, usage: RunUsage | None = None,
+            error: str | None = None) -> None:
+    values: dict[str, object] = {"status": status, "error": error}
+    if status != "running":
+        values["finished_at"] = utcnow()
+    if usage is not None:
+        values |= {"requests": usage.requests, "input_tokens": usage.input_tokens,
+                   "output_tokens": usage.output_tokens}
+    session.execute(update(RUNS).where(RUNS.c.id == run_id).values(**values))
+
+
+def record_answered(session: Session, outcome: Answered) -> None:
+    """An answered run's row, in the caller's transaction (the turn's end)."""
+    set_run(session, outcome.run_id, status="answered", usage=outcome.usage)
 
 
 async def _deliver(outbox: RunOutbox) -> None:
