@@ -80,8 +80,8 @@ async def sampled(folder: str | None) -> asyncio.subprocess.Process | None:
     out = Path(folder) / f"gateway-{os.getpid()}.txt"
     return await asyncio.create_subprocess_exec(
         str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(os.getpid()), "--rate", "250",
-        "--format", "raw", "--nonblocking", *os.environ.get("BENCH_PYSPY_FLAGS", "").split(), "-o", str(out), stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL)
+        "--format", "raw", "--nonblocking", *os.environ.get("BENCH_PYSPY_FLAGS", "").split(), "-o", str(out),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
 
 
 def main() -> None:
