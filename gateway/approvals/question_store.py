@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import exists, select, update
+from sqlalchemy import bindparam, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
@@ -113,27 +114,32 @@ class DelegateQuestions:
         return await self._db.transaction(work)
 
 
-def _question(row: DelegateQuestionRow) -> Question:
+def _question(row: Any) -> Question:
+    """From a mapped row or a Core row of the table: the same attribute names."""
     return Question(id=row.id, parked_run_id=row.parked_run_id, conversation_key=row.conversation_key,
                     tool_call_id=row.tool_call_id, specialist=row.specialist, question=row.question,
                     requester_id=row.requester_id, requester_name=row.requester_name, status=row.status,
                     answer=row.answer, expires_at=row.expires_at)
 
 
+QUESTIONS = DelegateQuestionRow.__table__
+_PENDING = (select(QUESTIONS).where(QUESTIONS.c.conversation_key == bindparam("key"),
+                                    QUESTIONS.c.requester_id == bindparam("requester"),
+                                    QUESTIONS.c.status == "pending", QUESTIONS.c.expires_at > bindparam("now"))
+            .order_by(QUESTIONS.c.created_at, QUESTIONS.c.id).limit(1))
+_ANSWERED = select(QUESTIONS).where(QUESTIONS.c.conversation_key == bindparam("key"),
+                                   QUESTIONS.c.answer_message_id == bindparam("message_id"),
+                                   QUESTIONS.c.status == "answered").limit(1)
+"""Asked before every turn (`QuestionFlow.may_take`): Core statements built once, rows read as plain tuples."""
+
+
 def pending_question(session: Session, conversation_key: str, requester_id: str) -> Question | None:
     """`DelegateQuestions.pending` in the caller's transaction."""
-    row = session.execute(select(DelegateQuestionRow).where(
-        DelegateQuestionRow.conversation_key == conversation_key,
-        DelegateQuestionRow.requester_id == requester_id, DelegateQuestionRow.status == "pending",
-        DelegateQuestionRow.expires_at > utcnow())
-        .order_by(DelegateQuestionRow.created_at, DelegateQuestionRow.id).limit(1)).scalar_one_or_none()
+    row = session.execute(_PENDING, {"key": conversation_key, "requester": requester_id, "now": utcnow()}).first()
     return _question(row) if row is not None else None
 
 
 def answered_question(session: Session, conversation_key: str, message_id: str) -> Question | None:
     """`DelegateQuestions.answered_with` in the caller's transaction."""
-    row = session.execute(select(DelegateQuestionRow).where(
-        DelegateQuestionRow.conversation_key == conversation_key,
-        DelegateQuestionRow.answer_message_id == message_id,
-        DelegateQuestionRow.status == "answered").limit(1)).scalar_one_or_none()
+    row = session.execute(_ANSWERED, {"key": conversation_key, "message_id": message_id}).first()
     return _question(row) if row is not None else None

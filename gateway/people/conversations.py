@@ -68,6 +68,7 @@ _USER_TURN = select(MESSAGES.c.id).where(MESSAGES.c.conversation_id == bindparam
                                          MESSAGES.c.role == "user",
                                          MESSAGES.c.platform_message_id == bindparam("message_id"))
 _ADD_MESSAGE = insert(MESSAGES).returning(MESSAGES.c.id)
+_ADD_ANSWER = insert(MESSAGES)
 _EARLIER = select(MESSAGES.c.id).where(MESSAGES.c.conversation_id == bindparam("conversation_id"),
                                        MESSAGES.c.id < bindparam("id")).limit(1)
 _HISTORY = (select(MESSAGES.c.role, MESSAGES.c.text, MESSAGES.c.speaker_name, MESSAGES.c.created_at)
@@ -96,7 +97,7 @@ def record_user_turn(session: Session, inbound: Inbound) -> TurnRecord:
 
 def record_answer(session: Session, conversation_id: int, *, run_id: int, text: str, speaker_name: str,
                   platform_message_id: str | None) -> None:
-    session.execute(insert(MESSAGES), {
+    session.execute(_ADD_ANSWER, {
         "conversation_id": conversation_id, "role": "assistant", "identity_id": None, "speaker_name": speaker_name,
         "text": text, "run_id": run_id, "platform_message_id": platform_message_id, "created_at": utcnow()})
 

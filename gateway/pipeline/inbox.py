@@ -49,6 +49,7 @@ class Inbox:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._insert_statements: dict[tuple[str, ...], Any] = {}
+        self._claimable = _claimable(db.dialect)
 
     async def accept(self, *, logical_id: str, bot_name: str, conversation_key: str,
                      payload: Mapping[str, Any]) -> bool:
@@ -83,11 +84,11 @@ class Inbox:
                     then: Callable[[Session, list[InboxItem]], None] | None = None) -> list[InboxItem]:
         """Lease the oldest open item of each idle conversation, up to `limit` items; `then` reads what their turns
         need first in the same transaction (a turn's reads before its placeholder cost no transaction of their own)."""
-        claimable = _claimable(limit, self._db.dialect)
+        claimable = self._claimable
 
         def work(session: Session) -> list[InboxItem]:
             now = utcnow()
-            candidates = session.execute(claimable, {"now": now}).scalars().all()
+            candidates = session.execute(claimable, {"now": now, "limit": limit}).scalars().all()
             claimed = []
             for row_id in candidates:
                 row = session.execute(_CLAIM, {"item": row_id, "now": now, "owner": worker_id,
@@ -199,14 +200,14 @@ def _open_or_expired(now: Any) -> Any:
                and_(InboxRow.status.in_(("running", "waiting")), InboxRow.lease_until < now))
 
 
-def _claimable(limit: int, dialect: str) -> Any:
+def _claimable(dialect: str) -> Any:
     """Heads of conversations: an item is claimable only if no older item of its conversation is open."""
     older = INBOX.alias("older")
     head = (select(func.min(older.c.id))
             .where(older.c.conversation_key == INBOX.c.conversation_key, older.c.status.in_(OPEN))
             .scalar_subquery())
     query = (select(INBOX.c.id).where(_open_or_expired_at(bindparam("now")), INBOX.c.id == head)
-             .order_by(INBOX.c.id).limit(limit))
+             .order_by(INBOX.c.id).limit(bindparam("limit")))
     return query.with_for_update(skip_locked=True) if dialect == "postgresql" else query
 
 
