@@ -228,7 +228,9 @@ def _sync_engine(url: str, engine_options: dict[str, Any]) -> Engine | None:
         return None  # `run()` takes the async path
     options = _defaults(url) | engine_options
     if parsed.get_backend_name() == "postgresql":
-        options |= {"pool_size": _POOL_SIZE, "max_overflow": 0}
+        # No ping before each checkout (a round trip per transaction, four a turn): a connection a restart ended
+        # fails its first statement as a lost connection, which `run()` retries on a fresh one.
+        options |= {"pool_size": _POOL_SIZE, "max_overflow": 0, "pool_pre_ping": False}
     return create_engine(parsed.set(drivername=driver), **options)
 
 

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from storage.db import Database
 from tests.conftest import POSTGRES
@@ -50,6 +51,38 @@ async def test_a_transaction_whose_connection_dies_runs_again(database_url: str)
 
     try:
         assert await db.transaction(work) == 7
+    finally:
+        await db.close()
+    assert runs == [1, 2]
+
+
+async def test_a_turn_statement_after_a_restart_runs_again_on_a_new_connection(database_url: str) -> None:
+    """`Database.run` pings no connection before using it: the first statement on one a restart ended fails as a
+    lost connection, and the transaction runs again on a fresh one."""
+    name = f"gw-{uuid.uuid4().hex[:12]}"
+    db = Database(f"{database_url}&application_name={name}")
+    try:
+        assert await db.run(lambda session: session.execute(text("SELECT 1")).scalar_one()) == 1
+        assert terminate(name) == 1, "the pooled connection was open on the server"
+        assert await db.run(lambda session: session.execute(text("SELECT 2")).scalar_one()) == 2
+    finally:
+        await db.close()
+
+
+async def test_a_run_whose_connection_dies_runs_again(database_url: str) -> None:
+    name = f"gw-{uuid.uuid4().hex[:12]}"
+    db = Database(f"{database_url}&application_name={name}")
+    runs: list[int] = []
+
+    def work(session: Session) -> int:
+        runs.append(len(runs) + 1)
+        session.execute(text("SELECT 1"))
+        if len(runs) == 1:
+            terminate(name)
+        return int(session.execute(text("SELECT 7")).scalar_one())
+
+    try:
+        assert await db.run(work) == 7
     finally:
         await db.close()
     assert runs == [1, 2]
