@@ -1,10 +1,10 @@
 """The engines and the two transaction helpers every query goes through.
 
 `transaction()` runs async work on the async engine (AsyncSession): the stores' general path. `run()` runs a
-synchronous function of a plain `Session` as one transaction on a worker thread, on a synchronous engine to the same
-database: the path of every statement a plain turn makes (intake, claim, the turn's start and end). Measured on this
-code, a one-statement transaction costs 1.3 ms of CPU through the async session (a greenlet switch and a driver
-thread hop per statement) against 0.1 to 0.25 ms with the sync engine on SQLite, and the turn makes seventeen.
+synchronous function of a plain `Connection` as one transaction on a worker thread, on a synchronous engine to the
+same database: the path of every statement a plain turn makes (intake, claim, the turn's start and end). Measured
+on this code, a one-statement transaction costs 1.3 ms of CPU through the async session (a greenlet switch and a
+driver thread hop per statement) against 0.1 to 0.25 ms with the sync engine on SQLite; a turn makes seventeen.
 """
 
 from __future__ import annotations
@@ -19,13 +19,12 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
-from sqlalchemy.orm import Session, sessionmaker
 
 from storage.models import Base
 
@@ -58,7 +57,6 @@ class Database:
             if self.sync_engine is not None:
                 event.listen(self.sync_engine, "connect", _sqlite_pragmas)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
-        self._sync_sessions = sessionmaker(self.sync_engine, expire_on_commit=False)
         self._threads = ThreadPoolExecutor(1 if self.dialect == "sqlite" else _POOL_SIZE,
                                            thread_name_prefix="database")
         """One thread per pooled connection (SQLite has one writer, so one thread)."""
@@ -108,19 +106,19 @@ class Database:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    async def run(self, work: Callable[[Session], T], *, urgent: bool = False) -> T:
+    async def run(self, work: Callable[[Connection], T], *, urgent: bool = False) -> T:
         """Run the synchronous `work` in one transaction on a worker thread, again after a conflict or a lost
         connection (so, as for `transaction()`, it must be safe to run twice).
 
         Inside a `transaction()` of the same task, `work` joins that transaction instead (through the async
-        session's `run_sync`): what the caller composed still commits as one. `work` only runs statements; it
+        connection's `run_sync`): what the caller composed still commits as one. `work` only runs statements; it
         must not touch the event loop."""
         joined = self._open.get()
         if joined is not None and joined[0] is asyncio.current_task():
-            return await joined[1].run_sync(work)
+            return await (await joined[1].connection()).run_sync(work)
         if self.sync_engine is None:
             async def in_session(session: AsyncSession) -> T:
-                return await session.run_sync(work)
+                return await (await session.connection()).run_sync(work)
             return await self.transaction(in_session, urgent=urgent)
         loop = asyncio.get_running_loop()
         for attempt in range(1, _RETRIES + 1):
@@ -142,9 +140,10 @@ class Database:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    def _committed(self, work: Callable[[Session], T]) -> T:
-        with self._sync_sessions() as session, session.begin():
-            return work(session)
+    def _committed(self, work: Callable[[Connection], T]) -> T:
+        assert self.sync_engine is not None
+        with self.sync_engine.begin() as connection:
+            return work(connection)
 
     def _turn(self, urgent: bool) -> contextlib.AbstractAsyncContextManager[None]:
         return self._turnstile.turn(urgent) if self._turnstile is not None else contextlib.nullcontext()

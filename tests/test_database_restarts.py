@@ -7,9 +7,8 @@ import uuid
 
 import psycopg
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
 
 from storage.db import Database
 from tests.conftest import POSTGRES
@@ -74,12 +73,12 @@ async def test_a_run_whose_connection_dies_runs_again(database_url: str) -> None
     db = Database(f"{database_url}&application_name={name}")
     runs: list[int] = []
 
-    def work(session: Session) -> int:
+    def work(connection: Connection) -> int:
         runs.append(len(runs) + 1)
-        session.execute(text("SELECT 1"))
+        connection.execute(text("SELECT 1"))
         if len(runs) == 1:
             terminate(name)
-        return int(session.execute(text("SELECT 7")).scalar_one())
+        return int(connection.execute(text("SELECT 7")).scalar_one())
 
     try:
         assert await db.run(work) == 7

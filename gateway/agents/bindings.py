@@ -7,9 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
 
 from adapters.base import Speaker
 from gateway.config.schema import AgentSpec, BindingSpec, BotSpec, GatewayConfig
@@ -88,19 +87,19 @@ class BindingStore:
         return await self._db.transaction(work)
 
     async def load(self, bot_name: str) -> Binding:
-        return await self._db.run(lambda session: self.read(session, bot_name))
+        return await self._db.run(lambda connection: self.read(connection, bot_name))
 
-    def read(self, session: Session, bot_name: str) -> Binding:
+    def read(self, connection: Connection, bot_name: str) -> Binding:
         """`load` in the caller's transaction: one SELECT (binding, agent and its version's pins joined), and one
         more per level of delegates; specs are validated once per agent version and binding."""
-        row = session.execute(_BINDING, {"bot_name": bot_name}).first()
+        row = connection.execute(_BINDING, {"bot_name": bot_name}).first()
         if row is None:
             raise UnknownBot(f"no binding for bot {bot_name!r}; run `gateway apply`")
         binding_spec, name, version, agent_spec, pins = row
         definition = AgentDefinition(name=name, version=version, spec=self._agent_spec(name, version, agent_spec),
                                      pins=pins or {})
         return Binding(bot_name=bot_name, agent=definition, spec=self._binding_spec(bot_name, binding_spec),
-                       delegate_versions=_reachable(session, definition.pins) if definition.pins else {})
+                       delegate_versions=_reachable(connection, definition.pins) if definition.pins else {})
 
     def _agent_spec(self, name: str, version: int, stored: Any) -> AgentSpec:
         key = (name, version)
@@ -127,6 +126,7 @@ class BindingStore:
         return await self._db.transaction(work)
 
 
+VERSIONS = AgentVersionRow.__table__
 _BINDING = (select(BindingRow.spec, AgentRow.name, AgentRow.version, AgentRow.spec, AgentVersionRow.pins)
             .join(AgentRow, AgentRow.name == BindingRow.agent_name)
             .outerjoin(AgentVersionRow, (AgentVersionRow.agent_name == AgentRow.name)
@@ -134,16 +134,16 @@ _BINDING = (select(BindingRow.spec, AgentRow.name, AgentRow.version, AgentRow.sp
             .where(BindingRow.bot_name == bindparam("bot_name")))
 
 
-def _reachable(session: Session, pins: Mapping[str, int]) -> dict[tuple[str, int], AgentDefinition]:
+def _reachable(connection: Connection, pins: Mapping[str, int]) -> dict[tuple[str, int], AgentDefinition]:
     """The pinned versions, and the versions they pin in turn, by (name, version)."""
     found: dict[tuple[str, int], AgentDefinition] = {}
     asked: set[tuple[str, int]] = set()
     wanted = set(pins.items())
     while wanted:
         asked |= wanted
-        rows = session.execute(select(AgentVersionRow).where(
-            AgentVersionRow.agent_name.in_({name for name, _ in wanted}),
-            AgentVersionRow.version.in_({version for _, version in wanted}))).scalars()
+        rows = connection.execute(select(VERSIONS).where(
+            VERSIONS.c.agent_name.in_({name for name, _ in wanted}),
+            VERSIONS.c.version.in_({version for _, version in wanted})))
         for row in rows:
             if (row.agent_name, row.version) in wanted:
                 found[(row.agent_name, row.version)] = AgentDefinition(

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, exists, select, update
+from sqlalchemy import Connection, bindparam, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
 
 from adapters.base import Speaker
 from storage.db import Database
@@ -66,7 +65,7 @@ class DelegateQuestions:
 
     async def pending(self, conversation_key: str, requester_id: str) -> Question | None:
         """The oldest open question this person is asked in this conversation."""
-        return await self._db.run(lambda session: pending_question(session, conversation_key, requester_id))
+        return await self._db.run(lambda connection: pending_question(connection, conversation_key, requester_id))
 
     async def answer(self, question_id: int, text: str, speaker: Speaker, message_id: str) -> Question | None:
         """Compare-and-swap a pending question to `answered`, keeping the answer and the message that gave it;
@@ -86,7 +85,7 @@ class DelegateQuestions:
 
     async def answered_with(self, conversation_key: str, message_id: str) -> Question | None:
         """The question a given message already answered (an inbox item retried after a crash)."""
-        return await self._db.run(lambda session: answered_question(session, conversation_key, message_id))
+        return await self._db.run(lambda connection: answered_question(connection, conversation_key, message_id))
 
     async def expire_due(self) -> list[Question]:
         """Compare-and-swap every question nobody answered in time to `expired`."""
@@ -133,13 +132,13 @@ _ANSWERED = select(QUESTIONS).where(QUESTIONS.c.conversation_key == bindparam("k
 """Asked before every turn (`QuestionFlow.may_take`): Core statements built once, rows read as plain tuples."""
 
 
-def pending_question(session: Session, conversation_key: str, requester_id: str) -> Question | None:
+def pending_question(connection: Connection, conversation_key: str, requester_id: str) -> Question | None:
     """`DelegateQuestions.pending` in the caller's transaction."""
-    row = session.execute(_PENDING, {"key": conversation_key, "requester": requester_id, "now": utcnow()}).first()
+    row = connection.execute(_PENDING, {"key": conversation_key, "requester": requester_id, "now": utcnow()}).first()
     return _question(row) if row is not None else None
 
 
-def answered_question(session: Session, conversation_key: str, message_id: str) -> Question | None:
+def answered_question(connection: Connection, conversation_key: str, message_id: str) -> Question | None:
     """`DelegateQuestions.answered_with` in the caller's transaction."""
-    row = session.execute(_ANSWERED, {"key": conversation_key, "message_id": message_id}).first()
+    row = connection.execute(_ANSWERED, {"key": conversation_key, "message_id": message_id}).first()
     return _question(row) if row is not None else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection
 
 from adapters.base import Inbound
 from adapters.protocols import Chat
@@ -68,13 +68,13 @@ class QuestionFlow:
         expired = await self._questions.expire_due()
         return sorted({question.parked_run_id for question in expired})
 
-    def may_take(self, session: Session, inbound: Inbound, *, retried: bool) -> bool:
+    def may_take(self, connection: Connection, inbound: Inbound, *, retried: bool) -> bool:
         """Whether `take_answer` could find anything: an open question to this person here, or (a retry) one this
         message answered already. Reads only, in the caller's transaction (the claim's)."""
         key = inbound.address.conversation_key
-        if pending_question(session, key, inbound.speaker.platform_user_id) is not None:
+        if pending_question(connection, key, inbound.speaker.platform_user_id) is not None:
             return True
-        return retried and answered_question(session, key, inbound.message_id) is not None
+        return retried and answered_question(connection, key, inbound.message_id) is not None
 
     async def take_answer(self, inbound: Inbound, *, retried: bool) -> TakenAnswer | None:
         """The requester's message answers the question a delegate of their parked run asked in this

@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from sqlalchemy import Row, bindparam, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
 
 from adapters.base import ChatAddress, HistoryItem, Inbound, Speaker
 from storage.db import Database, insert_for
@@ -33,11 +32,11 @@ class Conversations:
         self._db = db
 
     async def record_user_turn(self, inbound: Inbound) -> TurnRecord:
-        return await self._db.run(lambda session: record_user_turn(session, inbound))
+        return await self._db.run(lambda connection: record_user_turn(connection, inbound))
 
     async def identity(self, speaker: Speaker) -> int:
         """Store the speaker (handle and name kept fresh) without recording anything they said."""
-        return await self._db.run(lambda session: _speaker(session, speaker)[0])
+        return await self._db.run(lambda connection: _speaker(connection, speaker)[0])
 
     async def answered_in(self, conversation_key: str) -> bool:
         """True once the bot has taken part in this conversation (a thread it was addressed in)."""
@@ -48,12 +47,13 @@ class Conversations:
 
     async def record_answer(self, conversation_id: int, *, run_id: int, text: str, speaker_name: str,
                             platform_message_id: str | None) -> None:
-        await self._db.run(lambda session: record_answer(session, conversation_id, run_id=run_id, text=text,
+        await self._db.run(lambda connection: record_answer(connection, conversation_id, run_id=run_id, text=text,
                                                          speaker_name=speaker_name,
                                                          platform_message_id=platform_message_id))
 
     async def history(self, turn: TurnRecord, *, limit: int, name_speakers: bool) -> list[ModelMessage]:
-        return await self._db.run(lambda session: history(session, turn, limit=limit, name_speakers=name_speakers))
+        return await self._db.run(lambda connection: history(connection, turn, limit=limit,
+                                                             name_speakers=name_speakers))
 
 
 # The turn's statements, on the tables' columns (Core: no ORM unit of work), built once; each runs in its caller's
@@ -76,76 +76,76 @@ _HISTORY = (select(MESSAGES.c.role, MESSAGES.c.text, MESSAGES.c.speaker_name, ME
             .order_by(MESSAGES.c.id.desc()).limit(bindparam("limit")))
 
 
-def record_user_turn(session: Session, inbound: Inbound) -> TurnRecord:
+def record_user_turn(connection: Connection, inbound: Inbound) -> TurnRecord:
     """Store the speaker, the conversation and the user's words once, even when a turn is retried.
 
     Each row is looked up before it is inserted: a known conversation and speaker cost one SELECT each (the common
     case), not an INSERT that conflicts and a SELECT after it."""
-    conversation_id = _conversation(session, inbound.address)
-    identity_id, person_id = _speaker(session, inbound.speaker)
-    existing = session.execute(_USER_TURN, {"conversation_id": conversation_id,
+    conversation_id = _conversation(connection, inbound.address)
+    identity_id, person_id = _speaker(connection, inbound.speaker)
+    existing = connection.execute(_USER_TURN, {"conversation_id": conversation_id,
                                             "message_id": inbound.message_id}).scalar()
     if existing is None:
-        existing = session.execute(_ADD_MESSAGE, {
+        existing = connection.execute(_ADD_MESSAGE, {
             "conversation_id": conversation_id, "role": "user", "identity_id": identity_id,
             "speaker_name": inbound.speaker.display_name, "text": inbound.text,
             "platform_message_id": inbound.message_id, "created_at": utcnow()}).scalar_one()
-    earlier = session.execute(_EARLIER, {"conversation_id": conversation_id, "id": existing}).scalar()
+    earlier = connection.execute(_EARLIER, {"conversation_id": conversation_id, "id": existing}).scalar()
     return TurnRecord(conversation_id=conversation_id, identity_id=identity_id,
                       person_id=person_id, message_id=existing, first_turn=earlier is None)
 
 
-def record_answer(session: Session, conversation_id: int, *, run_id: int, text: str, speaker_name: str,
+def record_answer(connection: Connection, conversation_id: int, *, run_id: int, text: str, speaker_name: str,
                   platform_message_id: str | None) -> None:
-    session.execute(_ADD_ANSWER, {
+    connection.execute(_ADD_ANSWER, {
         "conversation_id": conversation_id, "role": "assistant", "identity_id": None, "speaker_name": speaker_name,
         "text": text, "run_id": run_id, "platform_message_id": platform_message_id, "created_at": utcnow()})
 
 
-def history(session: Session, turn: TurnRecord, *, limit: int, name_speakers: bool) -> list[ModelMessage]:
+def history(connection: Connection, turn: TurnRecord, *, limit: int, name_speakers: bool) -> list[ModelMessage]:
     """The `limit` most recent turns before this one, oldest first, as pydantic-ai messages."""
     if limit <= 0:
         return []
-    rows = session.execute(_HISTORY, {"conversation_id": turn.conversation_id, "id": turn.message_id,
+    rows = connection.execute(_HISTORY, {"conversation_id": turn.conversation_id, "id": turn.message_id,
                                       "limit": limit}).all()
     return [_as_model_message(row, name_speakers) for row in reversed(rows)]
 
 
-def _conversation(session: Session, address: ChatAddress) -> int:
-    found = session.execute(_CONVERSATION, {"key": address.conversation_key}).scalar()
+def _conversation(connection: Connection, address: ChatAddress) -> int:
+    found = connection.execute(_CONVERSATION, {"key": address.conversation_key}).scalar()
     if found is not None:
         return int(found)
     values = {"key": address.conversation_key, "bot_name": address.bot_id, "platform": address.platform,
               "channel_id": address.channel_id, "thread_id": address.thread_id,
               "is_direct": address.is_direct, "created_at": utcnow()}
-    return _get_or_insert(session, CONVERSATIONS, values, ["key"], _CONVERSATION, {"key": address.conversation_key})
+    return _get_or_insert(connection, CONVERSATIONS, values, ["key"], _CONVERSATION, {"key": address.conversation_key})
 
 
-def _speaker(session: Session, speaker: Speaker) -> tuple[int, int | None]:
+def _speaker(connection: Connection, speaker: Speaker) -> tuple[int, int | None]:
     """The speaker's identity id and linked person, stored on first sight; handle and name kept fresh."""
     who = {"platform": speaker.platform, "workspace": speaker.workspace, "user_id": speaker.platform_user_id}
-    row = session.execute(_IDENTITY, who).first()
+    row = connection.execute(_IDENTITY, who).first()
     if row is None:
         values = {"platform": speaker.platform, "workspace": speaker.workspace,
                   "platform_user_id": speaker.platform_user_id, "handle": speaker.handle,
                   "display_name": speaker.display_name, "is_bot": speaker.is_bot, "updated_at": utcnow()}
-        _get_or_insert(session, IDENTITIES, values, ["platform", "workspace", "platform_user_id"], _IDENTITY, who)
-        row = session.execute(_IDENTITY, who).one()
+        _get_or_insert(connection, IDENTITIES, values, ["platform", "workspace", "platform_user_id"], _IDENTITY, who)
+        row = connection.execute(_IDENTITY, who).one()
         return int(row.id), row.person_id
     if (row.handle, row.display_name) != (speaker.handle, speaker.display_name):
-        session.execute(update(IDENTITIES).where(IDENTITIES.c.id == row.id).values(
+        connection.execute(update(IDENTITIES).where(IDENTITIES.c.id == row.id).values(
             handle=speaker.handle, display_name=speaker.display_name, updated_at=utcnow()))
     return int(row.id), row.person_id
 
 
-def _get_or_insert(session: Session, table: Any, values: dict[str, Any], keys: list[str], lookup: Any,
+def _get_or_insert(connection: Connection, table: Any, values: dict[str, Any], keys: list[str], lookup: Any,
                    params: dict[str, Any]) -> int:
-    insert = insert_for(session.get_bind().dialect.name)
-    inserted = session.execute(insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
+    insert = insert_for(connection.dialect.name)
+    inserted = connection.execute(insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
                                .returning(table.c.id)).scalar()
     if inserted is not None:
         return int(inserted)
-    return int(session.execute(lookup, params).scalar_one())
+    return int(connection.execute(lookup, params).scalar_one())
 
 
 def _as_model_message(row: Row[Any], name_speakers: bool) -> ModelMessage:

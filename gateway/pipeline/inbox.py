@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
 
 from storage.db import Database, insert_for
 from storage.models import InboxRow, utcnow
@@ -81,22 +80,22 @@ class Inbox:
         return await self._db.transaction(work)
 
     async def claim(self, worker_id: str, *, lease: timedelta, limit: int,
-                    then: Callable[[Session, list[InboxItem]], None] | None = None) -> list[InboxItem]:
+                    then: Callable[[Connection, list[InboxItem]], None] | None = None) -> list[InboxItem]:
         """Lease the oldest open item of each idle conversation, up to `limit` items; `then` reads what their turns
         need first in the same transaction (a turn's reads before its placeholder cost no transaction of their own)."""
         claimable = self._claimable
 
-        def work(session: Session) -> list[InboxItem]:
+        def work(connection: Connection) -> list[InboxItem]:
             now = utcnow()
-            candidates = session.execute(claimable, {"now": now, "limit": limit}).scalars().all()
+            candidates = connection.execute(claimable, {"now": now, "limit": limit}).scalars().all()
             claimed = []
             for row_id in candidates:
-                row = session.execute(_CLAIM, {"item": row_id, "now": now, "owner": worker_id,
+                row = connection.execute(_CLAIM, {"item": row_id, "now": now, "owner": worker_id,
                                                "until": now + lease}).first()
                 if row is not None:
                     claimed.append(_item(row))
             if claimed and then is not None:
-                then(session, claimed)
+                then(connection, claimed)
             return claimed
         return await self._db.run(work)
 
@@ -104,27 +103,27 @@ class Inbox:
         if not item_ids:
             return
 
-        def work(session: Session) -> None:
-            session.execute(
+        def work(connection: Connection) -> None:
+            connection.execute(
                 update(INBOX).where(INBOX.c.id.in_(item_ids), INBOX.c.lease_owner == worker_id,
                                     INBOX.c.status == "running")
                 .values(lease_until=utcnow() + lease))
         await self._db.run(work)
 
     async def remember_reply(self, item_id: int, message_id: str) -> None:
-        await self._db.run(lambda session: remember_reply(session, item_id, message_id))
+        await self._db.run(lambda connection: remember_reply(connection, item_id, message_id))
 
     async def complete(self, worker_id: str, item_id: int,
-                       also: Callable[[Session], None] | None = None) -> bool:
+                       also: Callable[[Connection], None] | None = None) -> bool:
         """Mark the item done, in one transaction with `also` (the turn's own last writes: the answer, the run).
         True when its conversation has another item waiting, which the worker then claims at once."""
-        def work(session: Session) -> bool:
+        def work(connection: Connection) -> bool:
             if also is not None:
-                also(session)
-            key = session.execute(_COMPLETE, {"item": item_id, "owner": worker_id, "now": utcnow()}).scalar()
+                also(connection)
+            key = connection.execute(_COMPLETE, {"item": item_id, "owner": worker_id, "now": utcnow()}).scalar()
             if key is None:
                 return True  # not ours any more: whoever has it now decides; a look costs one claim
-            return session.execute(_WAITING, {"key": key, "item": item_id}).scalar() is not None
+            return connection.execute(_WAITING, {"key": key, "item": item_id}).scalar() is not None
         return await self._db.run(work)
 
     async def fail(self, worker_id: str, item: InboxItem, error: str) -> bool:
@@ -138,8 +137,8 @@ class Inbox:
     async def defer(self, worker_id: str, item: InboxItem, error: str, *, delay: timedelta) -> None:
         """A dependency failed, not the turn: the item waits `delay`, keeps its place in its conversation, and
         spends none of its attempts."""
-        def work(session: Session) -> None:
-            session.execute(
+        def work(connection: Connection) -> None:
+            connection.execute(
                 update(INBOX).where(INBOX.c.id == item.id, INBOX.c.lease_owner == worker_id)
                 .values(status="waiting", error=error, lease_owner=None, lease_until=utcnow() + delay))
         await self._db.run(work)
@@ -159,8 +158,8 @@ class Inbox:
 
     async def _finish(self, worker_id: str, item_id: int, *, status: str, error: str | None,
                       **counts: int) -> None:
-        def work(session: Session) -> None:
-            session.execute(
+        def work(connection: Connection) -> None:
+            connection.execute(
                 update(INBOX).where(INBOX.c.id == item_id, INBOX.c.lease_owner == worker_id)
                 .values(status=status, error=error, lease_owner=None, lease_until=None,
                         finished_at=utcnow() if status != "pending" else None, **counts))
@@ -174,14 +173,14 @@ class Inbox:
                 insert(INBOX).values({name: bindparam(name) for name in values})
                 .on_conflict_do_nothing(index_elements=["logical_id"]).returning(INBOX.c.id))
 
-        def work(session: Session) -> bool:
-            return session.execute(statement, values).first() is not None
+        def work(connection: Connection) -> bool:
+            return connection.execute(statement, values).first() is not None
         return await self._db.run(work, urgent=True)  # the platform's ack waits for it
 
 
-def remember_reply(session: Session, item_id: int, message_id: str) -> None:
+def remember_reply(connection: Connection, item_id: int, message_id: str) -> None:
     """The item's reply (placeholder) id, for a retry to edit rather than post again; in the caller's transaction."""
-    session.execute(_REMEMBER_REPLY, {"item": item_id, "message_id": message_id})
+    connection.execute(_REMEMBER_REPLY, {"item": item_id, "message_id": message_id})
 
 
 def _storable_text(text: str) -> str:

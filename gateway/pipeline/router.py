@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Protocol
 
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection
 
 from adapters.base import ApprovalClick, Inbound, MalformedPayload, MessageRef
 from adapters.platforms import PlatformAdapter
@@ -80,7 +80,7 @@ class ParkedRuns(Protocol):
 class OpenQuestions(Protocol):
     """Delegates' questions put to people (`gateway/approvals/questions.py`)."""
 
-    def may_take(self, session: Session, inbound: Inbound, *, retried: bool) -> bool:
+    def may_take(self, connection: Connection, inbound: Inbound, *, retried: bool) -> bool:
         """Whether `take_answer` could find anything for this message (reads only, in the claim's transaction)."""
         ...
 
@@ -118,7 +118,7 @@ class Router:
         self._questions = questions
         self._commands = commands
 
-    def prepare(self, session: Session, items: list[InboxItem]) -> None:
+    def prepare(self, connection: Connection, items: list[InboxItem]) -> None:
         """Inside the claim's transaction: each message's binding and whether it may answer an open question, so
         a plain turn reads nothing more before its placeholder. What cannot be prepared is read again in `handle`."""
         bindings: dict[str, Binding] = {}
@@ -129,10 +129,10 @@ class Router:
                 if not isinstance(inbound, Inbound):
                     continue
                 if item.bot_name not in bindings:
-                    bindings[item.bot_name] = self._bindings.read(session, item.bot_name)
+                    bindings[item.bot_name] = self._bindings.read(connection, item.bot_name)
             except (UnknownBot, MalformedPayload):  # `handle` says so in its own words
                 continue
-            may = self._questions.may_take(session, inbound, retried=item.attempts > 1)
+            may = self._questions.may_take(connection, inbound, retried=item.attempts > 1)
             self._prepared[item.id] = Prepared(inbound=inbound, binding=bindings[item.bot_name],
                                                may_answer_question=may)
 
@@ -200,9 +200,9 @@ class Router:
         prompt = speaker_line(speaker.display_name, inbound.text, group)
         files = await fetch_attachments(adapter if isinstance(adapter, ReadsFiles) else None, inbound.attachments)
 
-        def begin(session: Session) -> tuple[Turn, TurnRecord, int]:
-            record = record_user_turn(session, inbound)
-            earlier = history(session, record, limit=binding.spec.history_turns, name_speakers=group)
+        def begin(connection: Connection) -> tuple[Turn, TurnRecord, int]:
+            record = record_user_turn(connection, inbound)
+            earlier = history(connection, record, limit=binding.spec.history_turns, name_speakers=group)
             owner = memory_owner(inbound.address, identity_id=record.identity_id, person_id=record.person_id,
                                  allow_personal=binding.spec.allow_personal_memory)
             turn = Turn(deps=TurnDeps(address=inbound.address, speaker=speaker, binding=binding, owner=owner,
@@ -210,8 +210,8 @@ class Router:
                         prompt=prompt, history=earlier, conversation_id=record.conversation_id,
                         identity_id=record.identity_id, inbox_id=item.id, files=files, retried=item.attempts > 1)
             if shown.message_id != item.reply_message_id:
-                remember_reply(session, item.id, shown.message_id)
-            return turn, record, open_run(session, turn)
+                remember_reply(connection, item.id, shown.message_id)
+            return turn, record, open_run(connection, turn)
 
         turn, record, run_id = await self._db.run(begin)
         # A thread this very message starts (a top-level mention on Slack) has nothing earlier to read.
@@ -225,9 +225,9 @@ class Router:
         if isinstance(outcome, Answered):
             answered = outcome
 
-            def finish(session: Session) -> None:
-                record_answered(session, answered)
-                record_answer(session, record.conversation_id, run_id=answered.run_id, text=answered.text,
+            def finish(connection: Connection) -> None:
+                record_answered(connection, answered)
+                record_answer(connection, record.conversation_id, run_id=answered.run_id, text=answered.text,
                               speaker_name=binding.agent.name, platform_message_id=answered.message_id)
             return finish
         if isinstance(outcome, Parked):

@@ -24,9 +24,8 @@ from pydantic_ai import (
 from pydantic_ai.exceptions import AgentRunError, ModelAPIError, UsageLimitExceeded, UserError
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RunUsage
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import Connection, bindparam, insert, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
 
 from adapters.base import ChatAddress, Directory, Speaker
 from capabilities.browser_engine import BrowserEngine
@@ -202,7 +201,7 @@ class Runtime:
                                  retried=turn.retried)
 
     async def record_answered(self, outcome: Answered) -> None:
-        await self._db.run(lambda session: record_answered(session, outcome))
+        await self._db.run(lambda connection: record_answered(connection, outcome))
 
     async def resume(self, run_id: int, deps: TurnDeps, state: str, results: DeferredToolResults,
                      reply: LiveReply, *, specialists: Sequence[Mapping[str, Any]] = ()) -> RunOutcome:
@@ -346,27 +345,27 @@ class Runtime:
         return turn_key(run_id, await self._db.transaction(work))
 
     async def open_run(self, turn: Turn) -> int:
-        return await self._db.run(lambda session: open_run(session, turn))
+        return await self._db.run(lambda connection: open_run(connection, turn))
 
     async def _set_run(self, run_id: int, *, status: str, usage: RunUsage | None = None,
                        error: str | None = None) -> None:
-        await self._db.run(lambda session: set_run(session, run_id, status=status, usage=usage, error=error))
+        await self._db.run(lambda connection: set_run(connection, run_id, status=status, usage=usage, error=error))
 
 
 RUNS = RunRow.__table__
 _OPEN_RUN = insert(RUNS).returning(RUNS.c.id)
 
 
-def open_run(session: Session, turn: Turn) -> int:
+def open_run(connection: Connection, turn: Turn) -> int:
     """The run's row, status running, in the caller's transaction."""
     binding = turn.deps.binding
-    return int(session.execute(_OPEN_RUN, {
+    return int(connection.execute(_OPEN_RUN, {
         "conversation_id": turn.conversation_id, "inbox_id": turn.inbox_id, "bot_name": binding.bot_name,
         "agent_name": binding.agent.name, "agent_version": binding.agent.version, "model": binding.agent.spec.model,
         "identity_id": turn.identity_id, "status": "running", "started_at": utcnow()}).scalar_one())
 
 
-def set_run(session: Session, run_id: int, *, status: str, usage: RunUsage | None = None,
+def set_run(connection: Connection, run_id: int, *, status: str, usage: RunUsage | None = None,
             error: str | None = None) -> None:
     values: dict[str, object] = {"status": status, "error": error}
     if status != "running":
@@ -374,7 +373,7 @@ def set_run(session: Session, run_id: int, *, status: str, usage: RunUsage | Non
     if usage is not None:
         values |= {"requests": usage.requests, "input_tokens": usage.input_tokens,
                    "output_tokens": usage.output_tokens}
-    session.execute(update(RUNS).where(RUNS.c.id == run_id).values(**values))
+    connection.execute(update(RUNS).where(RUNS.c.id == run_id).values(**values))
 
 
 _ANSWERED = (update(RUNS).where(RUNS.c.id == bindparam("run"))
@@ -382,11 +381,11 @@ _ANSWERED = (update(RUNS).where(RUNS.c.id == bindparam("run"))
                      input_tokens=bindparam("tokens_in"), output_tokens=bindparam("tokens_out")))
 
 
-def record_answered(session: Session, outcome: Answered) -> None:
+def record_answered(connection: Connection, outcome: Answered) -> None:
     """An answered run's row, in the caller's transaction (the turn's end): `set_run`'s statement for every turn,
     built once."""
     usage = outcome.usage
-    session.execute(_ANSWERED, {"run": outcome.run_id, "now": utcnow(), "used": usage.requests,
+    connection.execute(_ANSWERED, {"run": outcome.run_id, "now": utcnow(), "used": usage.requests,
                                 "tokens_in": usage.input_tokens, "tokens_out": usage.output_tokens})
 
 

@@ -15,7 +15,7 @@ from functools import partial
 from typing import TypeVar
 
 from opentelemetry.trace import NoOpTracer, StatusCode, Tracer
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection
 
 from gateway.pipeline.inbox import Inbox, InboxItem
 from storage.cache import REDIS_UNAVAILABLE
@@ -24,10 +24,10 @@ from storage.db import is_connection_error
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-Finish = Callable[[Session], None]
+Finish = Callable[[Connection], None]
 """A turn's last writes, committed with its inbox item's completion (statements on the database's thread)."""
 Handler = Callable[[InboxItem], Awaitable[Finish | None]]
-Prepare = Callable[[Session, list[InboxItem]], None]
+Prepare = Callable[[Connection, list[InboxItem]], None]
 GiveUp = Callable[[InboxItem], Awaitable[None]]
 
 FIRST_WAIT = timedelta(seconds=1)
