@@ -74,6 +74,8 @@ class Run:
     strays: int = 0
     misses: list[str] = field(default_factory=list)
     """Each message not shown exactly once, with how often it is: `q-000042 (2)`."""
+    calls: Counter[str] = field(default_factory=Counter)
+    """The bot's API calls by method while the messages were answered."""
 
     @property
     def cpu_per_message(self) -> float:
@@ -149,6 +151,7 @@ async def run_once(variant: str, args: argparse.Namespace) -> Run:
             await stop(process)
         record = watch.record
         run.signs, run.posts, run.finals, run.acks = record.signs, record.posts, record.final_latencies, record.acks
+        run.calls = record.calls
     return run
 
 
@@ -260,7 +263,8 @@ async def main_async(args: argparse.Namespace) -> None:
             run = await run_once(variant, args)
             runs[variant].append(run)
             print(f"  rep {repetition} {variant:>10}: {run.answered}/{run.sent} answered in {run.seconds:.1f} s, "
-                  f"{run.cpu_per_message:.1f} ms CPU/msg, load {os.getloadavg()[0]:.1f}"
+                  f"{run.cpu_per_message:.1f} ms CPU/msg, load {os.getloadavg()[0]:.1f}; API calls/msg: "
+                  + ", ".join(f"{m} {n / max(run.sent, 1):.2f}" for m, n in run.calls.most_common())
                   + (f"; not shown exactly once: {', '.join(run.misses)}" if run.misses else ""), flush=True)
     if variants:
         table(runs, args.platform)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
 
@@ -63,6 +63,12 @@ class Record:
     posts: list[float] = field(default_factory=list)
     final_latencies: list[float] = field(default_factory=list)
     acks: list[float] = field(default_factory=list)
+    calls: Counter[str] = field(default_factory=Counter)
+    """The bot's API calls by method (Telegram, Slack) or route (Mattermost) while recording."""
+
+    def called(self, method: str) -> None:
+        if self.recording:
+            self.calls[method] += 1
 
     def expect(self, key: str, tag: str) -> Pending:
         pending = Pending(tag=tag, sent=time.monotonic(), done=asyncio.get_running_loop().create_future())

@@ -55,6 +55,7 @@ class MattermostWatch(MattermostSandbox):
         await super()._notify()
 
     def _note(self, route: str, body: dict[str, Any], at: float) -> None:
+        self.record.called(route)
         if route in ("create_post", "typing"):
             self.record.saw(str(body.get("channel_id", "")), at, post=route == "create_post",
                             text=str(body.get("message", "")))

@@ -69,6 +69,7 @@ class SlackWatch(SlackSandbox):
         await super()._notify()
 
     def _note(self, method: str, params: dict[str, Any], at: float) -> None:
+        self.record.called(method)
         if method in ("chat.postMessage", "chat.update"):
             self.record.saw(str(params.get("channel", "")), at, post=method == "chat.postMessage",
                             text=str(params.get("text", "")))

@@ -56,6 +56,7 @@ class TelegramWatch(TelegramSandbox):
         await super()._notify()
 
     def _note(self, token: str, method: str, params: dict[str, Any], at: float) -> None:
+        self.record.called(method)
         if method == "getUpdates":
             self._polled.add(token)
             offset = int(params.get("offset") or 0)
