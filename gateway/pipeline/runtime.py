@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pydantic_ai import (
     AgentRunResult,
-    AgentRunResultEvent,
+    AgentStreamEvent,
     ConversationTypeAdapter,
     DeferredToolRequests,
     DeferredToolResults,
     ModelMessage,
     PartDeltaEvent,
     PartStartEvent,
+    RunContext,
     TextPart,
     TextPartDelta,
     UsageLimits,
@@ -306,21 +307,24 @@ class Runtime:
     async def _stream(self, assembled: AssembledAgent, deps: TurnDeps, reply: LiveReply,
                       prompt: str | Sequence[UserContent] | None = None, history: list[ModelMessage] | None = None,
                       conversation: Any = None, results: DeferredToolResults | None = None) -> AgentRunResult[Any]:
+        """The run in this task, its text streamed into `reply` by an event handler (`run_stream_events` would run it
+        in a task of its own and hand each event over a channel: a task switch per event)."""
         shown = ""
-        async with assembled.agent.run_stream_events(
-                prompt, message_history=history, conversation=conversation, deferred_tool_results=results,
-                deps=deps, usage_limits=UsageLimits(request_limit=REQUEST_LIMIT)) as events:
+
+        async def show(_ctx: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
+            nonlocal shown
             async for event in events:
                 if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
                     shown = event.part.content
                 elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
                     shown += event.delta.content_delta
-                elif isinstance(event, AgentRunResultEvent):
-                    return event.result
                 else:
                     continue
                 reply.update(shown)
-        raise AgentRunError("the model stream ended without a result")
+
+        return await assembled.agent.run(
+            prompt, message_history=history, conversation=conversation, deferred_tool_results=results, deps=deps,
+            usage_limits=UsageLimits(request_limit=REQUEST_LIMIT), event_stream_handler=show)
 
     async def booked_usage(self, run_id: int) -> RunUsage:
         """What the run's row books so far: a parked run's whole spending, delegates' included."""
