@@ -61,13 +61,15 @@ async def awaiting_decision(telegram: FakeTelegram, database_url: str, *, chat: 
                             asker: dict[str, Any], text: str, binding: dict[str, Any] | None = None,
                             redis_url: str | None = None, transport: str = "polling", thread: int | None = None,
                             calls: tuple[tuple[str, dict[str, object]], ...] = DEPLOY_WEB,
-                            tuning: Tuning = FAST) -> AsyncIterator[Pending]:
-    """A running gateway whose agent has asked to run `deploy_service`; the card is in the chat."""
+                            tuning: Tuning = FAST, quiet_first: float = 0.0) -> AsyncIterator[Pending]:
+    """A running gateway whose agent has asked to run `deploy_service`; the card is in the chat. `quiet_first`: seconds
+    the gateway runs before the message is sent."""
     executed: list[str] = []
     bot = TelegramBot(binding=binding or {}, transport=transport).register(telegram)
     async with running_gateway(telegram, [bot], database_url=database_url, redis_url=redis_url,
                                model=calls_then_answers(*calls), registry=deploy_registry(executed),
                                capabilities=DEPLOY, tuning=tuning) as gateway:
+        await asyncio.sleep(quiet_first)
         await telegram.user_says(bot.token, chat, asker, text, message_thread_id=thread)
         await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
         yield Pending(bot=bot, card=cards(telegram, chat["id"])[0], executed=executed, gateway=gateway)
@@ -197,6 +199,18 @@ async def test_a_card_nobody_clicks_expires_at_its_time_not_at_the_next_sweep(te
     closed = current(telegram, chat, pending.card)
     assert closed["text"].startswith("Expired") and not closed.get("reply_markup")
     assert pending.executed == [] and await approval_statuses(database_url) == ["expired"]
+
+
+async def test_a_card_parked_after_the_sweep_last_looked_expires_at_its_time(telegram: FakeTelegram,
+                                                                             sqlite_url: str) -> None:
+    """The sweep asks when the next expiry falls due when it starts and whenever this process parks a run; it does
+    not poll for it. A card parked after its first look (one second in) must wake it."""
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with awaiting_decision(telegram, sqlite_url, chat=chat, asker=alice, text="deploy web", tuning=NO_SWEEP,
+                                 binding={"approvals": {"expires_after": "PT2S"}}, quiet_first=2.5) as pending:
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1].startswith("done:"), timeout=15)
+    assert pending.executed == [] and await approval_statuses(sqlite_url) == ["expired"]
 
 
 def current(telegram: FakeTelegram, chat: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import secrets
@@ -73,6 +74,8 @@ class NewCall:
 class Approvals:
     def __init__(self, db: Database) -> None:
         self._db = db
+        self.added = asyncio.Event()
+        """Set when this process parks a run: its approvals' expiry may now fall due sooner than the sweep looked."""
 
     async def park(self, *, run_id: int, conversation_id: int, conversation_key: str, bot_name: str,
                    turn: Mapping[str, Any], state: str, calls: Sequence[NewCall], requester: Speaker,
@@ -95,7 +98,9 @@ class Approvals:
             session.add_all(rows)
             await session.flush()
             return parked.id, [_approval(row) for row in rows]
-        return await self._db.transaction(work)
+        parked = await self._db.transaction(work)
+        self.added.set()
+        return parked
 
     async def attach_card(self, approval_id: str, conversation_key: str, message_id: str) -> None:
         """The message that shows this approval's card. A message shows one card: an earlier approval whose card

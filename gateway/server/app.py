@@ -63,8 +63,6 @@ log = logging.getLogger(__name__)
 INBOX_RETENTION = timedelta(days=30)
 SOONEST = 1.0
 """Seconds between two runs of a sweep at least."""
-RECHECK = 2.0
-"""Seconds between two looks at when a sweep's next work falls due (the next approval expiry)."""
 """Far beyond any platform's redelivery window (Slack retries for minutes, Telegram keeps updates a day)."""
 
 
@@ -209,7 +207,8 @@ class Gateway:
         await self._serve_http(http)
         self._essential.append(self._spawn(self.worker.run()))
         self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals",
-                           until_due=partial(_seconds_until, approvals.next_expiry)), name="sweep: approvals")
+                           until_due=partial(_seconds_until, approvals.next_expiry), changed=approvals.added),
+                    name="sweep: approvals")
         self._spawn(_every(3600, lambda: inbox.prune(older_than=INBOX_RETENTION), "pruning the inbox"),
                     name="sweep: inbox")
         owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
@@ -284,27 +283,32 @@ async def _close_listeners(server: uvicorn.Server, sock: socket.socket) -> None:
 
 
 async def _every(interval: float, job: Callable[[], Awaitable[object]], what: str, *,
-                 until_due: Callable[[], Awaitable[float | None]] | None = None) -> None:
+                 until_due: Callable[[], Awaitable[float | None]] | None = None,
+                 changed: asyncio.Event | None = None) -> None:
     """Run `job` every `interval` seconds, or as soon as `until_due` says work has fallen due (an approval's
-    expiry takes effect at its time, not at the next sweep)."""
+    expiry takes effect at its time, not at the next sweep). `until_due` is asked again when `changed` is set (this
+    process added work); work another replica added is its own sweep's, and this one's after `interval` at most."""
     while True:
         await asyncio.sleep(SOONEST)  # a due item the job cannot close is retried, never in a busy loop
-        await _until_due(interval - SOONEST, until_due)
+        await _until_due(interval - SOONEST, until_due, changed or asyncio.Event())
         try:
             await job()
         except Exception:  # a failed sweep is retried at the next interval
             log.exception("%s failed", what)
 
 
-async def _until_due(interval: float, until_due: Callable[[], Awaitable[float | None]] | None) -> None:
-    """Sleep `interval`, or until `until_due` says work falls due; asked again every `RECHECK` seconds, since any
-    replica may add work meanwhile."""
+async def _until_due(interval: float, until_due: Callable[[], Awaitable[float | None]] | None,
+                     changed: asyncio.Event) -> None:
+    """Sleep `interval`, or until `until_due` says work falls due; asked again whenever `changed` is set."""
     deadline = time.monotonic() + interval
     while (left := deadline - time.monotonic()) > 0:
+        changed.clear()  # before asking: work added while the answer is on its way sets it again
         due = await _quietly(until_due) if until_due is not None else None
         if due is not None and due <= 0:
             return
-        await asyncio.sleep(min(left, RECHECK if until_due is not None else left, due if due is not None else left))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(min(left, due) if due is not None else left):
+                await changed.wait()
 
 
 async def _quietly(until_due: Callable[[], Awaitable[float | None]]) -> float | None:
