@@ -269,6 +269,14 @@ class _EmbeddedServer(uvicorn.Server):
     def capture_signals(self) -> Generator[None, None, None]:
         yield
 
+    async def main_loop(self) -> None:
+        """uvicorn wakes ten times a second to see whether it should exit and once a second to refresh its `Date`
+        header; this server is stopped by cancelling its task, so it wakes once a second, for the header."""
+        while True:
+            if await self.on_tick(0):  # tick 0 refreshes the header
+                return
+            await asyncio.sleep(1.0)
+
 
 async def _close_listeners(server: uvicorn.Server, sock: socket.socket) -> None:
     """Close uvicorn's listener through asyncio, not just the raw socket.
