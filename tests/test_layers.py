@@ -16,6 +16,14 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
                            "`gateway --help` or `--version` should not wait for it",
     "capabilities/charts_render.py": "matplotlib takes most of a second to import; the first chart loads it, so "
                                      "`gateway check`, the CLI and a replica's start do not wait for it",
+    "gateway/server/platforms.py": "a platform's adapter and SDK load with its first bot: a gateway of Telegram bots "
+                                   "does not carry Slack's aiohttp stack nor Mattermost's requests one (~20 MB)",
+    "gateway/agents/mcp_servers.py": "the MCP client stack (fastmcp, the MCP SDK: ~40 MB, a second of imports) loads "
+                                     "with the first server a run binds; most gateways bind none",
+    "gateway/agents/models.py": "the OpenAI SDK (~20 MB of types) loads with the first OpenAI-compatible model, as "
+                                "pydantic-ai's own model strings load their provider",
+    "gateway/agents/knowledge.py": "pypdf (~10 MB) is for `gateway knowledge add`, never a running gateway",
+    "gateway/server/app.py": "Alembic (~10 MB) loads only when a start finds a migration to run",
 }
 """Modules that may import inside a function, with the reason it cannot sit at the top of the module.
 

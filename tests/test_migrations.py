@@ -13,6 +13,7 @@ from storage.db import Database
 from storage.fulltext import modelled
 from storage.migrate import alembic_config, current_revision, upgrade
 from storage.models import Base
+from storage.revision import HEAD, is_current
 
 
 async def test_migrations_match_the_models(database_url: str) -> None:
@@ -39,3 +40,17 @@ async def test_concurrent_migrations_of_a_fresh_database_take_turns(database_url
     finally:
         await asyncio.gather(*(db.close() for db in databases))
     assert revision == ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+async def test_a_start_finds_the_schema_current_only_at_the_newest_migration(database_url: str) -> None:
+    """`storage.revision.HEAD` is Alembic's head (a start skips loading Alembic when the database stands there)."""
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == HEAD
+    db = Database(database_url)
+    try:
+        assert not await is_current(db)  # never migrated
+        await upgrade(db, "0009")
+        assert not await is_current(db)
+        await upgrade(db)
+        assert await is_current(db)
+    finally:
+        await db.close()

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from pypdf import PdfReader
-from pypdf.errors import PdfReadError
 from sqlalchemy import bindparam, delete, func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -193,6 +191,9 @@ def documents_at(paths: Sequence[Path]) -> list[Path]:
 def read_document(path: Path) -> str:
     """The document's text; a PDF's pages one after another, a blank line between them."""
     if path.suffix.lower() == ".pdf":
+        # pypdf (10 MB) is for `gateway knowledge add`, never a running gateway's: it loads with the first PDF.
+        from pypdf import PdfReader
+        from pypdf.errors import PdfReadError
         try:
             pages = PdfReader(path).pages
             return "\n\n".join(text for page in pages if (text := page.extract_text().strip()))

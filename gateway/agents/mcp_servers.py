@@ -20,36 +20,22 @@ import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from fastmcp.client.transports import StdioTransport
-from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 
 from capabilities.registry import CALLABLE_NAME
 from gateway.agents.tool_policy import ToolPolicy
-from gateway.config.schema import AgentSpec, McpBinding, McpServerSpec, resolve_template
+from gateway.config.schema import AgentSpec, McpBinding, McpServerSpec
+
+if TYPE_CHECKING:
+    from pydantic_ai.mcp import MCPToolset
 
 log = logging.getLogger(__name__)
 
 class SecretLookup(Protocol):
     def get(self, name: str) -> str | None: ...
-
-
-def build_toolset(server: McpServerSpec, secrets: SecretLookup) -> MCPToolset[Any]:
-    """The pydantic-ai toolset of one server, its `${ENV_VAR}` references filled in; raises `ConfigError`
-    naming the field when one is unset."""
-    where = f"mcp_servers.{server.name}"
-    common: dict[str, Any] = {"id": server.name, "include_instructions": False, "init_timeout": server.timeout,
-                              "read_timeout": max(server.timeout, 60.0)}
-    if server.url is not None:
-        headers = {name: resolve_template(value, secrets, field=f"{where}.headers.{name}")
-                   for name, value in server.headers.items()}
-        return MCPToolset(server.url, headers=headers or None, **common)
-    env = {name: resolve_template(value, secrets, field=f"{where}.env.{name}") for name, value in server.env.items()}
-    assert server.command is not None  # the schema requires url or command
-    return MCPToolset(StdioTransport(command=server.command, args=list(server.args), env=env), **common)
 
 
 def secret_values(servers: Sequence[McpServerSpec], secrets: SecretLookup) -> list[str]:
@@ -165,7 +151,7 @@ class McpServers:
         """The server's toolset, entered into `stack` with its tools listed; None (and one log line) when it
         cannot be reached, whatever the reason: one server must never take the turn down."""
         try:
-            toolset = build_toolset(server, self.secrets)
+            toolset = _toolset(server, self.secrets)
             async with AsyncExitStack() as own, asyncio.timeout(server.timeout):
                 await own.enter_async_context(toolset)
                 await toolset.list_tools()
@@ -174,6 +160,13 @@ class McpServers:
             log.warning("MCP server %r skipped for this turn of agent %r: %s", server.name, agent, describe(exc))
             return None
         return toolset
+
+
+def _toolset(server: McpServerSpec, secrets: SecretLookup) -> MCPToolset[Any]:
+    """The MCP client stack (fastmcp, the MCP SDK: some 40 MB and a second of imports) loads with the first server a
+    run binds, not with every gateway."""
+    from gateway.agents.mcp_toolsets import build_toolset
+    return build_toolset(server, secrets)
 
 
 async def _close_quietly(name: str, opened: AsyncExitStack) -> None:
@@ -207,7 +200,7 @@ class ProbedTool:
 
 async def probe(server: McpServerSpec, secrets: SecretLookup) -> list[ProbedTool]:
     """Connects to `server` once and lists its tools; raises what the connection raised."""
-    toolset = build_toolset(server, secrets)
+    toolset = _toolset(server, secrets)
     async with asyncio.timeout(server.timeout), toolset:
         listed = await toolset.list_tools()
     gated = ConnectedServers(servers=(ConnectedServer(server=server, use=McpBinding(server=server.name),

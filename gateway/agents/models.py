@@ -9,9 +9,7 @@ from typing import Any
 
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.models import Model, infer_model, infer_model_profile, parse_model_id
-from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers import infer_provider_class
-from pydantic_ai.providers.openai import OpenAIProvider
 
 from gateway.config.schema import OpenAIChatProfile, reference_name, resolve_secret
 from gateway.config.secrets import SecretSource
@@ -86,8 +84,10 @@ class ModelResolver:
         if profile.api_key:
             field = f"models.{name}.api_key"
             api_key = resolve_secret(profile.api_key, self._secrets, field=field).get_secret_value()
-        provider = OpenAIProvider(base_url=profile.base_url, api_key=api_key)
-        return OpenAIChatModel(profile.model, provider=provider)
+        # The OpenAI SDK (20 MB of types) loads with the first such model, as pydantic-ai's own model strings do.
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+        return OpenAIChatModel(profile.model, provider=OpenAIProvider(base_url=profile.base_url, api_key=api_key))
 
 
 def is_model_string(name: str) -> bool:

@@ -55,8 +55,8 @@ from gateway.server.supervisor import Supervisor
 from gateway.server.tracing import build_tracing
 from storage.cache import build_cache
 from storage.db import Database
-from storage.migrate import upgrade
 from storage.models import utcnow
+from storage.revision import is_current
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,10 @@ class Gateway:
         self._stack.push_async_callback(tracing.shutdown)
         db = self.db = Database(self.settings.database_url)
         self._stack.push_async_callback(db.close)
-        await (upgrade(db) if self._migrate else db.create_all())
+        if not self._migrate:
+            await db.create_all()
+        elif not await is_current(db):
+            await _upgrade(db)
         cache = build_cache(self.settings.redis_url)
         self._stack.push_async_callback(cache.close)
         if self.settings.redis_url is None:
@@ -288,6 +291,12 @@ async def _close_listeners(server: uvicorn.Server, sock: socket.socket) -> None:
         listener.close()
         await listener.wait_closed()
     sock.close()
+
+
+async def _upgrade(db: Database) -> None:
+    """Alembic loads only when there is a migration to run."""
+    from storage.migrate import upgrade
+    await upgrade(db)
 
 
 async def _every(interval: float, job: Callable[[], Awaitable[object]], what: str, *,
