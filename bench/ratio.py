@@ -48,6 +48,8 @@ from bench.watch import ANSWER, PLACEHOLDER, BenchBot, BenchChat, Watch
 from bench.watch_mattermost import MattermostWatch
 from bench.watch_slack import SlackWatch
 from bench.watch_telegram import TelegramWatch
+from storage.db import Database
+from storage.migrate import upgrade
 
 WATCHES: dict[str, Callable[[], Watch]] = {"telegram": TelegramWatch, "slack": SlackWatch,
                                            "mattermost": MattermostWatch}
@@ -88,14 +90,28 @@ class Run:
 
 @contextlib.asynccontextmanager
 async def database(variant: str, args: argparse.Namespace) -> AsyncIterator[str | None]:
+    """A fresh database for a gateway variant, migrated beforehand as a deployment's migrate job does (the serving
+    process then finds its schema current); `base-sqlite` migrates its own, with the baseline's migrations."""
     if variant in ("sqlite", "base-sqlite"):
         with tempfile.TemporaryDirectory(prefix="gateway-ratio-") as workdir:
-            yield f"sqlite+aiosqlite:///{Path(workdir) / 'gateway.db'}"
+            url = f"sqlite+aiosqlite:///{Path(workdir) / 'gateway.db'}"
+            if variant == "sqlite":
+                await migrated(url)
+            yield url
     elif variant == "postgresql":
         async with postgres_schema(args.postgres_url) as url:
+            await migrated(url)
             yield url
     else:
         yield None
+
+
+async def migrated(url: str) -> None:
+    db = Database(url)
+    try:
+        await upgrade(db)
+    finally:
+        await db.close()
 
 
 def platform_of(variant: str, platform: str) -> str:

@@ -12,8 +12,9 @@ import pytest
 import pytest_asyncio
 from pydantic_ai import models
 
-from storage.cache import LocalCache, RedisCache
+from storage.cache import LocalCache
 from storage.db import Database
+from storage.redis_cache import RedisCache
 from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram

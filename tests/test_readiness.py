@@ -7,7 +7,7 @@ import logging
 import httpx
 import pytest
 
-from storage.cache import FallbackCache, RedisCache
+from storage.redis_cache import FallbackCache, RedisCache
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, ask, refused_port, running_gateway
 from tests.scripted import echoes

@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+from redis import exceptions as redis_errors
 from sqlalchemy import select
 
 from gateway.pipeline.inbox import MAX_ATTEMPTS, Inbox, InboxItem
@@ -104,3 +105,11 @@ async def test_a_message_whose_turn_fails_every_attempt_is_told_so_in_the_chat(m
         await mattermost.user_posts(dm, alice, "hi")
         await mattermost.wait_for(lambda: [p["message"] for p in mattermost.posts(dm, user=bot.user)] == [GIVEN_UP])
     assert [(row.status, row.failures) for row in await inbox_rows(sqlite_url)] == [("failed", MAX_ATTEMPTS)]
+
+
+def test_redis_that_cannot_serve_is_a_dependency_fault_and_a_refused_command_is_not() -> None:
+    """Classified by Redis's own exception classes (loaded here, as in a gateway that has a REDIS_URL)."""
+    for outage in (redis_errors.ConnectionError("Connection reset by peer"), redis_errors.TimeoutError("Timeout"),
+                   redis_errors.ReadOnlyError("You can't write against a read only replica.")):
+        assert is_dependency_fault(outage), outage
+    assert not is_dependency_fault(redis_errors.ResponseError("WRONGTYPE Operation against a key"))

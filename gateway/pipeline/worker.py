@@ -18,7 +18,7 @@ from opentelemetry.trace import NoOpTracer, StatusCode, Tracer
 from sqlalchemy import Connection
 
 from gateway.pipeline.inbox import Inbox, InboxItem
-from storage.cache import REDIS_UNAVAILABLE
+from storage.cache import is_cache_outage
 from storage.db import is_connection_error
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ def is_dependency_fault(exc: BaseException) -> bool:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if is_connection_error(current) or isinstance(current, (*REDIS_UNAVAILABLE, *_UNREACHED)):
+        if is_connection_error(current) or is_cache_outage(current) or isinstance(current, _UNREACHED):
             return True
         if isinstance(current, OSError) and current.errno in _NETWORK_ERRNOS:
             return True

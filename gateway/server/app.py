@@ -13,7 +13,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from fastapi import FastAPI
@@ -53,10 +53,13 @@ from gateway.server.logs import SecretRedactor
 from gateway.server.platforms import AdapterContext, build_adapter
 from gateway.server.supervisor import Supervisor
 from gateway.server.tracing import build_tracing
-from storage.cache import build_cache
+from storage.cache import LocalCache
 from storage.db import Database
 from storage.models import utcnow
 from storage.revision import is_current
+
+if TYPE_CHECKING:
+    from storage.redis_cache import FallbackCache
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +152,7 @@ class Gateway:
             await db.create_all()
         elif not await is_current(db):
             await _upgrade(db)
-        cache = build_cache(self.settings.redis_url)
+        cache = _cache(self.settings.redis_url)
         self._stack.push_async_callback(cache.close)
         if self.settings.redis_url is None:
             log.info("REDIS_URL is not set: rate limits and leases live in this process; run one replica only")
@@ -253,7 +256,7 @@ class Gateway:
                                f"{(exc.strerror or str(exc)).lower()} — stop the process using it, or set "
                                "server.port (or server.host) in gateway.yaml") from exc
         self.port = sock.getsockname()[1]
-        server = _EmbeddedServer(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off"))
+        server = _EmbeddedServer(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", ws="none"))
         self._essential.append(self._spawn(server.serve(sockets=[sock])))
         self._stack.push_async_callback(_close_listeners, server, sock)
         log.info("HTTP server listening on %s", self.url)
@@ -291,6 +294,14 @@ async def _close_listeners(server: uvicorn.Server, sock: socket.socket) -> None:
         listener.close()
         await listener.wait_closed()
     sock.close()
+
+
+def _cache(redis_url: str | None) -> LocalCache | FallbackCache:
+    """Redis's client (~7 MB) loads only for a gateway that has a `REDIS_URL`."""
+    if redis_url is None:
+        return LocalCache()
+    from storage.redis_cache import build_redis_cache
+    return build_redis_cache(redis_url)
 
 
 async def _upgrade(db: Database) -> None:

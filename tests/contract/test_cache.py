@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 import uuid
 
-from storage.cache import LocalCache, RedisCache
+from storage.cache import LocalCache
+from storage.redis_cache import RedisCache
 from tests.conftest import REDIS
 
 
