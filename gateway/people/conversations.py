@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
@@ -81,18 +81,40 @@ def record_user_turn(connection: Connection, inbound: Inbound) -> TurnRecord:
 
     Each row is looked up before it is inserted: a known conversation and speaker cost one SELECT each (the common
     case), not an INSERT that conflicts and a SELECT after it."""
+    conversation_id, identity_id, person_id, message_id = _user_turn(connection, inbound, retried=True)
+    earlier = connection.execute(_EARLIER, {"conversation_id": conversation_id, "id": message_id}).scalar()
+    return TurnRecord(conversation_id=conversation_id, identity_id=identity_id,
+                      person_id=person_id, message_id=message_id, first_turn=earlier is None)
+
+
+def start_turn(connection: Connection, inbound: Inbound, *, retried: bool, limit: int,
+               name_speakers: bool) -> tuple[TurnRecord, list[ModelMessage]]:
+    """`record_user_turn`, then `history`, in the fewest statements: a first attempt cannot have stored the user's
+    words already (`retried`: an earlier attempt may have), and a history that reads any turn answers whether
+    anything was said before this one."""
+    conversation_id, identity_id, person_id, message_id = _user_turn(connection, inbound, retried=retried)
+    record = TurnRecord(conversation_id=conversation_id, identity_id=identity_id, person_id=person_id,
+                        message_id=message_id, first_turn=True)
+    if limit <= 0:
+        earlier = connection.execute(_EARLIER, {"conversation_id": conversation_id, "id": message_id}).scalar()
+        return replace(record, first_turn=earlier is None), []
+    rows = connection.execute(_HISTORY, {"conversation_id": conversation_id, "id": message_id, "limit": limit}).all()
+    return (replace(record, first_turn=not rows),
+            [_as_model_message(row, name_speakers) for row in reversed(rows)])
+
+
+def _user_turn(connection: Connection, inbound: Inbound, *, retried: bool) -> tuple[int, int, int | None, int]:
+    """(conversation, identity, linked person, message) ids of the user's turn, stored if it is not yet."""
     conversation_id = _conversation(connection, inbound.address)
     identity_id, person_id = _speaker(connection, inbound.speaker)
     existing = connection.execute(_USER_TURN, {"conversation_id": conversation_id,
-                                            "message_id": inbound.message_id}).scalar()
+                                               "message_id": inbound.message_id}).scalar() if retried else None
     if existing is None:
         existing = connection.execute(_ADD_MESSAGE, {
             "conversation_id": conversation_id, "role": "user", "identity_id": identity_id,
             "speaker_name": inbound.speaker.display_name, "text": inbound.text,
             "platform_message_id": inbound.message_id, "created_at": utcnow()}).scalar_one()
-    earlier = connection.execute(_EARLIER, {"conversation_id": conversation_id, "id": existing}).scalar()
-    return TurnRecord(conversation_id=conversation_id, identity_id=identity_id,
-                      person_id=person_id, message_id=existing, first_turn=earlier is None)
+    return conversation_id, identity_id, person_id, int(existing)
 
 
 def record_answer(connection: Connection, conversation_id: int, *, run_id: int, text: str, speaker_name: str,

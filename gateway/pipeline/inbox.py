@@ -48,7 +48,7 @@ class Inbox:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._insert_statements: dict[tuple[str, ...], Any] = {}
-        self._claimable = _claimable(db.dialect)
+        self._claim = _claim(db.dialect)
 
     async def accept(self, *, logical_id: str, bot_name: str, conversation_key: str,
                      payload: Mapping[str, Any]) -> bool:
@@ -83,17 +83,13 @@ class Inbox:
                     then: Callable[[Connection, list[InboxItem]], None] | None = None) -> list[InboxItem]:
         """Lease the oldest open item of each idle conversation, up to `limit` items; `then` reads what their turns
         need first in the same transaction (a turn's reads before its placeholder cost no transaction of their own)."""
-        claimable = self._claimable
+        claim = self._claim
 
         def work(connection: Connection) -> list[InboxItem]:
             now = utcnow()
-            candidates = connection.execute(claimable, {"now": now, "limit": limit}).scalars().all()
-            claimed = []
-            for row_id in candidates:
-                row = connection.execute(_CLAIM, {"item": row_id, "now": now, "owner": worker_id,
-                                               "until": now + lease}).first()
-                if row is not None:
-                    claimed.append(_item(row))
+            rows = connection.execute(claim, {"now": now, "limit": limit, "owner": worker_id,
+                                              "until": now + lease}).all()
+            claimed = sorted((_item(row) for row in rows), key=lambda item: item.id)
             if claimed and then is not None:
                 then(connection, claimed)
             return claimed
@@ -216,11 +212,13 @@ def _open_or_expired_at(now: Any) -> Any:
                and_(INBOX.c.status.in_(("running", "waiting")), INBOX.c.lease_until < now))
 
 
-_CLAIM = (update(INBOX).where(INBOX.c.id == bindparam("item"), _open_or_expired_at(bindparam("now")))
-          .values(status="running", lease_owner=bindparam("owner"), lease_until=bindparam("until"),
-                  attempts=INBOX.c.attempts + 1)
-          .returning(INBOX.c.id, INBOX.c.bot_name, INBOX.c.conversation_key, INBOX.c.payload, INBOX.c.attempts,
-                     INBOX.c.failures, INBOX.c.reply_message_id, INBOX.c.created_at))
+def _claim(dialect: str) -> Any:
+    """One statement: lease the claimable heads (each checked again as the row is updated) and return them."""
+    return (update(INBOX).where(INBOX.c.id.in_(_claimable(dialect)), _open_or_expired_at(bindparam("now")))
+            .values(status="running", lease_owner=bindparam("owner"), lease_until=bindparam("until"),
+                    attempts=INBOX.c.attempts + 1)
+            .returning(INBOX.c.id, INBOX.c.bot_name, INBOX.c.conversation_key, INBOX.c.payload, INBOX.c.attempts,
+                       INBOX.c.failures, INBOX.c.reply_message_id, INBOX.c.created_at))
 _COMPLETE = (update(INBOX).where(INBOX.c.id == bindparam("item"), INBOX.c.lease_owner == bindparam("owner"))
              .values(status="done", error=None, lease_owner=None, lease_until=None, finished_at=bindparam("now"))
              .returning(INBOX.c.conversation_key))

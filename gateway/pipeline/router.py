@@ -22,10 +22,9 @@ from gateway.people.commands import DirectCommands
 from gateway.people.conversations import (
     Conversations,
     TurnRecord,
-    history,
     record_answer,
-    record_user_turn,
     speaker_line,
+    start_turn,
     thread_context,
 )
 from gateway.people.scope import memory_owner
@@ -201,8 +200,8 @@ class Router:
         files = await fetch_attachments(adapter if isinstance(adapter, ReadsFiles) else None, inbound.attachments)
 
         def begin(connection: Connection) -> tuple[Turn, TurnRecord, int]:
-            record = record_user_turn(connection, inbound)
-            earlier = history(connection, record, limit=binding.spec.history_turns, name_speakers=group)
+            record, earlier = start_turn(connection, inbound, retried=item.attempts > 1,
+                                         limit=binding.spec.history_turns, name_speakers=group)
             owner = memory_owner(inbound.address, identity_id=record.identity_id, person_id=record.person_id,
                                  allow_personal=binding.spec.allow_personal_memory)
             turn = Turn(deps=TurnDeps(address=inbound.address, speaker=speaker, binding=binding, owner=owner,
