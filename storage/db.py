@@ -106,9 +106,10 @@ class Database:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    async def run(self, work: Callable[[Connection], T], *, urgent: bool = False) -> T:
+    async def run(self, work: Callable[[Connection], T], *, urgent: bool = False, single: bool = False) -> T:
         """Run the synchronous `work` in one transaction on a worker thread, again after a conflict or a lost
-        connection (so, as for `transaction()`, it must be safe to run twice).
+        connection (so, as for `transaction()`, it must be safe to run twice). `single`: `work` runs one statement,
+        which is its own transaction: no BEGIN and COMMIT around it (two round trips fewer on PostgreSQL).
 
         Inside a `transaction()` of the same task, `work` joins that transaction instead (through the async
         connection's `run_sync`): what the caller composed still commits as one. `work` only runs statements; it
@@ -124,7 +125,7 @@ class Database:
         for attempt in range(1, _RETRIES + 1):
             try:
                 async with self._turn(urgent):
-                    running = loop.run_in_executor(self._threads, self._committed, work)
+                    running = loop.run_in_executor(self._threads, self._committed, work, single)
                     try:
                         return await asyncio.shield(running)
                     except asyncio.CancelledError:  # the thread goes on: keep SQLite's turn until it has finished
@@ -140,8 +141,11 @@ class Database:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    def _committed(self, work: Callable[[Connection], T]) -> T:
+    def _committed(self, work: Callable[[Connection], T], single: bool) -> T:
         assert self.sync_engine is not None
+        if single:
+            with self.sync_engine.connect() as connection:
+                return work(connection.execution_options(isolation_level="AUTOCOMMIT"))
         with self.sync_engine.begin() as connection:
             return work(connection)
 

@@ -47,10 +47,12 @@ def counting(gateway: Gateway) -> Iterator[Counted]:
             return False
         return task is not None and task.get_name().startswith("sweep")
 
-    def begin(_conn: Any) -> None:
+    def begin(conn: Any) -> None:
         if not in_sweep():
             counted.begins += 1
             counted.statements.append([])
+            if conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+                counted.commits += 1  # one statement that commits on its own (`Database.run(single=True)`)
 
     def commit(_conn: Any) -> None:
         if not in_sweep():

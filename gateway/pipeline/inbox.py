@@ -104,10 +104,10 @@ class Inbox:
                 update(INBOX).where(INBOX.c.id.in_(item_ids), INBOX.c.lease_owner == worker_id,
                                     INBOX.c.status == "running")
                 .values(lease_until=utcnow() + lease))
-        await self._db.run(work)
+        await self._db.run(work, single=True)
 
     async def remember_reply(self, item_id: int, message_id: str) -> None:
-        await self._db.run(lambda connection: remember_reply(connection, item_id, message_id))
+        await self._db.run(lambda connection: remember_reply(connection, item_id, message_id), single=True)
 
     async def complete(self, worker_id: str, item_id: int,
                        also: Callable[[Connection], None] | None = None) -> bool:
@@ -137,7 +137,7 @@ class Inbox:
             connection.execute(
                 update(INBOX).where(INBOX.c.id == item.id, INBOX.c.lease_owner == worker_id)
                 .values(status="waiting", error=error, lease_owner=None, lease_until=utcnow() + delay))
-        await self._db.run(work)
+        await self._db.run(work, single=True)
 
     async def prune(self, *, older_than: timedelta) -> int:
         """Forget finished items (and with them their dedupe keys) once no platform would redeliver them;
@@ -159,7 +159,7 @@ class Inbox:
                 update(INBOX).where(INBOX.c.id == item_id, INBOX.c.lease_owner == worker_id)
                 .values(status=status, error=error, lease_owner=None, lease_until=None,
                         finished_at=utcnow() if status != "pending" else None, **counts))
-        await self._db.run(work)
+        await self._db.run(work, single=True)
 
     async def _insert_once(self, values: dict[str, Any]) -> bool:
         statement = self._insert_statements.get(tuple(values))
@@ -171,7 +171,7 @@ class Inbox:
 
         def work(connection: Connection) -> bool:
             return connection.execute(statement, values).first() is not None
-        return await self._db.run(work, urgent=True)  # the platform's ack waits for it
+        return await self._db.run(work, urgent=True, single=True)  # the platform's ack waits for it
 
 
 def remember_reply(connection: Connection, item_id: int, message_id: str) -> None:
