@@ -104,20 +104,12 @@ class Worker:
 
     async def run(self) -> None:
         heartbeat = asyncio.create_task(self._renew_leases())
-        # Items accepted here wake the worker; the poll is for other replicas' lapsed leases and waiting items, so
-        # an idle worker looks less often, doubling up to a quarter of the lease (what a crashed replica's turn
-        # waits anyway), and again every `idle_poll` once anything turns up.
-        idle, longest = self._idle_poll, max(self._idle_poll, self._lease.total_seconds() / 4)
         try:
             while True:
-                if await self._claim_and_start():
-                    idle = self._idle_poll
+                await self._claim_and_start()
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(idle):
+                    async with asyncio.timeout(self._idle_poll):
                         await self._wake.wait()
-                        idle = self._idle_poll
-                if not self._wake.is_set():
-                    idle = min(idle * 2, longest)
                 self._wake.clear()
         finally:
             heartbeat.cancel()
@@ -132,12 +124,11 @@ class Worker:
         if running and grace > 0:
             await asyncio.wait(running, timeout=grace)
 
-    async def _claim_and_start(self) -> bool:
-        """True when it claimed anything."""
+    async def _claim_and_start(self) -> None:
         free = self._concurrency - len(self._running)
         if free <= 0 or self._draining:
             self._maybe_more = self._maybe_more or free <= 0
-            return False
+            return
         self._maybe_more = False
         try:
             items = await self._inbox.claim(self.worker_id, lease=self._lease, limit=free, then=self._prepare)
@@ -145,14 +136,13 @@ class Worker:
             if not self._claims_failing:
                 log.error("claiming inbox items failed, retrying at every poll until it works: %s", exc)
             self._claims_failing = True
-            return False
+            return
         if self._claims_failing:
             log.warning("claiming inbox items works again")
             self._claims_failing = False
         self._maybe_more = len(items) >= free
         for item in items:
             self._running[item.id] = asyncio.create_task(self._process(item), name=f"turn {item.id}")
-        return bool(items)
 
     async def _process(self, item: InboxItem) -> None:
         more = True
