@@ -88,23 +88,15 @@ class Database:
         joined = self._open.get()
         if joined is not None and joined[0] is asyncio.current_task():
             return await work(joined[1])
-        for attempt in range(1, _RETRIES + 1):
-            try:
-                async with self._turn(urgent), self.session() as session:
-                    token = self._open.set((asyncio.current_task(), session))
-                    try:
-                        return await work(session)
-                    finally:
-                        self._open.reset(token)
-            except (OperationalError, DBAPIError) as exc:
-                lost = is_connection_error(exc)
-                if attempt == _RETRIES or not (lost or _conflict(exc)):
-                    raise
-                log.info("%s, retrying (attempt %d): %s", "database connection lost" if lost
-                         else "transient database conflict", attempt, exc.orig)
-                delay = _CONNECTION_BACKOFF * 2 ** (attempt - 1) if lost else _CONFLICT_BACKOFF * attempt
-            await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
+
+        async def once() -> T:
+            async with self._turn(urgent), self.session() as session:
+                token = self._open.set((asyncio.current_task(), session))
+                try:
+                    return await work(session)
+                finally:
+                    self._open.reset(token)
+        return await _retried(once)
 
     async def run(self, work: Callable[[Connection], T], *, urgent: bool = False, single: bool = False) -> T:
         """Run the synchronous `work` in one transaction on a worker thread, again after a conflict or a lost
@@ -122,24 +114,16 @@ class Database:
                 return await (await session.connection()).run_sync(work)
             return await self.transaction(in_session, urgent=urgent)
         loop = asyncio.get_running_loop()
-        for attempt in range(1, _RETRIES + 1):
-            try:
-                async with self._turn(urgent):
-                    running = loop.run_in_executor(self._threads, self._committed, work, single)
-                    try:
-                        return await asyncio.shield(running)
-                    except asyncio.CancelledError:  # the thread goes on: keep SQLite's turn until it has finished
-                        await asyncio.wait([running])
-                        raise
-            except (OperationalError, DBAPIError) as exc:
-                lost = is_connection_error(exc)
-                if attempt == _RETRIES or not (lost or _conflict(exc)):
+
+        async def once() -> T:
+            async with self._turn(urgent):
+                running = loop.run_in_executor(self._threads, self._committed, work, single)
+                try:
+                    return await asyncio.shield(running)
+                except asyncio.CancelledError:  # the thread goes on: keep SQLite's turn until it has finished
+                    await asyncio.wait([running])
                     raise
-                log.info("%s, retrying (attempt %d): %s", "database connection lost" if lost
-                         else "transient database conflict", attempt, exc.orig)
-                delay = _CONNECTION_BACKOFF * 2 ** (attempt - 1) if lost else _CONFLICT_BACKOFF * attempt
-            await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
+        return await _retried(once)
 
     def _committed(self, work: Callable[[Connection], T], single: bool) -> T:
         assert self.sync_engine is not None
@@ -211,6 +195,22 @@ class Turnstile:
                     waiter.set_result(None)  # the turn passes on; `_held` stays True
                     return
         self._held = False
+
+
+async def _retried(once: Callable[[], Awaitable[T]]) -> T:
+    """`once`, again after a transient conflict or a lost connection: five tries, backing off between them."""
+    for attempt in range(1, _RETRIES + 1):
+        try:
+            return await once()
+        except (OperationalError, DBAPIError) as exc:
+            lost = is_connection_error(exc)
+            if attempt == _RETRIES or not (lost or _conflict(exc)):
+                raise
+            log.info("%s, retrying (attempt %d): %s", "database connection lost" if lost
+                     else "transient database conflict", attempt, exc.orig)
+            delay = _CONNECTION_BACKOFF * 2 ** (attempt - 1) if lost else _CONFLICT_BACKOFF * attempt
+        await asyncio.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 def insert_for(dialect: str) -> Callable[..., Any]:
