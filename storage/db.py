@@ -41,6 +41,7 @@ _SYNC_DRIVERS = {"sqlite+aiosqlite": "sqlite+pysqlite", "postgresql+psycopg": "p
                  "postgresql+psycopg_async": "postgresql+psycopg"}
 """The synchronous driver `run()` uses for each async one: the same library underneath (sqlite3, psycopg 3)."""
 _POOL_SIZE = 10
+"""Connections an engine keeps; `run()` has a thread for each of its own."""
 
 
 class Database:
@@ -221,7 +222,7 @@ def insert_for(dialect: str) -> Callable[..., Any]:
 def _defaults(url: str) -> dict[str, Any]:
     if url.startswith("sqlite"):
         return {"connect_args": {"timeout": 30}}
-    return {"pool_pre_ping": True, "pool_size": 10, "max_overflow": 10}
+    return {"pool_pre_ping": True, "pool_size": _POOL_SIZE, "max_overflow": _POOL_SIZE}
 
 
 def _sync_engine(url: str, engine_options: dict[str, Any]) -> Engine | None:

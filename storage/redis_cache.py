@@ -8,18 +8,16 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import redis.asyncio as redis
+from redis import exceptions as redis_errors
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ReadOnlyError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from storage.cache import LocalCache
+from storage.cache import REDIS_UNAVAILABLE_NAMES, LocalCache
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-REDIS_UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError)
+REDIS_UNAVAILABLE: tuple[type[Exception], ...] = tuple(getattr(redis_errors, name) for name in REDIS_UNAVAILABLE_NAMES)
 """`storage.cache.REDIS_UNAVAILABLE_NAMES`, as classes."""
 UNREACHABLE = (*REDIS_UNAVAILABLE, OSError)
 """The same, with the socket errors a call may raise unwrapped."""

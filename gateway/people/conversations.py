@@ -32,7 +32,9 @@ class Conversations:
         self._db = db
 
     async def record_user_turn(self, inbound: Inbound) -> TurnRecord:
-        return await self._db.run(lambda connection: record_user_turn(connection, inbound))
+        """Store the speaker, the conversation and the user's words once, even when a turn is retried."""
+        return await self._db.run(lambda connection: start_turn(connection, inbound, retried=True, limit=0,
+                                                                name_speakers=False)[0])
 
     async def identity(self, speaker: Speaker) -> int:
         """Store the speaker (handle and name kept fresh) without recording anything they said."""
@@ -50,10 +52,6 @@ class Conversations:
         await self._db.run(lambda connection: record_answer(connection, conversation_id, run_id=run_id, text=text,
                                                          speaker_name=speaker_name,
                                                          platform_message_id=platform_message_id))
-
-    async def history(self, turn: TurnRecord, *, limit: int, name_speakers: bool) -> list[ModelMessage]:
-        return await self._db.run(lambda connection: history(connection, turn, limit=limit,
-                                                             name_speakers=name_speakers))
 
 
 # The turn's statements, on the tables' columns (Core: no ORM unit of work), built once; each runs in its caller's
@@ -76,22 +74,12 @@ _HISTORY = (select(MESSAGES.c.role, MESSAGES.c.text, MESSAGES.c.speaker_name, ME
             .order_by(MESSAGES.c.id.desc()).limit(bindparam("limit")))
 
 
-def record_user_turn(connection: Connection, inbound: Inbound) -> TurnRecord:
-    """Store the speaker, the conversation and the user's words once, even when a turn is retried.
-
-    Each row is looked up before it is inserted: a known conversation and speaker cost one SELECT each (the common
-    case), not an INSERT that conflicts and a SELECT after it."""
-    conversation_id, identity_id, person_id, message_id = _user_turn(connection, inbound, retried=True)
-    earlier = connection.execute(_EARLIER, {"conversation_id": conversation_id, "id": message_id}).scalar()
-    return TurnRecord(conversation_id=conversation_id, identity_id=identity_id,
-                      person_id=person_id, message_id=message_id, first_turn=earlier is None)
-
-
 def start_turn(connection: Connection, inbound: Inbound, *, retried: bool, limit: int,
                name_speakers: bool) -> tuple[TurnRecord, list[ModelMessage]]:
-    """`record_user_turn`, then `history`, in the fewest statements: a first attempt cannot have stored the user's
-    words already (`retried`: an earlier attempt may have), and a history that reads any turn answers whether
-    anything was said before this one."""
+    """Store the speaker, the conversation and the user's words once, and read the `limit` turns before them, oldest
+    first, as pydantic-ai messages. Each row is looked up before it is inserted (a known conversation and speaker
+    cost one SELECT each); a first attempt cannot have stored the user's words already (`retried`: an earlier
+    attempt may have), and a history that reads any turn answers whether anything was said before this one."""
     conversation_id, identity_id, person_id, message_id = _user_turn(connection, inbound, retried=retried)
     record = TurnRecord(conversation_id=conversation_id, identity_id=identity_id, person_id=person_id,
                         message_id=message_id, first_turn=True)
@@ -122,15 +110,6 @@ def record_answer(connection: Connection, conversation_id: int, *, run_id: int, 
     connection.execute(_ADD_ANSWER, {
         "conversation_id": conversation_id, "role": "assistant", "identity_id": None, "speaker_name": speaker_name,
         "text": text, "run_id": run_id, "platform_message_id": platform_message_id, "created_at": utcnow()})
-
-
-def history(connection: Connection, turn: TurnRecord, *, limit: int, name_speakers: bool) -> list[ModelMessage]:
-    """The `limit` most recent turns before this one, oldest first, as pydantic-ai messages."""
-    if limit <= 0:
-        return []
-    rows = connection.execute(_HISTORY, {"conversation_id": turn.conversation_id, "id": turn.message_id,
-                                      "limit": limit}).all()
-    return [_as_model_message(row, name_speakers) for row in reversed(rows)]
 
 
 def _conversation(connection: Connection, address: ChatAddress) -> int:

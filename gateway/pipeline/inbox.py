@@ -47,8 +47,10 @@ class InboxItem:
 class Inbox:
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._insert_statements: dict[tuple[str, ...], Any] = {}
         self._claim = _claim(db.dialect)
+        self._insert = (insert_for(db.dialect)(INBOX).on_conflict_do_nothing(index_elements=["logical_id"])
+                        .returning(INBOX.c.id))
+        """Its columns are the keys of the values it runs with (an accepted event's, a rejected payload's)."""
 
     async def accept(self, *, logical_id: str, bot_name: str, conversation_key: str,
                      payload: Mapping[str, Any]) -> bool:
@@ -75,7 +77,7 @@ class Inbox:
         async def work(session: AsyncSession) -> tuple[int, float]:
             now = utcnow()
             count, oldest = (await session.execute(
-                select(func.count(InboxRow.id), func.min(InboxRow.created_at)).where(_open_or_expired(now)))).one()
+                select(func.count(INBOX.c.id), func.min(INBOX.c.created_at)).where(_open_or_expired(now)))).one()
             return int(count or 0), 0.0 if oldest is None else max(0.0, (now - _aware(oldest)).total_seconds())
         return await self._db.transaction(work)
 
@@ -162,15 +164,8 @@ class Inbox:
         await self._db.run(work, single=True)
 
     async def _insert_once(self, values: dict[str, Any]) -> bool:
-        statement = self._insert_statements.get(tuple(values))
-        if statement is None:  # one per shape of values (accepted, rejected), its compiled form cached with it
-            insert = insert_for(self._db.dialect)
-            statement = self._insert_statements[tuple(values)] = (
-                insert(INBOX).values({name: bindparam(name) for name in values})
-                .on_conflict_do_nothing(index_elements=["logical_id"]).returning(INBOX.c.id))
-
         def work(connection: Connection) -> bool:
-            return connection.execute(statement, values).first() is not None
+            return connection.execute(self._insert, values).first() is not None
         return await self._db.run(work, urgent=True, single=True)  # the platform's ack waits for it
 
 
@@ -191,8 +186,8 @@ def _aware(moment: datetime) -> datetime:
 
 def _open_or_expired(now: Any) -> Any:
     """Pending, or running under a lapsed lease, or done waiting for a dependency."""
-    return or_(InboxRow.status == "pending",
-               and_(InboxRow.status.in_(("running", "waiting")), InboxRow.lease_until < now))
+    return or_(INBOX.c.status == "pending",
+               and_(INBOX.c.status.in_(("running", "waiting")), INBOX.c.lease_until < now))
 
 
 def _claimable(dialect: str) -> Any:
@@ -201,20 +196,14 @@ def _claimable(dialect: str) -> Any:
     head = (select(func.min(older.c.id))
             .where(older.c.conversation_key == INBOX.c.conversation_key, older.c.status.in_(OPEN))
             .scalar_subquery())
-    query = (select(INBOX.c.id).where(_open_or_expired_at(bindparam("now")), INBOX.c.id == head)
+    query = (select(INBOX.c.id).where(_open_or_expired(bindparam("now")), INBOX.c.id == head)
              .order_by(INBOX.c.id).limit(bindparam("limit")))
     return query.with_for_update(skip_locked=True) if dialect == "postgresql" else query
 
 
-def _open_or_expired_at(now: Any) -> Any:
-    """`_open_or_expired` on the table's columns."""
-    return or_(INBOX.c.status == "pending",
-               and_(INBOX.c.status.in_(("running", "waiting")), INBOX.c.lease_until < now))
-
-
 def _claim(dialect: str) -> Any:
     """One statement: lease the claimable heads (each checked again as the row is updated) and return them."""
-    return (update(INBOX).where(INBOX.c.id.in_(_claimable(dialect)), _open_or_expired_at(bindparam("now")))
+    return (update(INBOX).where(INBOX.c.id.in_(_claimable(dialect)), _open_or_expired(bindparam("now")))
             .values(status="running", lease_owner=bindparam("owner"), lease_until=bindparam("until"),
                     attempts=INBOX.c.attempts + 1)
             .returning(INBOX.c.id, INBOX.c.bot_name, INBOX.c.conversation_key, INBOX.c.payload, INBOX.c.attempts,

@@ -25,7 +25,7 @@ from pydantic_ai import (
 from pydantic_ai.exceptions import AgentRunError, ModelAPIError, UsageLimitExceeded, UserError
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RunUsage
-from sqlalchemy import Connection, bindparam, insert, update
+from sqlalchemy import Connection, insert, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Directory, Speaker
@@ -380,17 +380,9 @@ def set_run(connection: Connection, run_id: int, *, status: str, usage: RunUsage
     connection.execute(update(RUNS).where(RUNS.c.id == run_id).values(**values))
 
 
-_ANSWERED = (update(RUNS).where(RUNS.c.id == bindparam("run"))
-             .values(status="answered", error=None, finished_at=bindparam("now"), requests=bindparam("used"),
-                     input_tokens=bindparam("tokens_in"), output_tokens=bindparam("tokens_out")))
-
-
 def record_answered(connection: Connection, outcome: Answered) -> None:
-    """An answered run's row, in the caller's transaction (the turn's end): `set_run`'s statement for every turn,
-    built once."""
-    usage = outcome.usage
-    connection.execute(_ANSWERED, {"run": outcome.run_id, "now": utcnow(), "used": usage.requests,
-                                "tokens_in": usage.input_tokens, "tokens_out": usage.output_tokens})
+    """An answered run's row, in the caller's transaction (the turn's end)."""
+    set_run(connection, outcome.run_id, status="answered", usage=outcome.usage)
 
 
 async def _deliver(outbox: RunOutbox) -> None:
