@@ -1,123 +1,72 @@
-"""`gateway doctor`: every bot signs in and every model's server answers, one line per check.
+"""`gateway doctor`: whether this deployment will work, one check per line (or one JSON object for CI).
 
-Each bot's adapter is opened as `serve` opens it (its platform's identity call: getMe, auth.test,
-users/me), but without a transport, a webhook registration or a database. Each model's server gets one
-plain GET of its base URL: any HTTP answer means it is reachable, and no tokens are spent.
+Every bot signs in (`doctor_bots`), every model is looked up at its provider with its key (`doctor_models`), every
+MCP server lists its tools, every capability key is set, Redis and the database answer (`doctor_services`). A
+refusal says why and what to change; the command exits 1 when any check fails. Nothing is registered, sent or
+spent, and every line passes through the scrubber of `doctor_secrets` first: no configured secret, nor a piece
+of one quoted back by a server, reaches the output.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import httpx
 
-from adapters.base import PlatformConfigError
-from adapters.mattermost.adapter import MattermostAdapter
-from adapters.platforms import PlatformAdapter
-from adapters.protocols import Closable
-from adapters.slack.adapter import DEFAULT_API as SLACK_API
-from adapters.slack.adapter import SlackAdapter
-from adapters.telegram.adapter import DEFAULT_API as TELEGRAM_API
-from adapters.telegram.adapter import TelegramAdapter
-from adapters.unreachable import describe_unreachable
 from gateway.agents.models import ModelResolver
-from gateway.config.schema import (
-    BotSpec,
-    ConfigError,
-    GatewayConfig,
-    MattermostBotSpec,
-    SlackBotSpec,
-    TelegramBotSpec,
-    resolve_secret,
-)
+from gateway.cli.doctor_bots import check_bot
+from gateway.cli.doctor_check import TIMEOUT, Check, shorten
+from gateway.cli.doctor_models import check_model
+from gateway.cli.doctor_secrets import Scrubber, known_secrets, scrubbed_logging
+from gateway.cli.doctor_services import check_capability_keys, check_database, check_mcp_server, check_redis
+from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
 
-MODEL_TIMEOUT = 10.0
-MODEL_HINT = "is the model server running, and is its base_url right?"
+
+async def run_doctor(config: GatewayConfig, secrets: SecretSource, settings: Settings, *, config_path: Path,
+                     echo: Callable[[str], None], as_json: bool = False) -> bool:
+    """Run every check and print the findings; True when none failed."""
+    scrub = Scrubber(known_secrets(config_path, secrets, settings))
+    with scrubbed_logging(scrub):
+        checks = await all_checks(config, secrets, settings)
+    failed = sum(check.status == "fail" for check in checks)
+    if as_json:
+        echo(json.dumps({"ok": not failed, "checks": [
+            {key: scrub(value) if isinstance(value, str) else value for key, value in check.fields().items()}
+            for check in checks]}, ensure_ascii=False))
+    else:
+        for check in checks:
+            echo(scrub(check.line()))
+        warned = sum(check.status == "warn" for check in checks)
+        echo(f"{len(checks)} checks: {len(checks) - failed - warned} ok, {warned} warning(s), {failed} failed")
+    return not failed
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Check:
-    ok: bool
-    subject: str
-    """What was checked: `bot team-telegram`, `model hosted`."""
-    text: str
-
-    def render(self) -> str:
-        return f"{'ok  ' if self.ok else 'FAIL'}  {self.subject}: {self.text}"
-
-
-async def run_doctor(config: GatewayConfig, secrets: SecretSource, echo: Callable[[str], None]) -> bool:
-    """Print one line per check; True when every check passed."""
+async def all_checks(config: GatewayConfig, secrets: SecretSource, settings: Settings) -> list[Check]:
+    """Every check, run side by side, in the order they are printed: bots, models, MCP servers, keys, storage."""
     models = ModelResolver(config.models, secrets)
-    names = list(dict.fromkeys(agent.model for agent in config.agents))
-    checks = await asyncio.gather(*(check_bot(index, bot, secrets) for index, bot in enumerate(config.bots)),
-                                  *(check_model(name, models) for name in names))
-    for check in checks:
-        echo(check.render())
-    return all(check.ok for check in checks)
+    names = list(dict.fromkeys([*(agent.model for agent in config.agents), *config.models]))
+    async with httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as client:
+        pending: list[tuple[str, Awaitable[Check]]] = [
+            *((f"bot {bot.name} ({bot.platform})", check_bot(client, index, bot, secrets))
+              for index, bot in enumerate(config.bots)),
+            *((f"model {name}", check_model(client, name, models, config.models)) for name in names),
+            *((f"mcp {server.name}", check_mcp_server(server, secrets)) for server in config.mcp_servers),
+            ("redis", check_redis(settings)),
+            ("database", check_database(settings)),
+        ]
+        found = await asyncio.gather(*(_guarded(name, check) for name, check in pending))
+    storage = found[-2:]
+    return [*found[:-2], *check_capability_keys(config, secrets), *storage]
 
 
-async def check_bot(index: int, bot: BotSpec, secrets: SecretSource) -> Check:
-    subject = f"bot {bot.name} ({bot.platform})"
+async def _guarded(name: str, check: Awaitable[Check]) -> Check:
+    """The check's finding; an exception it did not expect becomes a failure line instead of a traceback."""
     try:
-        adapter = build_checked_adapter(index, bot, secrets)
-    except ConfigError as exc:
-        return Check(ok=False, subject=subject, text=str(exc))
-    try:
-        identity = await adapter.open()
-    except PlatformConfigError as exc:
-        return Check(ok=False, subject=subject, text=str(exc))
-    except Exception as exc:  # the doctor reports any failure to connect instead of raising it
-        return Check(ok=False, subject=subject, text=describe_unreachable(api_url(bot), exc))
-    finally:
-        if isinstance(adapter, Closable):
-            await adapter.close()
-    handle = f"@{identity.handle}" if identity.handle else identity.display_name
-    return Check(ok=True, subject=subject, text=f"signed in as {handle} (user id {identity.user_id})")
-
-
-async def check_model(name: str, models: ModelResolver) -> Check:
-    subject = f"model {name}"
-    problem = models.problem(name)
-    if problem is not None:  # an unknown provider, an unset key: in the words `gateway check` uses
-        return Check(ok=False, subject=subject, text=problem.message)
-    try:
-        model = models.resolve(name)
-    except Exception as exc:  # what only building the model finds: the library's own words name the fix
-        return Check(ok=False, subject=subject, text=f"{type(exc).__name__}: {exc}")
-    if model.base_url is None:
-        return Check(ok=True, subject=subject, text=f"{model.system} runs in this process; nothing to reach")
-    try:
-        async with httpx.AsyncClient(timeout=MODEL_TIMEOUT) as client:
-            answer = await client.get(model.base_url)
-    except httpx.HTTPError as exc:
-        return Check(ok=False, subject=subject, text=describe_unreachable(model.base_url, exc, hint=MODEL_HINT))
-    return Check(ok=True, subject=subject,
-                 text=f"{model.model_name} at {model.base_url} is reachable (HTTP {answer.status_code})")
-
-
-def build_checked_adapter(index: int, bot: BotSpec, secrets: SecretSource) -> PlatformAdapter:
-    """The bot's adapter with its credentials, for signing in only: no webhook, no transport."""
-    token = resolve_secret(bot.token, secrets, field=f"bots[{index}].token").get_secret_value()
-    match bot:
-        case TelegramBotSpec():
-            return TelegramAdapter(bot_id=bot.name, token=token, api_base_url=bot.api_base_url)
-        case SlackBotSpec():
-            return SlackAdapter(bot_id=bot.name, token=token, transport=bot.transport,
-                                api_base_url=bot.api_base_url)
-        case MattermostBotSpec():
-            return MattermostAdapter(bot_id=bot.name, token=token, server_url=bot.api_base_url,
-                                     transport=bot.transport, team=bot.team)
-
-
-def api_url(bot: BotSpec) -> str:
-    match bot:
-        case TelegramBotSpec():
-            return bot.api_base_url or TELEGRAM_API
-        case SlackBotSpec():
-            return bot.api_base_url or SLACK_API
-        case MattermostBotSpec():
-            return bot.api_base_url
+        return await check
+    except Exception as exc:  # one check's surprise must not hide every other finding
+        return Check(name=name, status="fail", reason=f"unexpected {type(exc).__name__}: {shorten(exc)}",
+                     fix="a fault of the doctor itself; please report this line")

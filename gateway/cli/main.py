@@ -255,12 +255,17 @@ def mattermost_doctor(bot: Annotated[str, typer.Argument(help="The bot's name in
 
 
 @app.command()
-def doctor(config: ConfigOption = Path("gateway.yaml")) -> None:
-    """Sign every bot in and reach every model's server, one line per check; exit 1 when any fails."""
+def doctor(config: ConfigOption = Path("gateway.yaml"),
+           as_json: Annotated[bool, typer.Option("--json", help="One JSON object (checks: name, status, reason, "
+                                                 "fix) instead of lines, for CI.")] = False) -> None:
+    """Whether this deployment will work: bots sign in, models answer with their keys, MCP servers list tools,
+    capability keys are set, Redis and the database answer. No secret is printed; exit 1 when any check fails."""
     from gateway.cli.doctor import run_doctor
 
     loaded = _load(config)
-    if not asyncio.run(run_doctor(loaded, SecretSource.load(Settings().secrets_file), typer.echo)):
+    settings = Settings()
+    if not asyncio.run(run_doctor(loaded, SecretSource.load(settings.secrets_file), settings, config_path=config,
+                                  echo=typer.echo, as_json=as_json)):
         raise typer.Exit(1)
 
 
