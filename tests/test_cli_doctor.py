@@ -203,7 +203,7 @@ class Quoting:
     async def telegram(request: web.Request) -> web.Response:
         token = request.match_info["token"]
         return web.json_response({"ok": False, "error_code": 401,
-                                  "description": f"Unauthorized: the token `{token[:14]}…` was rejected"}, status=401)
+                                  "description": f"Unauthorized: the token `{token[:24]}…` was rejected"}, status=401)
 
     @staticmethod
     async def slack(request: web.Request) -> web.Response:
@@ -216,7 +216,7 @@ class Quoting:
     @staticmethod
     async def model(request: web.Request) -> web.Response:
         key = request.headers["Authorization"].removeprefix("Bearer ")
-        return web.json_response({"error": {"message": f"Incorrect API key provided: {key[:8]}****{key[-4:]}",
+        return web.json_response({"error": {"message": f"Incorrect API key provided: {key[:14]}****{key[-4:]}",
                                             "code": "invalid_api_key"}}, status=401)
 
     @staticmethod
