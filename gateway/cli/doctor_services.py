@@ -4,18 +4,24 @@ image costs money, and the doctor spends none), Redis answers a PING, the databa
 
 from __future__ import annotations
 
-import redis.asyncio as redis
+from pathlib import Path
+
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from gateway.agents.mcp_servers import describe, probe
-from gateway.cli.database import shown, sqlite_file
 from gateway.cli.doctor_check import Check, shorten
 from gateway.config.schema import GatewayConfig, McpServerSpec, Settings, secret_name
 from gateway.config.secrets import SecretSource
 
 SERVICE_TIMEOUT = 10.0
+
+
+def shown(url: str) -> str:
+    """A database or Redis URL as it may be printed: the password replaced by ***."""
+    return make_url(url).render_as_string(hide_password=True)
 
 
 async def check_mcp_server(server: McpServerSpec, secrets: SecretSource) -> Check:
@@ -55,6 +61,9 @@ def _capability_key(capability: str, variable: str, secrets: SecretSource, *, wh
 async def check_redis(settings: Settings) -> Check:
     if not settings.redis_url:
         return Check(name="redis", status="ok", reason="not configured: one replica, coordination in process")
+    # Redis's client (~0.5 s of imports) loads only for a deployment that has a REDIS_URL.
+    import redis.asyncio as redis
+
     client = redis.from_url(settings.redis_url, socket_connect_timeout=SERVICE_TIMEOUT, socket_timeout=SERVICE_TIMEOUT)
     try:
         await client.ping()
@@ -69,8 +78,9 @@ async def check_redis(settings: Settings) -> Check:
 
 async def check_database(settings: Settings) -> Check:
     url = settings.database_url
-    path = sqlite_file(url)
-    if path is not None and not path.exists():
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") and not (
+            path := Path(parsed.database)).exists():
         return Check(name="database", status="warn", reason=f"no database yet at {path}",
                      fix="run `gateway apply -c gateway.yaml`, which creates it")
     engine = create_async_engine(url)
