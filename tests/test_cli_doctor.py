@@ -32,7 +32,7 @@ MODEL_KEY = "sk-Zq8wJ3nVb7Xc4Lm1Pt6Rk9Hs2Df5Gy0"
 
 @pytest_asyncio.fixture
 async def catalog() -> AsyncIterator[ModelCatalog]:
-    async with ModelCatalog(models=("llama3.1", "qwen2.5-coder"), key=MODEL_KEY).running() as running:
+    async with ModelCatalog(models=("llama3.1", "qwen2.5-coder", "gpt-4o-mini"), key=MODEL_KEY).running() as running:
         yield running
 
 
@@ -184,6 +184,20 @@ async def test_names_a_model_key_that_is_not_set_as_check_does(tmp_path: Path, t
     assert by_name(finished)["model openai:gpt-4o"] == (
         "FAIL  model openai:gpt-4o: 'openai:gpt-4o' needs OPENAI_API_KEY, which is not set in the environment — fix: "
         "set it in the environment or in GATEWAY_SECRETS_FILE")
+
+
+async def test_a_model_string_typo_and_a_wrong_provider_key_fail_naming_what_to_change(
+        tmp_path: Path, catalog: ModelCatalog, telegram: FakeTelegram) -> None:
+    config = write_config(tmp_path, {"agents": [{"name": "helper", "model": "openai-chat:gpt-4o-mnii"}],
+                                     "bots": helper_bot(telegram)})
+    env = {"TG_TOKEN": TELEGRAM_TOKEN, "OPENAI_BASE_URL": catalog.base("ok")}
+    typo = await run_gateway("doctor", "-c", str(config), cwd=tmp_path, env={**env, "OPENAI_API_KEY": MODEL_KEY})
+    refused = await run_gateway("doctor", "-c", str(config), cwd=tmp_path, env={**env, "OPENAI_API_KEY": "sk-old"})
+    assert by_name(typo)["model openai-chat:gpt-4o-mnii"].endswith(
+        "— fix: correct the agent's model; did you mean gpt-4o-mini?")
+    assert by_name(refused)["model openai-chat:gpt-4o-mnii"].endswith(
+        "— fix: put a key the provider accepts in OPENAI_API_KEY")
+    assert typo.returncode == refused.returncode == 1
 
 
 class Quoting:
