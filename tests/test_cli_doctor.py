@@ -78,6 +78,7 @@ async def test_every_bot_signs_in_and_every_model_is_asked_with_its_key(tmp_path
                            "failing": profile(catalog.base("broken"), "llama3.1"),
                            "listed": profile(catalog.base("listing"), "qwen2.5-coder"),
                            "wrongpath": profile(f"{catalog.url}/v1", "llama3.1"),
+                           "moved": profile(f"{catalog.url}/moved/v1", "llama3.1"),
                            "down": profile(down, "llama3.1")},
                 "agents": [{"name": "helper", "model": "good"}, {"name": "offline", "model": "test"}],
                 "bots": [
@@ -118,8 +119,11 @@ async def test_every_bot_signs_in_and_every_model_is_asked_with_its_key(tmp_path
         "or proxy path — fix: correct base_url (OpenAI-compatible ones end in /v1)")
     assert lines["model down"] == (f"FAIL  model down: cannot reach {down}: connection refused — fix: start the model "
                                    "server, or correct its base_url")
+    assert lines["model moved"] == (
+        f"FAIL  model moved: {catalog.url}/moved/v1/models/llama3.1 redirects to {catalog.base('ok')}/models/llama3.1 "
+        "— fix: set base_url to the address it redirects to, if that is the provider")
     assert lines["model test"] == "ok    model test: test runs in this process; nothing to reach"
-    assert finished.stdout_lines[-1].endswith(" 7 failed")
+    assert finished.stdout_lines[-1].endswith(" 8 failed")
     assert not any(request.startswith("POST") for request in catalog.requests)  # nothing spent
     assert "Traceback" not in finished.stderr
 

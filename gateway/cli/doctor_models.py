@@ -126,8 +126,12 @@ async def ask(client: httpx.AsyncClient, lookup: Lookup, model_id: str,
         return "ok", f"{model_id} at {lookup.base}: the server knows the model and accepts the key", None
     if answer.status_code == 429:
         return "warn", f"rate limited (HTTP 429{_colon(said)}); the key was accepted", "check the account's quota"
+    if answer.is_redirect:  # not followed: the key would go wherever the redirect points
+        return "fail", f"{lookup.one} redirects to {answer.headers.get('location')}", (
+            "set base_url to the address it redirects to, if that is the provider")
     if answer.status_code != 404:
-        return "fail", f"{lookup.one} answered HTTP {answer.status_code}{_colon(said)}", fixes.key()
+        return "fail", f"{lookup.one} answered HTTP {answer.status_code}{_colon(said)}", (
+            "check base_url and the key against the provider's documentation")
     return await _not_found(client, lookup, model_id, fixes, answer, body)
 
 

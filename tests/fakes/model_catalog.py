@@ -3,7 +3,8 @@
 The first path segment picks how the server behaves, so one server stands for several deployments:
 `/ok/v1` answers as OpenAI does (401 `invalid_api_key` quoting the key's first and last characters as OpenAI's
 message does, 404 `model_not_found`), `/broken/v1` answers 500 to everything, `/listing/v1` has only the list
-(vLLM's shape: every lookup is a bare 404). Anything else is a wrong path: an empty 404.
+(vLLM's shape: every lookup is a bare 404),
+`/moved/…` redirects to `/ok/…`. Anything else is a wrong path: an empty 404.
 No chat route exists: a doctor that spent tokens would get a 404 and the request would be recorded.
 """
 
@@ -34,6 +35,7 @@ class ModelCatalog:
         app = web.Application(middlewares=[self._recorded])
         app.router.add_get("/{behaviour:ok|broken}/v1/models/{model_id}", self._lookup)
         app.router.add_get("/{behaviour:ok|broken|listing}/v1/models", self._listing)
+        app.router.add_get("/moved/{tail:.*}", self._moved)
         app.router.add_route("*", "/{tail:.*}", self._nowhere)
         async with serving(app) as url:
             self.url = url
@@ -69,6 +71,9 @@ class ModelCatalog:
             return refused
         return web.json_response({"object": "list", "data": [
             {"id": model_id, "object": "model", "created": 0, "owned_by": "local"} for model_id in self.models]})
+
+    async def _moved(self, request: web.Request) -> web.Response:
+        raise web.HTTPPermanentRedirect(f"{self.url}/ok/{request.match_info['tail']}")
 
     async def _nowhere(self, request: web.Request) -> web.Response:
         return web.Response(status=404)
