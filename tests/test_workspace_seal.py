@@ -10,8 +10,11 @@ holds any of it.
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
-from collections.abc import AsyncIterator, Callable
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,15 +77,16 @@ class Layout:
 
 
 @pytest.fixture
-def layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Layout:
-    home = tmp_path / "gateway"
-    home.mkdir()
+def layout(monkeypatch: pytest.MonkeyPatch) -> Iterator[Layout]:
+    """Under `/var/tmp`, not pytest's `/tmp`: a sandbox's private `/tmp` would hide the layout whatever the seal."""
+    home = Path(tempfile.mkdtemp(prefix="gateway-", dir="/var/tmp"))
     (home / "gateway.yaml").write_text(f"# {CONFIG}\n")
     (home / "secrets.env").write_text(f"TOKEN={SECRET}\n")
     (home / "gateway.log").write_text(f"{LOG}\n")
     monkeypatch.chdir(home)
     monkeypatch.setenv("GATEWAY_CANARY", CANARY)
-    return Layout(home=home, workspaces=home / "workspaces")
+    yield Layout(home=home, workspaces=home / "workspaces")
+    shutil.rmtree(home)
 
 
 @asynccontextmanager
@@ -123,10 +127,10 @@ def leaked(attacker: Attacker, telegram: FakeTelegram) -> list[str]:
 
 
 def run(command: str) -> tuple[str, dict[str, object]]:
-    """`execute`, with `/proc` and `secrets` spelled so that the tool's path check (defence in depth, not the
-    boundary) lets the command through to the sandbox."""
-    spelled = command.replace("/proc", "${P}oc").replace("secrets", "${S}rets")
-    return "execute", {"command": f"P=/pr; S=sec; {spelled}"}
+    """`execute` of `command` encoded, as an attacker would send it: the tool's path check (defence in depth,
+    not the boundary) sees no path, and only the sandbox stands between the command and the host."""
+    encoded = base64.b64encode(command.encode()).decode()
+    return "execute", {"command": f"echo {encoded} | base64 -d | sh"}
 
 
 def bob_writes() -> list[tuple[str, dict[str, object]]]:
@@ -157,11 +161,11 @@ async def test_no_process_or_environment_of_the_gateway_is_visible(telegram: Fak
     attacker = Attacker({"bob writes": bob_writes(), "procs": [
         run("env; cat /proc/self/environ; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done; "
             f"tr '\\0' ' ' < /proc/1/cmdline; echo; cat /proc/{os.getpid()}/environ /proc/{os.getppid()}/cmdline; "
-            "ls -d /proc/[0-9]* | wc -l"),
+            "ls -d /proc/[0-9]* | wc -l; echo procs-listed"),
     ]})
     async with chats(telegram, layout, attacker) as say:
         await say("Alice", "procs")
-    [shown] = [seen for seen in attacker.seen if "HOME=/workspace" in seen]
+    [shown] = [seen for seen in attacker.seen if "procs-listed" in seen]
     assert str(layout.home) not in shown, "the command's pid 1 is the command, not the launcher with its paths"
     assert leaked(attacker, telegram) == []
 
