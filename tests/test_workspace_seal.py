@@ -90,8 +90,8 @@ def layout(monkeypatch: pytest.MonkeyPatch) -> Iterator[Layout]:
 
 
 @asynccontextmanager
-async def chats(telegram: FakeTelegram, layout: Layout, attacker: Attacker,
-                network: bool = False) -> AsyncIterator[Callable[[str, str], Any]]:
+async def chats(telegram: FakeTelegram, layout: Layout,
+                attacker: Attacker) -> AsyncIterator[Callable[[str, str], Any]]:
     """A gateway with a bubblewrap workspace per chat and no approval on `execute`; yields `say(who, text)`,
     which sends the text in that person's private chat and waits for the answer."""
     bot = TelegramBot().register(telegram)
@@ -99,17 +99,16 @@ async def chats(telegram: FakeTelegram, layout: Layout, attacker: Attacker,
     rooms = {name: telegram.private_chat(user) for name, user in people.items()}
     sandbox = {"id": "sandbox", "tool_approval": {"execute": "never"},
                "config": {"backend": "service", "session_scope": "conversation"}}
-    local: dict[str, Any] = {"kind": "bubblewrap", "directory": str(layout.workspaces)}
-    if network:
-        local["network"] = True
+    local = {"kind": "bubblewrap", "directory": str(layout.workspaces)}
     database = f"sqlite+aiosqlite:///{layout.home / 'gateway.db'}"
 
     async def say(who: str, text: str) -> None:
         chat = rooms[who]
         before = len(telegram.bot_messages(chat["id"]))
         await telegram.user_says(bot.token, chat, people[who], text)
+        # A bound for a loaded machine: each call of the turn starts a sandbox of its own.
         await telegram.wait_for(lambda: any(m.get("text", "").startswith("ran:")
-                                            for m in telegram.bot_messages(chat["id"])[before:]))
+                                            for m in telegram.bot_messages(chat["id"])[before:]), timeout=60)
 
     async with running_gateway(telegram, [bot], database_url=database, redis_url=None, model=attacker.model(),
                                capabilities=[sandbox], top={"sandboxes": {"local": local}}):
