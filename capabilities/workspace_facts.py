@@ -53,9 +53,10 @@ class BubblewrapConnection:
 
     name: str
     root: Path
-    """Where the workspaces' directories live; the gateway's user must own it."""
-    hidden: tuple[str, ...] = ("/root", "/home")
-    """Host directories replaced by an empty tmpfs inside the sandbox (credentials live there)."""
+    """Where the workspaces' directories live; the gateway's user must own it. A sandbox never mounts it, only
+    one workspace's directory inside it."""
+    network: bool = False
+    """Share this host's network with commands (loopback included); off, they reach no socket at all."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from capabilities import default_registry
 from gateway.checks.workspaces import sandbox_problems
 from gateway.config.schema import CapabilityEntry, GatewayConfig
+from tests.cli_process import run_gateway
 
 SANDBOXD = {"kind": "sandboxd", "url": "http://sandboxd.internal:8080", "token": "${SANDBOXD_TOKEN}",
             "runtimes": ["python"]}
@@ -54,3 +57,44 @@ def test_a_bubblewrap_connection_on_a_host_without_bubblewrap_is_refused_with_th
     local = {"kind": "bubblewrap", "directory": str(tmp_path)}
     [problem] = sandbox_problems(config({"backend": "service"}, {"local": local}))
     assert problem.startswith("sandboxes.local.kind") and "apt-get install -y bubblewrap" in problem
+
+
+def write_shell_config(path: Path, directory: Path) -> Path:
+    path.write_text(yaml.safe_dump({
+        "agents": [{"name": "a", "model": "test",
+                    "capabilities": [{"id": "sandbox", "config": {"backend": "service"}}]}],
+        "bots": [{"name": "tg", "platform": "telegram", "token": "${TG_TOKEN}", "api_base_url": "http://127.0.0.1:9",
+                  "agent": "a"}],
+        "sandboxes": {"local": {"kind": "bubblewrap", "directory": str(directory)}}}))
+    return path
+
+
+@pytest.mark.parametrize(("directory", "database", "what"), [
+    pytest.param("workspaces", "./gateway.db", "the SQLite database (DATABASE_URL)", id="beside-the-default-database"),
+    pytest.param(".", "/var/tmp/elsewhere.db", "the config file", id="holding-the-config"),
+    pytest.param("state", "./state/deep/gateway.db", "the SQLite database (DATABASE_URL)", id="holding-the-database"),
+])
+async def test_check_refuses_workspaces_nested_with_the_gateways_own_files(directory: str, database: str, what: str,
+                                                                           tmp_path: Path) -> None:
+    config = write_shell_config(tmp_path / "gateway.yaml", tmp_path / directory)
+    checked = await run_gateway("check", "-c", str(config), cwd=tmp_path,
+                                env={"TG_TOKEN": "1:a", "DATABASE_URL": f"sqlite:///{database}"})
+    assert checked.returncode == 2
+    [line] = [line for line in checked.stderr_lines if f"and {what} (" in line]
+    assert "sandboxes.local.directory:" in line
+    assert "are nested; keep the workspaces in a directory of their own" in line
+
+
+async def test_check_accepts_workspaces_apart_from_the_gateways_files(tmp_path: Path) -> None:
+    (tmp_path / "gateway").mkdir()
+    config = write_shell_config(tmp_path / "gateway" / "gateway.yaml", tmp_path / "workspaces")
+    secrets = tmp_path / "gateway" / "secrets.env"
+    secrets.write_text("TG_TOKEN=1:a\n")
+    checked = await run_gateway("check", "-c", str(config), cwd=tmp_path / "gateway",
+                                env={"GATEWAY_SECRETS_FILE": str(secrets)})
+    assert checked.returncode == 0, checked.stderr_lines
+    config = write_shell_config(config, tmp_path / "gateway" / "workspaces")
+    nested = await run_gateway("check", "-c", str(config), cwd=tmp_path / "gateway",
+                               env={"GATEWAY_SECRETS_FILE": str(secrets)})
+    assert nested.returncode == 2
+    assert any("the secrets file (GATEWAY_SECRETS_FILE)" in line for line in nested.stderr_lines)

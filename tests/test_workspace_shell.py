@@ -1,4 +1,4 @@
-"""The local shell backend (bubblewrap, no containers): no network, a read-only host, one writable directory."""
+"""The local shell backend (bubblewrap, no containers): no network, the system read-only, one writable directory."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ async def test_a_command_cannot_reach_the_network_not_even_loopback(tmp_path: Pa
 async def test_a_command_cannot_write_outside_its_directory(tmp_path: Path) -> None:
     name = f"escaped-{tmp_path.name}"
     outside, in_tmp, in_opt = str(tmp_path / name), f"/tmp/{name}", f"/opt/{name}"
-    answer = await shell(tmp_path, f"echo x > {outside}; echo y > {in_tmp}; d=/o; touch ${{d}}{in_opt[2:]}")
+    answer = await shell(tmp_path, f"echo x > {outside}; echo y > {in_tmp}; d=/o; touch ${{d}}{in_opt[2:]} /{name}")
     assert "Read-only file system" in answer
     assert [path for path in (outside, in_tmp, in_opt) if await asyncio.to_thread(os.path.exists, path)] == []
 
@@ -80,7 +80,7 @@ async def test_what_a_command_writes_in_its_directory_is_there_next_turn(tmp_pat
 
 
 async def test_a_command_sees_neither_the_gateways_processes_nor_the_home_directories(tmp_path: Path) -> None:
-    hidden = f"p=/pr; r=/ro; test -e ${{p}}oc/{os.getpid()} && echo visible; ls -A ${{r}}ot | wc -l"
+    hidden = f"p=/pr; r=/ro; test -e ${{p}}oc/{os.getpid()} && echo visible; ls -A ${{r}}ot 2>/dev/null | wc -l"
     answer = await shell(tmp_path, hidden)
     assert "visible" not in answer and answer.strip() == "0"
 
@@ -109,3 +109,21 @@ async def test_changing_the_backend_starts_a_fresh_workspace(tmp_path: Path) -> 
     [again] = await workspace_turn({}, [("read_file", {"path": "notes.md"})], documents=documents,
                                    turn=Turn(run_id=3))
     assert "not found" in answer and "in the database" in again
+
+
+async def test_a_connection_that_allows_the_network_reaches_loopback(tmp_path: Path) -> None:
+    reached = asyncio.Event()
+
+    async def accept(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        reached.set()
+        writer.close()
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    networked = {"local": BubblewrapConnection(name="local", root=tmp_path, network=True)}
+    async with server:
+        [answer] = await workspace_turn(SHELL, [("execute", {"command": f"python3 -c \"import socket; "
+                                                             f"socket.create_connection(('127.0.0.1', {port}))\""})],
+                                        connections=networked, approval=UNGATED)
+        await asyncio.wait_for(reached.wait(), timeout=10)
+    assert "Command failed" not in answer

@@ -29,8 +29,9 @@ from capabilities.tool_text import described
 from capabilities.workspace.deliveries import OUTPUT, UPLOADS, Deliveries
 from capabilities.workspace.documents import StoredDocument
 from capabilities.workspace.refusals import refusals
+from capabilities.workspace.seal import MOUNT
 from capabilities.workspace.service import service_workspace
-from capabilities.workspace.shell import directory_for, remove_workspace, shell_workspace
+from capabilities.workspace.shell import remove_workspace, shell_workspace
 from capabilities.workspace.texts import TEXTS
 from capabilities.workspace_facts import (
     DEFAULT_STATE_MAX_BYTES,
@@ -148,7 +149,7 @@ def _open(context: BuildContext[SandboxConfig], facts: WorkspaceFacts, key: str)
 
 def _working_dir(config: SandboxConfig, connection: SandboxConnection | None, key: str) -> str | None:
     if config.backend == "service" and isinstance(connection, BubblewrapConnection):
-        return str(directory_for(connection, key))
+        return MOUNT
     return None
 
 

@@ -79,7 +79,10 @@ async def outputs(workspace: Workspace) -> dict[str, str]:
             if entry.is_dir:
                 pending.append(entry.path)
             else:
-                found[entry.path] = hashlib.sha256(await workspace.read_bytes(entry.path)).hexdigest()
+                try:
+                    found[entry.path] = hashlib.sha256(await workspace.read_bytes(entry.path)).hexdigest()
+                except OSError as exc:  # a link leading nowhere in the workspace's view: nothing to post
+                    log.info("%s under output/ cannot be read, so it is not posted: %s", entry.path, exc)
     return found
 
 

@@ -105,7 +105,7 @@ def build_workspace_wiring(config: GatewayConfig, settings: Settings, secrets: S
     connections: dict[str, SandboxConnection] = {}
     for name, spec in config.sandboxes.items():
         if isinstance(spec, BubblewrapSandboxSpec):
-            connections[name] = BubblewrapConnection(name=name, root=spec.directory, hidden=tuple(spec.hidden))
+            connections[name] = BubblewrapConnection(name=name, root=spec.directory, network=spec.network)
             continue
         token = resolve_secret(spec.token, secrets, field=f"sandboxes.{name}.token")
         if register is not None:

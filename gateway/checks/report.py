@@ -17,6 +17,7 @@ from gateway.agents.models import ModelResolver
 from gateway.checks.entries import entries_of
 from gateway.checks.resources import USED_BY
 from gateway.checks.validation import apply_problems, model_references
+from gateway.checks.workspaces import placement_problems
 from gateway.config.schema import (
     AgentSpec,
     ConfigError,
@@ -72,6 +73,8 @@ def check_file(path: Path, *, registry: Registry, secrets: SecretSource, setting
     models = ModelResolver(config.models, secrets)
     wrong, unset = model_problems(config, models)
     errors = [*problems, *(parse_problem(p) for p in apply_problems(config, registry)), *wrong]
+    if settings is not None:
+        errors += [parse_problem(p) for p in placement_problems(config, config_path=path, settings=settings)]
     mem0 = settings.mem0_access if settings is not None else None
     return Report(source=source, config=registry.stored(config), errors=tuple(errors),
                   unset=(*unset_secrets(config, secrets), *unset, *unlisted_mem0_hosts(config, mem0)),

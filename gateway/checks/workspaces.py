@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
 from capabilities.workspace import SandboxConfig
 from capabilities.workspace.shell import bubblewrap_missing
 from gateway.checks.entries import entries_of
-from gateway.config.schema import BubblewrapSandboxSpec, GatewayConfig
+from gateway.config.schema import BubblewrapSandboxSpec, GatewayConfig, Settings
 
 
 def sandbox_problems(config: GatewayConfig) -> list[str]:
@@ -46,3 +50,33 @@ def _entry_problems(config: GatewayConfig, settings: SandboxConfig, path: str) -
         return [f"{path}.runtime: {settings.runtime!r} is not a runtime sandbox {name!r} allows "
                 f"({', '.join(allowed) or 'none: leave runtime out'})"]
     return []
+
+
+def placement_problems(config: GatewayConfig, *, config_path: Path, settings: Settings) -> list[str]:
+    """A bubblewrap connection's `directory` nested with the gateway's own files, either way round: inside
+    it, or holding it. A sandbox mounts only one workspace's directory, so this is a second line: the files
+    commands write never share a tree with the gateway's state, whatever the sandbox's view becomes."""
+    guarded = _gateway_files(config_path, settings)
+    problems: list[str] = []
+    for name, spec in config.sandboxes.items():
+        if not isinstance(spec, BubblewrapSandboxSpec):
+            continue
+        root = spec.directory.expanduser().resolve()
+        for what, path in guarded:
+            holder = path.parent
+            if root == holder or holder.is_relative_to(root) or root.is_relative_to(holder):
+                problems.append(f"sandboxes.{name}.directory: {root} and {what} ({path}) are nested; keep the "
+                                f"workspaces in a directory of their own, outside {holder} (or move {what})")
+    return problems
+
+
+def _gateway_files(config_path: Path, settings: Settings) -> list[tuple[str, Path]]:
+    """The files no workspace's directory may hold or lie beside: the SQLite database (DATABASE_URL), this
+    config, and the secrets file (GATEWAY_SECRETS_FILE), each as an absolute path."""
+    files = [("the config file", config_path)]
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        files.append(("the SQLite database (DATABASE_URL)", Path(url.database)))
+    if settings.secrets_file is not None:
+        files.append(("the secrets file (GATEWAY_SECRETS_FILE)", settings.secrets_file))
+    return [(what, path.expanduser().resolve()) for what, path in files]

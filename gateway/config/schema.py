@@ -405,8 +405,10 @@ class BubblewrapSandboxSpec(_Strict):
 
     kind: Literal["bubblewrap"]
     directory: Path
-    hidden: list[str] = Field(default_factory=lambda: ["/root", "/home"])
-    """Host directories an empty tmpfs covers inside the sandbox; credentials usually live there."""
+    """Where the workspaces' directories live; no default. Keep it apart from the database, this config and the
+    secrets file: `gateway check` refuses it nested with the directory of any of them."""
+    network: bool = False
+    """Let commands use this host's network, loopback (the gateway's own services) included; off by default."""
     default: bool = False
 
 
