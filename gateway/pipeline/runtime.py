@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from datetime import timedelta
 from typing import Any
 
 from pydantic_ai import (
@@ -46,7 +47,8 @@ from gateway.config.schema import AgentSpec, BindingSpec, ConfigError
 from gateway.people.conversation_search import PersonalConversations
 from gateway.pipeline.attachments import Attachment, user_content
 from gateway.pipeline.live_reply import LiveReply
-from gateway.pipeline.outbox import FileChat, RunOutbox, turn_key
+from gateway.pipeline.outbox import CLAIM, RunOutbox, turn_key
+from gateway.pipeline.outbox_posting import FileChat
 from storage.db import Database
 from storage.models import RunRow, utcnow
 
@@ -167,13 +169,14 @@ class Runtime:
                  instrumentation: InstrumentationSettings | None = None, resources: Resources | None = None,
                  mem0: Mem0Access | None = None, mcp: McpServers | None = None,
                  files: Mapping[str, FileChat] | None = None, workspaces: WorkspaceWiring | None = None,
-                 browser: BrowserEngine | None = None) -> None:
+                 browser: BrowserEngine | None = None, file_claim: timedelta = CLAIM) -> None:
         """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none.
         `resources`: the config's collections, context files and skill folders, bound per spec; None: none.
         `mcp`: the operator's MCP servers, reached per run for the agents that bind them. `files`: each bot's
         adapter that posts files, by bot name (a run's outbox posts through it). `workspaces`: the sandbox
         connections and `state` cap for `sandbox` workspaces; None: no connections. `browser`: the
-        out-of-process engine `browser_use` hands tasks to; None: none installed."""
+        out-of-process engine `browser_use` hands tasks to; None: none installed. `file_claim`: how long a run's
+        outbox holds a file it is posting between renewals (`gateway/pipeline/outbox_posting.py`)."""
         self._models = models
         self._db = db
         self._registry = registry
@@ -190,6 +193,7 @@ class Runtime:
         self._workspaces = workspaces or WorkspaceWiring()
         self._workspace_documents = StoredWorkspaces(db)
         self._browser = browser
+        self._file_claim = file_claim
 
     async def run(self, turn: Turn, reply: LiveReply, *, run_id: int | None = None,
                   record_answer: bool = True) -> RunOutcome:
@@ -228,7 +232,8 @@ class Runtime:
         """`turn_key`: the outbox key of a new run's turn (a resume looks it up); `retried`: an earlier attempt of
         this turn may have stored files it did not post."""
         outbox = RunOutbox(self._db, self._files.get(deps.binding.bot_name), deps.address, run_id=run_id,
-                           key=turn_key or await self._turn_key(run_id), earlier=retried or resuming)
+                           key=turn_key or await self._turn_key(run_id), earlier=retried or resuming,
+                           claim=self._file_claim)
         run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner, notes=self._notes,
                        spills=RunSpills(self._db, run_id), directory=self._directories.get(deps.binding.bot_name),
                        state=StoredConversationState(self._db, deps.address.conversation_key), notice=reply.notice,
