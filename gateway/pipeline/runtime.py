@@ -141,7 +141,8 @@ class Parked:
     """The specialists the model wrote in this run (`create_agent`): carried with the parked run, restored on resume."""
     placeholder_id: str | None = None
     """The reply's message when it shows only the waiting line: the first card takes it over, so a gated call
-    leaves the card and the answer. None when the model wrote something of its own there."""
+    leaves the card and the answer. None when the model wrote something of its own there, or files were posted
+    below it (the cards come after the files)."""
     usage: RunUsage = field(default_factory=RunUsage)
 
 
@@ -270,13 +271,15 @@ class Runtime:
             waiting = ("I need a decision before I can continue:" if calls
                        else "I need an answer before I can continue:")
             await reply.finish(reply.shown_text or waiting)
-            await _deliver(outbox)  # before the cards: the person sees what was made, then what is asked
+            # Before the cards: the person sees what was made, then what is asked. A card that took over the
+            # placeholder would sit above the files just posted, so then each card is a message of its own.
+            shown_files = await _deliver(outbox)
             usage = result.usage + assembled.delegated
             await self._set_run(run_id, status="parked", usage=usage)
             return Parked(run_id=run_id, calls=calls, questions=questions, usage=usage,
                           state=ConversationTypeAdapter.dump_json(result.conversation).decode(),
                           specialists=tuple(assembled.specialists.values()),
-                          placeholder_id=None if reply.shown_text.strip() else reply.message_id)
+                          placeholder_id=None if reply.shown_text.strip() or shown_files else reply.message_id)
         refs = await reply.finish(result.output)
         await _deliver(outbox)
         usage = result.usage + assembled.delegated
@@ -390,12 +393,14 @@ def record_answered(connection: Connection, outcome: Answered) -> None:
     set_run(connection, outcome.run_id, status="answered", usage=outcome.usage)
 
 
-async def _deliver(outbox: RunOutbox) -> None:
-    """Post the run's files; a database fault here is logged, and the next delivery of the turn posts them."""
+async def _deliver(outbox: RunOutbox) -> int:
+    """Post the run's files; returns how many were posted. A database fault here is logged, and the next delivery
+    of the turn (or the outbox sweep) posts them."""
     try:
-        await outbox.deliver()
+        return await outbox.deliver()
     except Exception as exc:
         log.warning("could not deliver the files of %s: %s: %s", outbox.key, type(exc).__name__, exc)
+        return 0
 
 
 def _waiting_on(requests: DeferredToolRequests, assembled: AssembledAgent) -> tuple[tuple[GatedCall, ...],
