@@ -103,10 +103,11 @@ class FilePosting:
                 log.warning("could not renew the claim on outbox file %d: %s: %s", file_id, type(exc).__name__, exc)
 
     async def _extend(self, file_id: int, until: datetime, later: datetime) -> bool:
-        """Move the claim on to `later` if it is still the one this delivery took (its `claimed_until` unchanged)."""
+        """Move the claim on to `later` if it is still the one this delivery took (its `claimed_until` unchanged, or
+        already `later`: the statement run again after a lost connection)."""
         def work(connection: Connection) -> bool:
             moved = connection.execute(update(OUTBOX).where(
-                OUTBOX.c.id == file_id, OUTBOX.c.status == "posting", OUTBOX.c.claimed_until == until,
+                OUTBOX.c.id == file_id, OUTBOX.c.status == "posting", OUTBOX.c.claimed_until.in_((until, later)),
             ).values(claimed_until=later))
             return moved.rowcount == 1
         return await self._db.run(work, single=True)
