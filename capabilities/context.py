@@ -111,7 +111,9 @@ class Outbox(Protocol):
     `post_file` stores the file durably with the run's turn and returns; the gateway posts it into the
     conversation's thread when the run answers, parks for a person, or fails, each stored file exactly once:
     a resume on another replica finds it posted, and a turn retried after a worker died between store and post
-    posts the file the dead attempt stored (the same name and bytes stored again are the same file)."""
+    posts the file the dead attempt stored (the same name and bytes stored again are the same file). A worker that
+    died mid-upload leaves the file to any replica once its claim runs out: never lost, at most posted twice where
+    the platform had taken the first upload. Tell the model a file is on its way once `post_file` returned."""
 
     async def post_file(self, *, name: str, data: bytes, mime_type: str | None, caption: str | None = None) -> None:
         """Store `data` as `name` for the chat, shown with `caption` (Markdown); `mime_type` None: guessed from

@@ -186,9 +186,9 @@ class ImageTools:
                 must appear; up to 4,000 characters.
 
         Returns:
-            A line saying the picture was posted into the chat (its format and size), and the provider's
-            revised description when it rewrote yours; the picture itself is already visible to the person,
-            so do not describe it as a link or an attachment. When nothing was drawn, a line saying why.
+            A line saying the picture is stored and on its way into the chat, below your answer (its format and
+            size), and the provider's revised description when it rewrote yours; the person sees the picture
+            itself, so do not describe it as a link or an attachment. When nothing was drawn, a line saying why.
         """
         prompt = prompt.strip()
         if not prompt or len(prompt) > MAX_PROMPT:
@@ -216,7 +216,8 @@ class ImageTools:
                                         mime_type=image.content.media_type)
         except FileRefused as refused:  # the chat cannot take it (too large for the platform, say)
             return NOT_POSTED.format(reason=str(refused))
-        posted = f"Posted the picture into the chat ({extension.upper()}, {len(image.content.data):,} bytes)."
+        posted = (f"The picture is on its way into the chat ({extension.upper()}, {len(image.content.data):,} bytes), "
+                  "shown below your answer.")
         if image.revised_prompt and image.revised_prompt != prompt:
             posted += f" The provider drew it from this revised description: {image.revised_prompt}"
         return posted

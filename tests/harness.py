@@ -23,7 +23,8 @@ from tests.fakes.telegram import FakeTelegram
 
 FAST = Tuning(worker_lease=timedelta(seconds=5), idle_poll=0.2, shutdown_grace=2.0, poll_timeout=1,
               transport_first_delay=0.2, transport_lease_ttl=3.0, expiry_interval=0.3)
-QUIET = replace(FAST, idle_poll=600.0, worker_lease=timedelta(seconds=600), expiry_interval=600.0)
+QUIET = replace(FAST, idle_poll=600.0, worker_lease=timedelta(seconds=600), expiry_interval=600.0,
+                file_claim=timedelta(seconds=600))
 """No idle claims nor lease renewals of its own: what a test counts is only what a turn causes."""
 
 

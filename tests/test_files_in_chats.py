@@ -114,6 +114,8 @@ async def test_a_chart_made_before_a_park_is_posted_once_across_a_resume_on_anot
         await telegram.wait_for(lambda: any(m.get("reply_markup") for m in telegram.bot_messages(chat["id"])))
         assert len(photos(telegram, chat["id"])) == 1, "the park posted what the run had made"
     [card] = [m for m in telegram.bot_messages(chat["id"]) if m.get("reply_markup")]
+    [photo] = photos(telegram, chat["id"])
+    assert photo["message_id"] < card["message_id"], "the file is shown before the card"
     approve = next(b["callback_data"] for row in card["reply_markup"]["inline_keyboard"] for b in row
                    if "Approve" in b["text"])
     await telegram.user_clicks(bot.token, card, alice, approve)

@@ -107,7 +107,8 @@ async def draw(prompt: str = "A lighthouse at dusk, watercolour", *, approval: s
 async def test_the_picture_is_drawn_with_the_entrys_key_and_posted_into_the_chat(images: FakeImagesAPI) -> None:
     result, outbox, _ = await draw()
     assert outbox.files == [("image.png", PNG, "image/png", None)]
-    assert result.output == f"Posted the picture into the chat (PNG, {len(PNG):,} bytes)."
+    assert result.output == (f"The picture is on its way into the chat (PNG, {len(PNG):,} bytes), shown below your "
+                             "answer.")
     [request] = images.requests
     assert request["model"] == "gpt-image-2" and request["prompt"] == "A lighthouse at dusk, watercolour"
     assert images.keys == [f"Bearer {KEY}"]
@@ -307,7 +308,7 @@ async def test_a_chat_turn_asks_first_then_posts_the_picture_into_the_chat(
         [card] = cards(telegram, chat["id"])
         await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])
         await telegram.wait_for(lambda: bool(photos(telegram, chat["id"]))
-                                and said(telegram, chat["id"])[-1].startswith("Posted the picture"))
+                                and said(telegram, chat["id"])[-1].startswith("The picture is on its way"))
     [photo] = photos(telegram, chat["id"])
     assert telegram.file_content(photo) == PNG and len(images.requests) == 1
     [row] = await run_rows(database_url)  # the resume continues the parked run's row

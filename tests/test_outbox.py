@@ -1,23 +1,26 @@
 """The outbox on both databases, through a real adapter and the fake platforms: a file is stored before it is
 posted and posted once however many deliveries race for it; a file the platform cannot take is refused with
-its size and the platform's limit before anything is stored; an upload the platform refuses is said."""
+its size and the platform's limit before anything is stored; an upload the platform refuses is said, and a retried
+attempt storing that file again is told it was not sent."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import pytest
 import pytest_asyncio
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from adapters.base import ChatAddress
 from adapters.slack.adapter import SlackAdapter
 from adapters.telegram.adapter import TelegramAdapter
 from capabilities.context import FileRefused
 from gateway.pipeline.outbox import RunOutbox, turn_key
+from gateway.pipeline.outbox_sweep import OutboxSweep
 from storage.db import Database
-from storage.models import OutboxFileRow
+from storage.models import OutboxFileRow, utcnow
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram
 
@@ -96,9 +99,31 @@ async def test_an_upload_the_platform_refuses_is_said_in_the_thread(db: Database
         outbox = RunOutbox(db, adapter, address, run_id=None, key="run:0")
         await outbox.post_file(name="chart.png", data=PNG, mime_type="image/png")
         assert await outbox.deliver() == 0
+        retry = RunOutbox(db, adapter, address, run_id=None, key="run:0")
+        with pytest.raises(FileRefused, match=r"an earlier attempt at this answer could not post chart\.png here"):
+            await retry.post_file(name="chart.png", data=PNG, mime_type="image/png")  # not promised again
     finally:
         await adapter.close()
     [notice] = slack.texts(channel, by=app, thread_ts=root["ts"])
     assert notice.startswith("I made chart.png but could not post it here: this Slack app may not post files: "
                              "it needs the files:write scope")
     assert await statuses(db) == ["failed"]
+
+
+async def test_the_sweep_prunes_posted_rows_after_a_day_and_failed_ones_after_the_inbox_s_30_days(
+        db: Database, telegram: FakeTelegram, bot: TelegramAdapter) -> None:
+    address = room(telegram)
+    outbox = RunOutbox(db, bot, address, run_id=None, key="inbox:7")
+    for name in ("old.png", "new.png", "failed.png"):
+        await outbox.post_file(name=name, data=PNG + name.encode(), mime_type="image/png")
+    assert await outbox.deliver() == 3
+    two_days_ago, a_month_ago = utcnow() - timedelta(days=2), utcnow() - timedelta(days=31)
+    async with db.session() as session:  # the rows as time would leave them
+        await session.execute(update(OutboxFileRow).where(OutboxFileRow.name == "old.png")
+                              .values(posted_at=two_days_ago))
+        await session.execute(update(OutboxFileRow).where(OutboxFileRow.name == "failed.png")
+                              .values(status="failed", posted_at=None, created_at=a_month_ago))
+    assert await OutboxSweep(db, {}, claim=timedelta(seconds=10)).prune() == 2
+    async with db.session() as session:
+        kept = (await session.execute(select(OutboxFileRow.name).order_by(OutboxFileRow.id))).scalars()
+        assert list(kept) == ["new.png"]

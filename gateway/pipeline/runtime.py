@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from datetime import timedelta
 from typing import Any
 
 from pydantic_ai import (
@@ -46,7 +47,8 @@ from gateway.config.schema import AgentSpec, BindingSpec, ConfigError
 from gateway.people.conversation_search import PersonalConversations
 from gateway.pipeline.attachments import Attachment, user_content
 from gateway.pipeline.live_reply import LiveReply
-from gateway.pipeline.outbox import FileChat, RunOutbox, turn_key
+from gateway.pipeline.outbox import CLAIM, RunOutbox, turn_key
+from gateway.pipeline.outbox_posting import FileChat
 from storage.db import Database
 from storage.models import RunRow, utcnow
 
@@ -139,7 +141,8 @@ class Parked:
     """The specialists the model wrote in this run (`create_agent`): carried with the parked run, restored on resume."""
     placeholder_id: str | None = None
     """The reply's message when it shows only the waiting line: the first card takes it over, so a gated call
-    leaves the card and the answer. None when the model wrote something of its own there."""
+    leaves the card and the answer. None when the model wrote something of its own there, or files were posted
+    below it (the cards come after the files)."""
     usage: RunUsage = field(default_factory=RunUsage)
 
 
@@ -167,13 +170,14 @@ class Runtime:
                  instrumentation: InstrumentationSettings | None = None, resources: Resources | None = None,
                  mem0: Mem0Access | None = None, mcp: McpServers | None = None,
                  files: Mapping[str, FileChat] | None = None, workspaces: WorkspaceWiring | None = None,
-                 browser: BrowserEngine | None = None) -> None:
+                 browser: BrowserEngine | None = None, file_claim: timedelta = CLAIM) -> None:
         """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none.
         `resources`: the config's collections, context files and skill folders, bound per spec; None: none.
         `mcp`: the operator's MCP servers, reached per run for the agents that bind them. `files`: each bot's
         adapter that posts files, by bot name (a run's outbox posts through it). `workspaces`: the sandbox
         connections and `state` cap for `sandbox` workspaces; None: no connections. `browser`: the
-        out-of-process engine `browser_use` hands tasks to; None: none installed."""
+        out-of-process engine `browser_use` hands tasks to; None: none installed. `file_claim`: how long a run's
+        outbox holds a file it is posting between renewals (`gateway/pipeline/outbox_posting.py`)."""
         self._models = models
         self._db = db
         self._registry = registry
@@ -190,6 +194,7 @@ class Runtime:
         self._workspaces = workspaces or WorkspaceWiring()
         self._workspace_documents = StoredWorkspaces(db)
         self._browser = browser
+        self._file_claim = file_claim
 
     async def run(self, turn: Turn, reply: LiveReply, *, run_id: int | None = None,
                   record_answer: bool = True) -> RunOutcome:
@@ -228,7 +233,8 @@ class Runtime:
         """`turn_key`: the outbox key of a new run's turn (a resume looks it up); `retried`: an earlier attempt of
         this turn may have stored files it did not post."""
         outbox = RunOutbox(self._db, self._files.get(deps.binding.bot_name), deps.address, run_id=run_id,
-                           key=turn_key or await self._turn_key(run_id), earlier=retried or resuming)
+                           key=turn_key or await self._turn_key(run_id), earlier=retried or resuming,
+                           claim=self._file_claim)
         run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner, notes=self._notes,
                        spills=RunSpills(self._db, run_id), directory=self._directories.get(deps.binding.bot_name),
                        state=StoredConversationState(self._db, deps.address.conversation_key), notice=reply.notice,
@@ -265,13 +271,15 @@ class Runtime:
             waiting = ("I need a decision before I can continue:" if calls
                        else "I need an answer before I can continue:")
             await reply.finish(reply.shown_text or waiting)
-            await _deliver(outbox)  # before the cards: the person sees what was made, then what is asked
+            # Before the cards: the person sees what was made, then what is asked. A card that took over the
+            # placeholder would sit above the files just posted, so then each card is a message of its own.
+            shown_files = await _deliver(outbox)
             usage = result.usage + assembled.delegated
             await self._set_run(run_id, status="parked", usage=usage)
             return Parked(run_id=run_id, calls=calls, questions=questions, usage=usage,
                           state=ConversationTypeAdapter.dump_json(result.conversation).decode(),
                           specialists=tuple(assembled.specialists.values()),
-                          placeholder_id=None if reply.shown_text.strip() else reply.message_id)
+                          placeholder_id=None if reply.shown_text.strip() or shown_files else reply.message_id)
         refs = await reply.finish(result.output)
         await _deliver(outbox)
         usage = result.usage + assembled.delegated
@@ -385,12 +393,14 @@ def record_answered(connection: Connection, outcome: Answered) -> None:
     set_run(connection, outcome.run_id, status="answered", usage=outcome.usage)
 
 
-async def _deliver(outbox: RunOutbox) -> None:
-    """Post the run's files; a database fault here is logged, and the next delivery of the turn posts them."""
+async def _deliver(outbox: RunOutbox) -> int:
+    """Post the run's files; returns how many were posted. A database fault here is logged, and the next delivery
+    of the turn (or the outbox sweep) posts them."""
     try:
-        await outbox.deliver()
+        return await outbox.deliver()
     except Exception as exc:
         log.warning("could not deliver the files of %s: %s: %s", outbox.key, type(exc).__name__, exc)
+        return 0
 
 
 def _waiting_on(requests: DeferredToolRequests, assembled: AssembledAgent) -> tuple[tuple[GatedCall, ...],

@@ -143,7 +143,7 @@ class SlackSandbox(Sandbox):
         self._changes = ChangeSignal()
         self._tasks: set[asyncio.Task[None]] = set()
         self._server = LocalServer(host, port)
-        self.files = SlackFiles(base_url=lambda: self.url, reader=self._reads_files)
+        self.files = SlackFiles(base_url=lambda: self.url, reader=self._reads_files, changed=self._notify)
         """People's files (`files.add`) and what apps uploaded, with their bytes (`files.content`)."""
         self._methods = self._method_table()
 
@@ -160,6 +160,8 @@ class SlackSandbox(Sandbox):
     async def stop(self) -> None:
         """Close every socket and stop listening."""
         self._stopping.set()
+        self.files.stopped = True
+        self.files.released.set()
         for app in self._apps.values():
             for socket in list(app.sockets):
                 await socket.close()

@@ -8,10 +8,11 @@ with `files:read`, and, as Slack does, anyone else gets a sign-in page with stat
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,10 +46,20 @@ class SlackFiles:
 
     base_url: Callable[[], str]
     reader: Callable[[str], bool]
+    changed: Callable[[], Awaitable[None]]
+    """Awaited when an upload arrives, so a waiting test re-checks."""
     files: dict[str, JSON] = field(default_factory=dict)
     content: dict[str, bytes] = field(default_factory=dict)
     private: set[str] = field(default_factory=set)
     """Files no bot may read: their URL answers the sign-in page."""
+    held: int = 0
+    """Upload POSTs still to hold (`hold_uploads`)."""
+    holding: int = 0
+    """Upload POSTs being held now: their caller waits for an answer that never comes."""
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set by `release_uploads`, or when the server stops."""
+    stopped: bool = False
+    """The server stopped: a held POST is let go unanswered, its bytes not kept."""
     _uploads: dict[str, _Upload] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -115,9 +126,28 @@ class SlackFiles:
             raise FileRefused("file_not_found")
         return {"file": copy.deepcopy(found)}
 
+    def hold_uploads(self, count: int = 1) -> None:
+        """The next `count` upload POSTs are read and then held unanswered until `release_uploads`: the app waits
+        mid-upload, as a slow network would leave it; a process killed meanwhile never completes the upload, so
+        the file never reaches the channel."""
+        self.held += count
+        self.released.clear()
+
+    def release_uploads(self) -> None:
+        """Let every held upload go on: its bytes are kept and answered as usual."""
+        self.released.set()
+
     async def _receive(self, request: web.Request) -> web.Response:
         upload = self._uploads.get(request.match_info["upload_id"])
         body = await request.read()
+        if self.held > 0:
+            self.held -= 1
+            self.holding += 1
+            await self.changed()
+            await self.released.wait()
+            self.holding -= 1
+            if self.stopped:
+                return web.Response(status=503, text="the server stopped")
         if upload is None:
             return web.Response(status=404, text="unknown upload")
         if len(body) != upload.length:

@@ -44,6 +44,8 @@ from gateway.people.memory import MemoryNotes
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.intake import Intake, TypingShown
 from gateway.pipeline.metrics import Backlog, GatewayMetrics
+from gateway.pipeline.outbox import CLAIM
+from gateway.pipeline.outbox_sweep import OutboxSweep
 from gateway.pipeline.router import Router
 from gateway.pipeline.runtime import Runtime
 from gateway.pipeline.worker import Worker
@@ -84,6 +86,9 @@ class Tuning:
     """How long the loss of the replica holding a bot's transport goes unnoticed; renewed every quarter."""
     expiry_interval: float = 30.0
     """Seconds between sweeps for approvals nobody decided in time."""
+    file_claim: timedelta = CLAIM
+    """How long a file being posted stays claimed without a renewal: the wait before another replica posts a file
+    whose upload died with its process; the outbox sweep looks this often at least."""
 
 
 class Gateway:
@@ -166,17 +171,18 @@ class Gateway:
         inbox = Inbox(db)
         memory = MemoryNotes(db)
         directories = {name: adapter.directory for name, adapter in self.adapters.items()}
+        files = {name: adapter for name, adapter in self.adapters.items() if isinstance(adapter, PostsFiles)}
         for value in mcp_secret_values(self.config.mcp_servers, self._secrets):
             self.redactor.add(value)
         runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
                           directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation,
                           resources=Resources(self.config, db), mem0=self.settings.mem0_access,
                           mcp=McpServers.of(self.config.mcp_servers, self._secrets),
-                          files={name: a for name, a in self.adapters.items() if isinstance(a, PostsFiles)},
+                          files=files,
                           workspaces=build_workspace_wiring(self.config, self.settings, self._secrets,
                                                             register=self.redactor.add),
                           browser=HttpBrowserEngine(url=self.settings.browser_engine_url)
-                          if self.settings.browser_engine_url else None)
+                          if self.settings.browser_engine_url else None, file_claim=self._tuning.file_claim)
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
@@ -217,6 +223,10 @@ class Gateway:
                     name="sweep: approvals")
         self._spawn(_every(3600, lambda: inbox.prune(older_than=INBOX_RETENTION), "pruning the inbox"),
                     name="sweep: inbox")
+        outbox = OutboxSweep(db, files, claim=tuning.file_claim)
+        self._spawn(_every(tuning.file_claim.total_seconds(), outbox.deliver_expired, "posting files left mid-upload",
+                           until_due=partial(_seconds_until, outbox.next_expiry)), name="sweep: outbox")
+        self._spawn(_every(3600, outbox.prune, "pruning the outbox"), name="sweep: outbox rows")
         owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         for adapter in self.adapters.values():
             supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), owner=owner,
