@@ -44,7 +44,7 @@ def retried(part: ToolReturnPart) -> bool:
 async def test_a_loopback_address_is_refused_by_default_as_a_retry_naming_no_address(pages: FakePages) -> None:
     first, last = await fetched(f"{pages.url}/page", registry=default_registry(), calls=2)
     assert retried(first) and not retried(last)
-    assert "private, loopback, link-local or cloud-metadata address" in str(first.content)
+    assert "private, loopback, link-local, reserved or cloud-metadata address" in str(first.content)
     assert "127.0.0.1" not in str(first.content) and "allow-local" not in str(first.content)
     assert pages.requested == []
 
