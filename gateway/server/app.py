@@ -23,6 +23,7 @@ from adapters.platforms import PlatformAdapter
 from adapters.protocols import Closable, PostsFiles
 from capabilities.browser_engine import HttpBrowserEngine
 from capabilities.registry import Registry
+from capabilities.url_guard import Resolver, system_resolver
 from gateway.agents.bindings import BindingStore
 from gateway.agents.mcp_servers import McpServers
 from gateway.agents.mcp_servers import secret_values as mcp_secret_values
@@ -84,6 +85,8 @@ class Tuning:
     """How long the loss of the replica holding a bot's transport goes unnoticed; renewed every quarter."""
     expiry_interval: float = 30.0
     """Seconds between sweeps for approvals nobody decided in time."""
+    resolver: Resolver = system_resolver
+    """Where the names outbound fetches reach (`web_fetch`, MCP servers) are looked up; tests answer from a table."""
 
 
 class Gateway:
@@ -171,12 +174,12 @@ class Gateway:
         runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
                           directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation,
                           resources=Resources(self.config, db), mem0=self.settings.mem0_access,
-                          mcp=McpServers.of(self.config.mcp_servers, self._secrets),
+                          mcp=McpServers.of(self.config.mcp_servers, self._secrets, resolver=self._tuning.resolver),
                           files={name: a for name, a in self.adapters.items() if isinstance(a, PostsFiles)},
                           workspaces=build_workspace_wiring(self.config, self.settings, self._secrets,
                                                             register=self.redactor.add),
                           browser=HttpBrowserEngine(url=self.settings.browser_engine_url)
-                          if self.settings.browser_engine_url else None)
+                          if self.settings.browser_engine_url else None, resolver=self._tuning.resolver)
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
