@@ -24,7 +24,7 @@ from pydantic_ai import BinaryContent
 from pydantic_ai._utils import is_text_like_media_type
 from pydantic_ai.common_tools.web_fetch import WebFetchResult, _convert_html
 
-from capabilities.url_guard import Refused, canonical_host, url_host
+from capabilities.url_guard import Refused, canonical_host, check_literal, url_host
 
 MAX_REDIRECTS = 10
 MAX_BYTES = 50 * 1024 * 1024
@@ -67,13 +67,15 @@ def without_non_content(html: str) -> str:
     return "".join(kept)
 
 
-async def download(client: httpx2.AsyncClient, url: str, rules: DomainRules) -> tuple[str, httpx2.Response, bytes]:
+async def download(client: httpx2.AsyncClient, url: str, rules: DomainRules, *,
+                   allow_private: bool = False) -> tuple[str, httpx2.Response, bytes]:
     """The final URL, its response and its body (at most `MAX_BYTES`), each hop checked."""
     for _ in range(MAX_REDIRECTS + 1):
         try:
             host = url_host(url)
         except ValueError as exc:
             raise Unreadable(f"Failed to fetch {url}: {exc}") from None
+        check_literal(host, allow_private=allow_private)
         rules.check(host)
         async with client.stream("GET", url, headers={"Accept": ACCEPT, "Accept-Encoding": "identity, gzip"},
                                  follow_redirects=False) as response:
@@ -112,11 +114,11 @@ def _too_big() -> Unreadable:
     return Unreadable(f"Download exceeds the maximum size of {MAX_BYTES} bytes.")
 
 
-async def read_page(client: httpx2.AsyncClient, url: str, rules: DomainRules,
-                    max_chars: int) -> WebFetchResult | BinaryContent:
+async def read_page(client: httpx2.AsyncClient, url: str, rules: DomainRules, max_chars: int, *,
+                    allow_private: bool = False) -> WebFetchResult | BinaryContent:
     """The page at `url` as Markdown (a PDF or an image as the file); raises `Refused` or `Unreadable`."""
     try:
-        final, response, body = await download(client, url, rules)
+        final, response, body = await download(client, url, rules, allow_private=allow_private)
     except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
         raise Unreadable(f"Failed to fetch {url}: {type(exc).__name__}: {exc}") from exc
     media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()

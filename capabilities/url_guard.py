@@ -160,6 +160,16 @@ async def checked_addresses(host: str, resolver: Resolver, *, trusted: bool = Fa
     return found
 
 
+def check_literal(host: str, *, allow_private: bool = False) -> None:
+    """Refuses a host that names a refused address without DNS (a literal, a legacy spelling, a metadata name)
+    before any client parses it its own way; names are checked where the connection opens."""
+    if canonical_host(host) in _METADATA_NAMES:
+        raise Refused(f"{host!r} names a cloud metadata service")
+    literal = literal_address(host)
+    if literal is not None and (is_metadata(literal) if allow_private else refused(literal)):
+        raise Refused(f"{host!r} {REFUSAL}")
+
+
 def url_host(url: str) -> str:
     """The host of an http(s) URL, for the domain filters; `ValueError` for any other URL. The host's addresses
     are checked where the connection opens."""

@@ -134,7 +134,8 @@ class PageFetcher:
         try:
             async with guarded_client(self.resolver, allow_private=self.allow_local,
                                       timeout=httpx2.Timeout(TIMEOUT_SECONDS, connect=5)) as client:
-                return await read_page(client, url, rules, self.config.max_content_chars)
+                return await read_page(client, url, rules, self.config.max_content_chars,
+                                       allow_private=self.allow_local)
         except Refused:
             return retry_or_text(ctx, f"Failed to fetch {url}: {REFUSAL}. Fetch a public URL instead.")
         except (Unreadable, ModelRetry) as exc:
