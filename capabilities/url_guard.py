@@ -20,7 +20,6 @@ import asyncio
 import ipaddress
 import re
 import socket
-import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
 from urllib.parse import unquote, urlsplit
 
@@ -36,6 +35,9 @@ _METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "metad
                              "instance-data.ec2.internal", "metadata.azure.internal"})
 _PUBLIC_METADATA = frozenset({ipaddress.ip_address("168.63.129.16")})
 """Azure's WireServer answers on a public address; every other metadata service sits in a refused range."""
+_PROTOCOL_ASSIGNMENTS = ipaddress.ip_network("192.0.0.0/24")
+"""RFC 6890's IETF protocol assignments (Oracle Cloud's metadata at .192 among them), of which `ipaddress` flags
+only some as not global."""
 
 _MAPPED = ipaddress.ip_network("::ffff:0:0/96")
 _SIIT = ipaddress.ip_network("::ffff:0:0:0/96")
@@ -77,13 +79,13 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]
 def _flagged(address: Address) -> bool:
     return (address.is_private or address.is_loopback or address.is_link_local or address.is_multicast
             or address.is_reserved or address.is_unspecified or not address.is_global or address in _PUBLIC_METADATA
+            or address in _PROTOCOL_ASSIGNMENTS
             or (isinstance(address, ipaddress.IPv6Address) and address.is_site_local))
 
 
 def refused(address: Address) -> bool:
     """Whether a connection to `address` could reach something inside: the rule of this module."""
     if isinstance(address, ipaddress.IPv6Address):
-        address = ipaddress.IPv6Address(address.packed)  # a zone id (`%eth0`) names an interface, not a place
         carried = embedded_ipv4(address)
         if carried is not None:
             return any(_flagged(ipv4) for ipv4 in carried)
@@ -93,7 +95,6 @@ def refused(address: Address) -> bool:
 def is_metadata(address: Address) -> bool:
     """A cloud metadata service's address, in any spelling (refused even where an operator allows private ones)."""
     if isinstance(address, ipaddress.IPv6Address):
-        address = ipaddress.IPv6Address(address.packed)
         carried = embedded_ipv4(address)
         if carried is not None:
             return any(is_metadata(ipv4) for ipv4 in carried)
@@ -102,9 +103,9 @@ def is_metadata(address: Address) -> bool:
 
 
 def canonical_host(host: str) -> str:
-    """`host` as a resolver reads it: percent-decoded, NFKC- and IDNA-folded, lower case, no brackets or root dot."""
-    name = unquote(host).strip().strip("[]").translate(_DOTS)
-    name = unicodedata.normalize("NFKC", name).translate(_DOTS).lower()
+    """`host` as a resolver reads it: percent-decoded, IDNA-folded (fullwidth digits and dots included), lower
+    case, without brackets or the root dot. A zone id (`%eth0`) stays, for `literal_address` to drop."""
+    name = unquote(host).strip().strip("[]").translate(_DOTS).lower()
     if not name.isascii():
         try:
             name = name.encode("idna").decode("ascii").lower()
