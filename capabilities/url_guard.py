@@ -102,6 +102,15 @@ def is_metadata(address: Address) -> bool:
         or address == ipaddress.ip_address("100.100.100.200")
 
 
+def names_metadata(host: str) -> bool:
+    """Whether `host` names a cloud metadata service, by name or by any spelling of its address, without DNS."""
+    try:
+        address = literal_address(host)
+        return canonical_host(host) in _METADATA_NAMES or (address is not None and is_metadata(address))
+    except Refused:
+        return False
+
+
 def canonical_host(host: str) -> str:
     """`host` as a resolver reads it: percent-decoded, IDNA-folded (fullwidth digits and dots included), lower
     case, without brackets or the root dot. A zone id (`%eth0`) stays, for `literal_address` to drop."""
@@ -142,9 +151,9 @@ async def checked_addresses(host: str, resolver: Resolver, *, trusted: bool = Fa
 
     `trusted`: a host an operator configured (an MCP server on the local network); only cloud metadata is refused.
     """
-    name = canonical_host(host)
-    if name in _METADATA_NAMES:
+    if names_metadata(host):
         raise Refused(f"{host!r} names a cloud metadata service")
+    name = canonical_host(host)
     literal = literal_address(name)
     if literal is not None:
         found: list[Address] = [literal]
@@ -164,10 +173,10 @@ async def checked_addresses(host: str, resolver: Resolver, *, trusted: bool = Fa
 def check_literal(host: str, *, allow_private: bool = False) -> None:
     """Refuses a host that names a refused address without DNS (a literal, a legacy spelling, a metadata name)
     before any client parses it its own way; names are checked where the connection opens."""
-    if canonical_host(host) in _METADATA_NAMES:
+    if names_metadata(host):
         raise Refused(f"{host!r} names a cloud metadata service")
     literal = literal_address(host)
-    if literal is not None and (is_metadata(literal) if allow_private else refused(literal)):
+    if literal is not None and not allow_private and refused(literal):
         raise Refused(f"{host!r} {REFUSAL}")
 
 
