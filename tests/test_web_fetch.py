@@ -56,6 +56,14 @@ async def test_a_page_arrives_as_markdown_with_its_title(pages: FakePages) -> No
     assert "Version 2\n=========" in answer.content["content"] and "[agents](/more)" in answer.content["content"]
 
 
+async def test_scripts_styles_and_other_text_that_is_not_content_never_reach_the_model(pages: FakePages) -> None:
+    [answer] = await fetched(f"{pages.url}/page")
+    content = answer.content["content"]
+    assert "End." in content
+    hidden = ["steal", "exfiltrate", "hidden-style", "enable-scripts", "hidden-template", "unclosed"]
+    assert [word for word in hidden if word in content] == []
+
+
 async def test_a_long_page_is_cut_at_max_content_chars(pages: FakePages) -> None:
     [answer] = await fetched(f"{pages.url}/long", max_content_chars=1000)
     content = answer.content["content"]

@@ -11,8 +11,10 @@ from aiohttp import web
 from tests.loopback import serving
 
 PDF = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
-PAGE = ("<html><head><title>Release notes</title></head><body><h1>Version 2</h1>"
-        "<p>Faster <a href='/more'>agents</a>.</p><script>steal()</script></body></html>")
+PAGE = ("<html><head><title>Release notes</title><style>body { color: hidden-style }</style></head><body>"
+        "<h1>Version 2</h1><p>Faster <a href='/more'>agents</a>.</p><script>steal()</script>"
+        "<SCRIPT type='module'>exfiltrate()</SCRIPT ><noscript>enable-scripts</noscript>"
+        "<template>hidden-template</template><p>End.</p><script>unclosed()</html>")
 
 
 @dataclass
