@@ -166,7 +166,7 @@ async def checked_addresses(host: str, resolver: Resolver, *, trusted: bool = Fa
             raise OSError(f"{host!r} does not resolve")
     rule = is_metadata if trusted else refused
     if any(rule(address) for address in found):
-        raise Refused(f"{host!r} {REFUSAL}")
+        raise Refused(f"{host!r}: {REFUSAL}")
     return found
 
 
@@ -177,7 +177,7 @@ def check_literal(host: str, *, allow_private: bool = False) -> None:
         raise Refused(f"{host!r} names a cloud metadata service")
     literal = literal_address(host)
     if literal is not None and not allow_private and refused(literal):
-        raise Refused(f"{host!r} {REFUSAL}")
+        raise Refused(f"{host!r}: {REFUSAL}")
 
 
 def url_host(url: str) -> str:
