@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -26,6 +27,7 @@ from pydantic_ai.usage import RunUsage
 
 from capabilities.browser_engine import INSTALL_LINE, BrowserEngine, BrowseRequest, EngineFailed
 from capabilities.context import BuildContext
+from capabilities.egress_proxy import guarded_proxy
 from capabilities.failures import retry_or_text
 from capabilities.registry import CapabilityDef, ToolInfo
 from capabilities.tool_text import function_toolset
@@ -139,10 +141,13 @@ def build(context: BuildContext[BrowserUseConfig]) -> Capability[Any]:
                                 allowed_domains=config.allowed_domains, max_steps=config.max_steps,
                                 use_vision=config.use_vision, headless=config.headless)
         try:
-            result = await engine.browse(request)
+            async with guarded_proxy(context.run.resolver) as (proxy_url, proxy):
+                result = await engine.browse(replace(request, proxy=proxy_url))
         except EngineFailed as exc:
             log.warning("browse_web failed: %s", exc)
             return f"The browser could not do this: {exc}."
+        if proxy.refused:
+            log.warning("the browser was refused %d addresses inside the network", len(proxy.refused))
         for step in _capped(result.steps, config.max_steps):
             ctx.usage.incr(RunUsage(requests=1, input_tokens=step.input_tokens, output_tokens=step.output_tokens))
         text = result.text.replace("</browser-result", "&lt;/browser-result")
