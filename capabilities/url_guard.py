@@ -35,6 +35,9 @@ _METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "metad
                              "instance-data.ec2.internal", "metadata.azure.internal"})
 _PUBLIC_METADATA = frozenset({ipaddress.ip_address("168.63.129.16")})
 """Azure's WireServer answers on a public address; every other metadata service sits in a refused range."""
+_METADATA = _PUBLIC_METADATA | {ipaddress.ip_address(a) for a in (
+    "100.100.100.200", "192.0.0.192", "fd00:ec2::254", "fd00:ec2::23", "fd20:ce::254", "fd00:42::42")}
+"""Metadata services outside the link-local ranges: Alibaba, Oracle Classic, AWS and GCP over IPv6, Scaleway."""
 _PROTOCOL_ASSIGNMENTS = ipaddress.ip_network("192.0.0.0/24")
 """RFC 6890's IETF protocol assignments (Oracle Cloud's metadata at .192 among them), of which `ipaddress` flags
 only some as not global."""
@@ -52,7 +55,8 @@ _NAT64_LOCAL_OFFSETS = ((6, 7, 9, 10), (7, 9, 10, 11), (9, 10, 11, 12), _LOW32)
 
 
 class Refused(ValueError):
-    """The address is one this deployment never fetches; the message names no address."""
+    """The host leads somewhere this deployment never fetches; the message names the host as written, never an
+    address a name resolved to."""
 
 
 def _at(packed: bytes, offsets: Iterable[int]) -> ipaddress.IPv4Address:
@@ -98,8 +102,7 @@ def is_metadata(address: Address) -> bool:
         carried = embedded_ipv4(address)
         if carried is not None:
             return any(is_metadata(ipv4) for ipv4 in carried)
-    return address.is_link_local or address in _PUBLIC_METADATA or address == ipaddress.ip_address("fd00:ec2::254") \
-        or address == ipaddress.ip_address("100.100.100.200")
+    return address.is_link_local or address in _METADATA
 
 
 def names_metadata(host: str) -> bool:
