@@ -15,7 +15,9 @@ puts a pool of its own under `AsyncHTTPTransport`'s request handling.
 from __future__ import annotations
 
 import base64
+import functools
 import ipaddress
+import ssl
 import urllib.request
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -106,13 +108,20 @@ async def _answer(stream: AsyncNetworkStream, timeout: float | None) -> int:  # 
     return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
 
 
+@functools.cache
+def _system_trust() -> ssl.SSLContext:
+    """The default TLS context, built once: loading the trust store takes a tenth of a second or more, and a fetch
+    would otherwise pay it twice (one transport per scheme)."""
+    return httpx2.create_ssl_context()
+
+
 class GuardedTransport(httpx2.AsyncHTTPTransport):
     """`AsyncHTTPTransport`'s request handling over a connection pool on the guarded backend."""
 
     def __init__(self, backend: GuardedBackend, *, verify: Any = True) -> None:
-        super().__init__(trust_env=False)
-        self._pool = httpcore2.AsyncConnectionPool(ssl_context=httpx2.create_ssl_context(verify=verify),
-                                                   network_backend=backend)
+        context = _system_trust() if verify is True else httpx2.create_ssl_context(verify=verify)
+        super().__init__(verify=context, trust_env=False)
+        self._pool = httpcore2.AsyncConnectionPool(ssl_context=context, network_backend=backend)
 
 
 def environment_proxies() -> dict[str, str]:
@@ -133,4 +142,6 @@ def guarded_client(resolver: Resolver, *, trusted: Iterable[str] = (), allow_pri
     mounts = {f"{scheme}://": GuardedTransport(GuardedBackend(resolver, proxy=proxies.get(scheme), trusted=trusted,
                                                               allow_private=allow_private), verify=verify)
               for scheme in ("http", "https")}
-    return httpx2.AsyncClient(mounts=mounts, trust_env=False, **client)
+    # The default transport is never used (both schemes are mounted); naming one keeps the client from building
+    # a trust store of its own for it.
+    return httpx2.AsyncClient(mounts=mounts, transport=mounts["https://"], trust_env=False, **client)
