@@ -1,4 +1,4 @@
-"""`web_fetch` over pydantic-ai's `safe_download`, against a loopback site: local and metadata addresses refused as
+"""`web_fetch` through the URL guard, against a loopback site: local and metadata addresses refused as
 a retry prompt that names no address, pages as Markdown cut at the configured length, PDFs as the file, and host
 filters that can match, kept in one DNS spelling."""
 

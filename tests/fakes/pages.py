@@ -54,7 +54,7 @@ class FakePages:
         return web.Response(body=PDF, content_type="application/pdf")
 
     async def _huge(self, request: web.Request) -> web.StreamResponse:
-        """60 MiB, streamed without a length: more than `safe_download` reads (50 MiB)."""
+        """60 MiB, streamed without a length: more than `web_fetch` reads (50 MiB)."""
         self.requested.append(request.path)
         response = web.StreamResponse(headers={"Content-Type": "application/pdf"})
         response.enable_chunked_encoding()
