@@ -44,8 +44,6 @@ class GuardedBackend(AsyncNetworkBackend):
                  allow_private: bool = False) -> None:
         self._resolver = resolver
         self._proxy = urlsplit(proxy) if proxy else None
-        if self._proxy is not None and self._proxy.scheme != "http":
-            raise ValueError(f"only http:// proxies are supported, not {self._proxy.scheme}://")
         self._trusted = frozenset(host.lower() for host in trusted)
         self._allow_private = allow_private
         self._inner = httpcore2.AnyIOBackend()
@@ -73,7 +71,9 @@ class GuardedBackend(AsyncNetworkBackend):
         return self._allow_private or host.lower() in self._trusted
 
     async def _tunnel(self, address: Address, port: int, options: dict[str, Any]) -> AsyncNetworkStream:
-        assert self._proxy is not None and self._proxy.hostname is not None
+        assert self._proxy is not None
+        if self._proxy.scheme != "http" or not self._proxy.hostname:
+            raise httpcore2.ProxyError(f"only http:// proxies are supported, not {self._proxy.scheme}://")
         stream = await self._inner.connect_tcp(self._proxy.hostname, self._proxy.port or 80, **options)
         target = _authority(address, port)
         head = b"CONNECT %b HTTP/1.1\r\nHost: %b\r\n" % (target, target)
