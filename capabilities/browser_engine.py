@@ -5,11 +5,13 @@ installed beside the gateway. It runs as a small service in its own virtualenv i
 loopback (`GATEWAY_BROWSER_ENGINE=http://127.0.0.1:PORT`), and that service may itself drive a local
 headless Chromium or attach over CDP to a remote one. The wire is one request:
 
-    POST /browse   {"task", "mode", "cdp_url", "allowed_domains", "max_steps", "use_vision", "headless"}
+    POST /browse   {"task", "mode", "cdp_url", "allowed_domains", "max_steps", "use_vision", "headless", "proxy"}
     200            {"result": "text", "steps": [{"input_tokens": N, "output_tokens": N}, ...]}
     4xx/5xx        {"error": "text"}
 
-Each step is one request of the engine's model; the gateway books every step on the run's usage.
+Each step is one request of the engine's model; the gateway books every step on the run's usage. `proxy` is the
+gateway's guarded egress for this task (`capabilities/egress_proxy.py`): the engine sends every request of its
+browser through it, loopback included, and a refused address is answered 403.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class BrowseRequest:
     max_steps: int
     use_vision: bool
     headless: bool
+    proxy: str | None = None
+    """The URL of the gateway's guarded proxy the browser's traffic must go through."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

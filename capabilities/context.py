@@ -27,6 +27,7 @@ from adapters.base import ChatAddress, Directory
 from capabilities.browser_engine import BrowserEngine
 from capabilities.corpus import ConversationCorpus
 from capabilities.mem0_client import Mem0Access
+from capabilities.url_guard import Resolver, system_resolver
 from capabilities.workspace_facts import WorkspaceFacts
 
 C = TypeVar("C", bound=BaseModel)
@@ -331,6 +332,9 @@ class RunFacts:
     the parent did not share its workspace with, which then works in memory for its run."""
     browser: BrowserEngine | None = None
     """The out-of-process browser engine `browser_use` hands tasks to; None: none installed here."""
+    resolver: Resolver = field(default=system_resolver, compare=False)
+    """Where the names an outbound fetch reaches are looked up (`capabilities/url_guard.py`); tests answer from a
+    table of their own."""
     charge: Callable[[RequestUsage], None] | None = field(default=None, compare=False)
     """Books what a capability spends on a model of its own (an image model) on the run's usage, with its
     delegates' spend; None: a run assembled without a ledger, where it goes to the calling agent's usage."""

@@ -1,14 +1,16 @@
-"""`web_fetch`: reads the page at a URL as Markdown, through pydantic-ai's `web_fetch_tool` / `safe_download`.
+"""`web_fetch`: reads the page at a URL as Markdown, through the one URL guard (`capabilities/url_guard.py`).
 
-`safe_download` is the security boundary, not code of ours: it pins the address it resolved to the request,
-re-validates every redirect hop (the domain filters included), refuses private, loopback, link-local and
-cloud-metadata addresses, and bounds the body while streaming. The domain filters only say which sites an
-agent may read; they match hostnames exactly, so each entry is checked to be one that can match and kept in
-the one spelling DNS is asked for, and every equivalent spelling is handed to the filter.
+Every connection the fetch makes, each redirect hop's included, goes to an address the guard resolved and
+checked (`capabilities/guarded_http.py`), so no spelling of a private, loopback, link-local, reserved or
+cloud-metadata address and no name resolving to one is reached; the page is read by
+`capabilities/page_reader.py`. The domain filters only say which sites an agent may read; they match
+hostnames exactly, so each entry is checked to be one that can match and kept in the one spelling DNS is asked
+for, and every hop's host is compared in that spelling.
 
 `native` has the model provider fetch, and `auto` lets the model profile decide: either way no approval gate
-can hold the call, so asking for one is refused. Local addresses are reachable only in a registry built with
-`allow_local` (`GATEWAY_DEV_WEB_FETCH_ALLOW_LOCAL`, for tests and development, reported by `gateway check`).
+can hold the call, so asking for one is refused. Private and loopback addresses are reachable only in a registry
+built with `allow_local` (`GATEWAY_DEV_WEB_FETCH_ALLOW_LOCAL`, for tests and development, reported by
+`gateway check`); cloud metadata never is.
 """
 
 from __future__ import annotations
@@ -18,20 +20,23 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+import httpx2
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import BinaryContent, ModelRetry, RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability, Capability, WebFetch
-from pydantic_ai.common_tools.web_fetch import WebFetchResult, web_fetch_tool
+from pydantic_ai.common_tools.web_fetch import WebFetchResult
 
 from capabilities.context import BuildContext
 from capabilities.failures import RETRY_BUDGET, retry_or_text
+from capabilities.guarded_http import guarded_client
+from capabilities.page_reader import DomainRules, Unreadable, read_page
 from capabilities.registry import CapabilityDef, ToolInfo
 from capabilities.tool_text import function_toolset
+from capabilities.url_guard import REFUSAL, Refused, Resolver
 
 TIMEOUT_SECONDS = 30
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _NOT_IN_A_NAME = re.compile(r"[\s@?#\\]")
-_LOCAL_REFUSAL = re.compile(r"private/internal IP address|cloud metadata service", re.IGNORECASE)
 
 
 def canonical_host(entry: str) -> str:
@@ -106,8 +111,9 @@ class WebFetchConfig(BaseModel):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PageFetcher:
-    fetch: Tool[Any]
-    """pydantic-ai's `web_fetch_tool`, configured."""
+    config: WebFetchConfig
+    resolver: Resolver
+    allow_local: bool = False
 
     async def web_fetch(self, ctx: RunContext[Any], url: str) -> WebFetchResult | BinaryContent | str:
         """Read the full page at a URL, as Markdown; a PDF or an image arrives as the file itself.
@@ -124,24 +130,20 @@ class PageFetcher:
             with `[Content truncated]` at the end. For a PDF or an image: the file, for you to read.
             A refused or unreachable address fails with a message saying why; fetch another URL.
         """
+        rules = DomainRules(allowed=self.config.allowed_domains, blocked=self.config.blocked_domains)
         try:
-            return await self.fetch.function(url)  # type: ignore[call-arg]
-        except ModelRetry as exc:
-            return retry_or_text(ctx, _public(str(exc), url))
+            async with guarded_client(self.resolver, allow_private=self.allow_local,
+                                      timeout=httpx2.Timeout(TIMEOUT_SECONDS, connect=5)) as client:
+                return await read_page(client, url, rules, self.config.max_content_chars,
+                                       allow_private=self.allow_local)
+        except Refused:
+            return retry_or_text(ctx, f"Failed to fetch {url}: {REFUSAL}. Fetch a public URL instead.")
+        except (Unreadable, ModelRetry) as exc:
+            return retry_or_text(ctx, f"Failed to fetch {url}: {exc}" if isinstance(exc, ModelRetry) else str(exc))
 
 
-def _public(message: str, url: str) -> str:
-    """The library's refusal, without the internal address a name resolved to."""
-    if _LOCAL_REFUSAL.search(message):
-        return (f"Failed to fetch {url}: it points at a private, loopback, link-local or cloud-metadata "
-                "address, which this deployment never fetches. Fetch a public URL instead.")
-    return message
-
-
-def fetch_tool(config: WebFetchConfig, *, allow_local: bool) -> Tool[Any]:
-    fetcher = PageFetcher(fetch=web_fetch_tool(
-        max_content_length=config.max_content_chars, allow_local_urls=allow_local, timeout=TIMEOUT_SECONDS,
-        allowed_domains=spellings(config.allowed_domains), blocked_domains=spellings(config.blocked_domains)))
+def fetch_tool(config: WebFetchConfig, resolver: Resolver, *, allow_local: bool) -> Tool[Any]:
+    fetcher = PageFetcher(config=config, resolver=resolver, allow_local=allow_local)
     return Tool(fetcher.web_fetch, name="web_fetch", docstring_format="google", require_parameter_descriptions=True,
                 max_retries=RETRY_BUDGET)
 
@@ -150,11 +152,11 @@ def builder(*, allow_local: bool) -> Any:
     def build(context: BuildContext[WebFetchConfig]) -> AbstractCapability[Any]:
         config = context.config
         if config.method == "local":
-            tool = fetch_tool(config, allow_local=allow_local)
+            tool = fetch_tool(config, context.run.resolver, allow_local=allow_local)
             return Capability(toolsets=[function_toolset([tool.function], toolset_id="web_fetch")])
         domains = {"allowed_domains": spellings(config.allowed_domains),
                    "blocked_domains": spellings(config.blocked_domains)}
-        local = fetch_tool(config, allow_local=allow_local) if config.method == "auto" else None
+        local = fetch_tool(config, context.run.resolver, allow_local=allow_local) if config.method == "auto" else None
         return WebFetch(native=True, local=local, **domains)
     return build
 

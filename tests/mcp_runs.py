@@ -13,6 +13,7 @@ from pydantic_ai.models import Model
 
 from capabilities import default_registry
 from capabilities.registry import Registry
+from capabilities.url_guard import Resolver, system_resolver
 from gateway.agents.assembly import AssembledAgent, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.mcp_servers import ConnectedServers, McpServers
@@ -34,10 +35,12 @@ def mcp_binding(agent: Mapping[str, Any], *, binding: Mapping[str, Any] | None =
 
 @asynccontextmanager
 async def connected(binding: Binding, servers: Sequence[Mapping[str, Any]] = (STDIO,),
-                    secrets: Mapping[str, str] | None = None) -> AsyncIterator[ConnectedServers]:
-    """The servers `binding`'s agent binds, connected as for one run."""
+                    secrets: Mapping[str, str] | None = None,
+                    resolver: Resolver = system_resolver) -> AsyncIterator[ConnectedServers]:
+    """The servers `binding`'s agent binds, connected as for one run, their names looked up by `resolver`."""
     specs = [McpServerSpec.model_validate(dict(server)) for server in servers]
-    async with McpServers.of(specs, SecretSource(environ=dict(secrets or {}))).connect(binding.agent.spec) as mcp:
+    servers_of = McpServers.of(specs, SecretSource(environ=dict(secrets or {})), resolver=resolver)
+    async with servers_of.connect(binding.agent.spec) as mcp:
         yield mcp
 
 
@@ -50,8 +53,8 @@ def assembled_with(binding: Binding, model: Model, mcp: ConnectedServers, *,
 
 async def run_once(binding: Binding, model: Model, *, servers: Sequence[Mapping[str, Any]] = (STDIO,),
                    secrets: Mapping[str, str] | None = None, registry: Registry | None = None,
-                   ) -> AgentRunResult[Any]:
+                   resolver: Resolver = system_resolver) -> AgentRunResult[Any]:
     """One run of `binding`'s agent with its MCP servers connected."""
-    async with connected(binding, servers, secrets) as mcp:
+    async with connected(binding, servers, secrets, resolver) as mcp:
         agent = assembled_with(binding, model, mcp, registry=registry)
         return await agent.agent.run("hi", deps=deps_for(binding))

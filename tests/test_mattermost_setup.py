@@ -44,6 +44,8 @@ URL_CASES = [
     Case(id="gcp-metadata", url="http://metadata.google.internal", error="is a link-local or cloud metadata address"),
     Case(id="metadata-as-a-number", url="http://2852039166", error="is a link-local or cloud metadata address"),
     Case(id="metadata-ipv4-mapped", url="http://[::ffff:169.254.169.254]", error="cloud metadata address"),
+    Case(id="metadata-siit", url="http://[::ffff:0:a9fe:a9fe]", error="cloud metadata address"),
+    Case(id="metadata-nat64", url="http://[64:ff9b::169.254.169.254]", error="cloud metadata address"),
     Case(id="credentials", url="https://admin:hunter2@chat.example.org", error="must not carry credentials"),
     Case(id="not-http", url="ftp://chat.example.org", error="must start with http:// or https://"),
     Case(id="no-host", url="https://", error="names no host"),

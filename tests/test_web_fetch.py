@@ -1,4 +1,4 @@
-"""`web_fetch` over pydantic-ai's `safe_download`, against a loopback site: local and metadata addresses refused as
+"""`web_fetch` through the URL guard, against a loopback site: local and metadata addresses refused as
 a retry prompt that names no address, pages as Markdown cut at the configured length, PDFs as the file, and host
 filters that can match, kept in one DNS spelling."""
 
@@ -44,7 +44,7 @@ def retried(part: ToolReturnPart) -> bool:
 async def test_a_loopback_address_is_refused_by_default_as_a_retry_naming_no_address(pages: FakePages) -> None:
     first, last = await fetched(f"{pages.url}/page", registry=default_registry(), calls=2)
     assert retried(first) and not retried(last)
-    assert "private, loopback, link-local or cloud-metadata address" in str(first.content)
+    assert "private, loopback, link-local, reserved or cloud-metadata address" in str(first.content)
     assert "127.0.0.1" not in str(first.content) and "allow-local" not in str(first.content)
     assert pages.requested == []
 
@@ -54,6 +54,14 @@ async def test_a_page_arrives_as_markdown_with_its_title(pages: FakePages) -> No
     assert not retried(answer)
     assert answer.content["title"] == "Release notes"
     assert "Version 2\n=========" in answer.content["content"] and "[agents](/more)" in answer.content["content"]
+
+
+async def test_scripts_styles_and_other_text_that_is_not_content_never_reach_the_model(pages: FakePages) -> None:
+    [answer] = await fetched(f"{pages.url}/page")
+    content = answer.content["content"]
+    assert "End." in content
+    hidden = ["steal", "exfiltrate", "hidden-style", "enable-scripts", "hidden-template", "unclosed"]
+    assert [word for word in hidden if word in content] == []
 
 
 async def test_a_long_page_is_cut_at_max_content_chars(pages: FakePages) -> None:

@@ -26,6 +26,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 
 from capabilities.registry import CALLABLE_NAME
+from capabilities.url_guard import Resolver, system_resolver
 from gateway.agents.tool_policy import ToolPolicy
 from gateway.config.schema import AgentSpec, McpBinding, McpServerSpec
 
@@ -125,10 +126,13 @@ class McpServers:
     servers: Mapping[str, McpServerSpec]
     secrets: SecretLookup = field(repr=False)
     """Never in a repr: a `SecretSource` prints the values it holds."""
+    resolver: Resolver = system_resolver
+    """Where the servers' names are looked up before the URL guard checks their addresses."""
 
     @classmethod
-    def of(cls, servers: Sequence[McpServerSpec], secrets: SecretLookup) -> McpServers:
-        return cls(servers={server.name: server for server in servers}, secrets=secrets)
+    def of(cls, servers: Sequence[McpServerSpec], secrets: SecretLookup,
+           resolver: Resolver = system_resolver) -> McpServers:
+        return cls(servers={server.name: server for server in servers}, secrets=secrets, resolver=resolver)
 
     @asynccontextmanager
     async def connect(self, spec: AgentSpec) -> AsyncIterator[ConnectedServers]:
@@ -151,7 +155,7 @@ class McpServers:
         """The server's toolset, entered into `stack` with its tools listed; None (and one log line) when it
         cannot be reached, whatever the reason: one server must never take the turn down."""
         try:
-            toolset = _toolset(server, self.secrets)
+            toolset = _toolset(server, self.secrets, self.resolver)
             async with AsyncExitStack() as own, asyncio.timeout(server.timeout):
                 await own.enter_async_context(toolset)
                 await toolset.list_tools()
@@ -162,11 +166,11 @@ class McpServers:
         return toolset
 
 
-def _toolset(server: McpServerSpec, secrets: SecretLookup) -> MCPToolset[Any]:
+def _toolset(server: McpServerSpec, secrets: SecretLookup, resolver: Resolver = system_resolver) -> MCPToolset[Any]:
     """The MCP client stack (fastmcp, the MCP SDK: some 40 MB and a second of imports) loads with the first server a
     run binds, not with every gateway."""
     from gateway.agents.mcp_toolsets import build_toolset
-    return build_toolset(server, secrets)
+    return build_toolset(server, secrets, resolver)
 
 
 async def _close_quietly(name: str, opened: AsyncExitStack) -> None:

@@ -6,12 +6,12 @@ config is checked (never on a run, where resolving would block the event loop th
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from capabilities.browser_use import BrowserUseConfig, address_problem
+from capabilities.url_guard import literal_address
 from gateway.checks.entries import entries_of
 from gateway.config.schema import GatewayConfig
 
@@ -43,7 +43,8 @@ def _resolved_problem(host: str, resolver: Resolver) -> str | None:
     if not addresses:
         return f"{host!r} does not resolve"
     for address in addresses:
-        problem = address_problem(ipaddress.ip_address(address.split("%")[0]))
+        literal = literal_address(address)
+        problem = address_problem(literal) if literal is not None else f"resolves to {address!r}, not an address"
         if problem is not None:
             return f"{host!r} {problem}"
     return None

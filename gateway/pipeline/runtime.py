@@ -35,6 +35,7 @@ from capabilities.context import MemoryOwner, NoteStore, RunFacts
 from capabilities.mem0_client import Mem0Access
 from capabilities.registry import Registry, RunRefused
 from capabilities.subagents.questions import ask_in_chat, asked
+from capabilities.url_guard import Resolver, system_resolver
 from capabilities.workspace_facts import UploadedFile, WorkspaceFacts
 from gateway.agents.assembly import AssembledAgent, SecretLookup, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
@@ -170,14 +171,16 @@ class Runtime:
                  instrumentation: InstrumentationSettings | None = None, resources: Resources | None = None,
                  mem0: Mem0Access | None = None, mcp: McpServers | None = None,
                  files: Mapping[str, FileChat] | None = None, workspaces: WorkspaceWiring | None = None,
-                 browser: BrowserEngine | None = None, file_claim: timedelta = CLAIM) -> None:
+                 browser: BrowserEngine | None = None, file_claim: timedelta = CLAIM,
+                 resolver: Resolver = system_resolver) -> None:
         """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none.
         `resources`: the config's collections, context files and skill folders, bound per spec; None: none.
         `mcp`: the operator's MCP servers, reached per run for the agents that bind them. `files`: each bot's
         adapter that posts files, by bot name (a run's outbox posts through it). `workspaces`: the sandbox
         connections and `state` cap for `sandbox` workspaces; None: no connections. `browser`: the
         out-of-process engine `browser_use` hands tasks to; None: none installed. `file_claim`: how long a run's
-        outbox holds a file it is posting between renewals (`gateway/pipeline/outbox_posting.py`)."""
+        outbox holds a file it is posting between renewals (`gateway/pipeline/outbox_posting.py`). `resolver`:
+        where the names an outbound fetch reaches are looked up, before the URL guard checks their addresses."""
         self._models = models
         self._db = db
         self._registry = registry
@@ -195,6 +198,7 @@ class Runtime:
         self._workspace_documents = StoredWorkspaces(db)
         self._browser = browser
         self._file_claim = file_claim
+        self._resolver = resolver
 
     async def run(self, turn: Turn, reply: LiveReply, *, run_id: int | None = None,
                   record_answer: bool = True) -> RunOutcome:
@@ -241,7 +245,8 @@ class Runtime:
                        resuming=resuming, outbox=outbox, mem0=self._mem0, mcp_servers=mcp.names,
                        conversations=PersonalConversations(self._db, self._directories, speaker=deps.speaker,
                                                            current_conversation=deps.address.conversation_key),
-                       workspace=self._workspace_facts(run_id, deps, files), browser=self._browser)
+                       workspace=self._workspace_facts(run_id, deps, files), browser=self._browser,
+                       resolver=self._resolver)
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
             bound = await self._resources.for_run() if self._resources is not None else BoundResources()

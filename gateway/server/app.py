@@ -23,6 +23,7 @@ from adapters.platforms import PlatformAdapter
 from adapters.protocols import Closable, PostsFiles
 from capabilities.browser_engine import HttpBrowserEngine
 from capabilities.registry import Registry
+from capabilities.url_guard import Resolver, system_resolver
 from gateway.agents.bindings import BindingStore
 from gateway.agents.mcp_servers import McpServers
 from gateway.agents.mcp_servers import secret_values as mcp_secret_values
@@ -89,6 +90,8 @@ class Tuning:
     file_claim: timedelta = CLAIM
     """How long a file being posted stays claimed without a renewal: the wait before another replica posts a file
     whose upload died with its process; the outbox sweep looks this often at least."""
+    resolver: Resolver = system_resolver
+    """Where the names outbound fetches reach (`web_fetch`, MCP servers) are looked up; tests answer from a table."""
 
 
 class Gateway:
@@ -177,12 +180,13 @@ class Gateway:
         runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
                           directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation,
                           resources=Resources(self.config, db), mem0=self.settings.mem0_access,
-                          mcp=McpServers.of(self.config.mcp_servers, self._secrets),
+                          mcp=McpServers.of(self.config.mcp_servers, self._secrets, resolver=self._tuning.resolver),
                           files=files,
                           workspaces=build_workspace_wiring(self.config, self.settings, self._secrets,
                                                             register=self.redactor.add),
                           browser=HttpBrowserEngine(url=self.settings.browser_engine_url)
-                          if self.settings.browser_engine_url else None, file_claim=self._tuning.file_claim)
+                          if self.settings.browser_engine_url else None, file_claim=self._tuning.file_claim,
+                          resolver=self._tuning.resolver)
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)

@@ -11,8 +11,10 @@ from aiohttp import web
 from tests.loopback import serving
 
 PDF = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
-PAGE = ("<html><head><title>Release notes</title></head><body><h1>Version 2</h1>"
-        "<p>Faster <a href='/more'>agents</a>.</p><script>steal()</script></body></html>")
+PAGE = ("<html><head><title>Release notes</title><style>body { color: hidden-style }</style></head><body>"
+        "<h1>Version 2</h1><p>Faster <a href='/more'>agents</a>.</p><script>steal()</script>"
+        "<SCRIPT type='module'>exfiltrate()</SCRIPT ><noscript>enable-scripts</noscript>"
+        "<template>hidden-template</template><p>End.</p><script>unclosed()</html>")
 
 
 @dataclass
@@ -52,7 +54,7 @@ class FakePages:
         return web.Response(body=PDF, content_type="application/pdf")
 
     async def _huge(self, request: web.Request) -> web.StreamResponse:
-        """60 MiB, streamed without a length: more than `safe_download` reads (50 MiB)."""
+        """60 MiB, streamed without a length: more than `web_fetch` reads (50 MiB)."""
         self.requested.append(request.path)
         response = web.StreamResponse(headers={"Content-Type": "application/pdf"})
         response.enable_chunked_encoding()

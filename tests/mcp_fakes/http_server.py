@@ -30,13 +30,14 @@ def bearer_only(app: Any, token: str) -> Any:
 
 
 @asynccontextmanager
-async def http_mcp_server() -> AsyncIterator[str]:
-    """The server's URL while it runs; the socket is bound first, so the URL is good before uvicorn starts."""
+async def http_mcp_server(host: str = "127.0.0.1") -> AsyncIterator[str]:
+    """The server's URL while it runs; the socket is bound first, so the URL is good before uvicorn starts. `host`:
+    the name the server answers to in the Host header (it listens on 127.0.0.1 whatever the name)."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen()
     port = sock.getsockname()[1]
-    app = bearer_only(issues_server().streamable_http_app(host="127.0.0.1"), TOKEN)
+    app = bearer_only(issues_server().streamable_http_app(host=host), TOKEN)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
