@@ -53,7 +53,7 @@ def _context_file_problems(config: GatewayConfig) -> list[str]:
         try:
             file = read_context_file(spec)
         except UnreadableContextFile as exc:
-            problems.append(f"{field}: {exc}; correct the path (relative to the directory the gateway runs in)")
+            problems.append(f"{field}: {exc}; correct the path")
             continue
         if spec.mode == "inject" and len(file.text) > INJECT_LIMIT:
             problems.append(f"{field}: {len(file.text):,} characters; an inject file may hold at most "
