@@ -25,6 +25,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from capabilities.config_errors import Problem, describe_errors
 from capabilities.mem0_client import Mem0Access, allowed_hosts
+from gateway.config.errors import ConfigError
 from gateway.config.secrets import SecretSource
 from gateway.config.source import ConfigSource, SourceError
 from gateway.config.urls import check_server_url
@@ -33,10 +34,6 @@ _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _EMBEDDED_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _USER = re.compile(r"^@?[A-Za-z0-9_][A-Za-z0-9._-]*$")
 EXAMPLE = "examples/gateway.yaml"
-
-
-class ConfigError(Exception):
-    """The configuration cannot be used; the message lists each problem with its field path."""
 
 
 def _reference_only(value: str) -> str:
