@@ -118,6 +118,7 @@ def serve(config: ConfigOption = Path("gateway.yaml"),
         log.warning("%s", line)  # a log line like any other, so a JSON collector reads it too
     if report.errors or report.unset or report.config is None:
         raise typer.Exit(2)
+    _without_first_run_banner()
     asyncio.run(_serve(report.config, _settings()))
 
 
@@ -134,6 +135,7 @@ def demo(platform: Annotated[str, typer.Option(help="telegram, slack, mattermost
         raise OperatorError(f"--platform: {platform!r} is not one of {', '.join(DEMO_PLATFORMS)}, all",
                             exit_code=CONFIG_EXIT)
     configure_logging("WARNING")
+    _without_first_run_banner()
     asyncio.run(run_demo(typer.echo, DEMO_PLATFORMS if platform == "all" else (platform,)))  # type: ignore[arg-type]
 
 
@@ -181,6 +183,7 @@ def chat(agent: Annotated[str, typer.Option(help="The agent's name, as in gatewa
         raise OperatorError(f"{config}: agent {agent!r} is not one of {', '.join(a.name for a in loaded.agents)}",
                             exit_code=CONFIG_EXIT)
     configure_logging("WARNING")
+    _without_first_run_banner()
     asyncio.run(run_chat(loaded, agent, secrets=SecretSource.load(_settings().secrets_file), registry=registry,
                          ask=_ask, say=typer.echo))
 
@@ -327,6 +330,15 @@ def render_config_schema() -> str:
     from gateway.config.schema import GatewayConfig
 
     return json.dumps(GatewayConfig.model_json_schema(), indent=2, ensure_ascii=False)
+
+
+def _without_first_run_banner() -> None:
+    """pydantic-ai prints a banner on a process's first agent run in a terminal (observability is off, set up
+    Logfire); this process owns its output (the chat's prompt, the server's log lines) and traces through
+    OpenTelemetry when OTEL_EXPORTER_OTLP_ENDPOINT is set, so it says no, the way pydantic-ai documents."""
+    import pydantic_ai
+
+    pydantic_ai.BANNER_ENABLED = False
 
 
 def _settings() -> Settings:
