@@ -6,9 +6,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from gateway.config.schema import GatewayConfig, MattermostBotSpec, SlackBotSpec, TelegramBotSpec
-
-BotSpec = TelegramBotSpec | SlackBotSpec | MattermostBotSpec
+from gateway.config.schema import BotSpec, GatewayConfig, MattermostBotSpec, TelegramBotSpec
 
 USER_ID = {
     # Telegram user ids are positive integers (https://core.telegram.org/bots/api#user).
