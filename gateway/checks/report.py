@@ -100,8 +100,7 @@ def _resolution_problems(config: GatewayConfig, models: ModelResolver) -> tuple[
     for name, profile in config.models.items():
         problem = models.problem(name)
         if problem is not None:
-            loc = (("models", name) if isinstance(profile, str) else ("models", name, "model")
-                   if isinstance(profile, ModelStringProfile) else ("models", name, "api_key"))
+            loc = _profile_loc(name, profile)
             (unset if problem.environmental else wrong).append(Problem(loc=loc, message=problem.message))
     for loc, name in model_references(config):
         if name in config.models or name in models.names:
@@ -118,6 +117,13 @@ def _resolution_problems(config: GatewayConfig, models: ModelResolver) -> tuple[
         else:
             wrong.append(Problem(loc=loc, message=problem.message))
     return wrong, unset
+
+
+def _profile_loc(name: str, profile: object) -> tuple[str, ...]:
+    """Where a profile's problem is told: the string itself, the mapping's model id, or an endpoint's key."""
+    if isinstance(profile, str):
+        return ("models", name)
+    return ("models", name, "model" if isinstance(profile, ModelStringProfile) else "api_key")
 
 
 def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]:
