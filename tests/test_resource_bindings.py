@@ -11,8 +11,9 @@ import yaml
 from typer.testing import CliRunner
 
 from capabilities.context import RunFacts
+from gateway.agents.context_files import UnreadableContextFile
 from gateway.agents.knowledge import FullTextRanker, KnowledgeSearch
-from gateway.agents.resources import Resources, UnreadableContextFile
+from gateway.agents.resources import Resources
 from gateway.cli.main import app
 from gateway.config.schema import load_config
 from storage.db import Database

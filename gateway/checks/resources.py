@@ -10,7 +10,7 @@ from __future__ import annotations
 from capabilities.context import SkillFolder
 from capabilities.skills import SkillProblem, load_skills
 from capabilities.standing_context import INJECT_LIMIT, LINK_LIMIT
-from gateway.agents.resources import UnreadableContextFile, read_context_file
+from gateway.agents.context_files import UnreadableContextFile, read_context_file
 from gateway.config.schema import AgentSpec, GatewayConfig
 
 USED_BY = {"collections": "knowledge", "context_files": "context", "skill_folders": "skills"}
