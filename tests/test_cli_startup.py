@@ -23,6 +23,7 @@ seconds of CPU to import and what these commands do not need."""
 PROBE = """
 import sys
 from gateway.cli.main import app
+code = None
 try:
     app(sys.argv[1:])
 except SystemExit as exit:
