@@ -1,63 +1,21 @@
-"""Agent capabilities: the registry lists every capability this deployment offers, in one tuple."""
+"""Agent capabilities: `capabilities.offered` lists every capability this deployment offers, in one tuple.
+
+`from capabilities import default_registry` reads it from there when first asked for, not when the package is
+imported: a module of the package imported for one small thing (`config_errors` by the config schema) would
+otherwise import every capability and the SDKs behind them, and `gateway --version` would take seconds.
+"""
 
 from __future__ import annotations
 
-from capabilities import (
-    browser_use,
-    channel_tools,
-    charts,
-    clock,
-    code_execution,
-    compaction,
-    conversation_search,
-    guardrails,
-    image_generation,
-    knowledge,
-    memory_files,
-    memory_mem0,
-    planning,
-    skills,
-    standing_context,
-    subagents,
-    system_reminders,
-    thinking,
-    tool_output_limits,
-    tool_search,
-    web_fetch,
-    web_research,
-    workspace,
-)
-from capabilities.registry import ALL_SCOPES, CapabilityDef, Registry
+from typing import Any
 
-CAPABILITIES: tuple[CapabilityDef, ...] = (
-    memory_files.CAPABILITY,
-    planning.CAPABILITY,
-    thinking.CAPABILITY,
-    system_reminders.CAPABILITY,
-    clock.CAPABILITY,
-    guardrails.CAPABILITY,
-    compaction.CAPABILITY,
-    tool_output_limits.CAPABILITY,
-    channel_tools.CAPABILITY,
-    subagents.CAPABILITY,
-    knowledge.CAPABILITY,
-    skills.CAPABILITY,
-    standing_context.CAPABILITY,
-    web_research.CAPABILITY,
-    web_fetch.CAPABILITY,
-    conversation_search.CAPABILITY,
-    memory_mem0.CAPABILITY,
-    tool_search.CAPABILITY,
-    charts.CAPABILITY,
-    workspace.CAPABILITY,
-    browser_use.CAPABILITY,
-    code_execution.CAPABILITY,
-    image_generation.CAPABILITY,
-)
+OFFERED = frozenset({"CAPABILITIES", "default_registry"})
+"""The names `capabilities.offered` defines that the package has always offered."""
 
 
-def default_registry(*, granted_scopes: frozenset[str] = ALL_SCOPES, fetch_local: bool = False) -> Registry:
-    """`fetch_local` lets `web_fetch` reach private and loopback addresses: for tests and development only."""
-    defs = [web_fetch.capability(allow_local=True) if d.id == "web_fetch" and fetch_local else d
-            for d in CAPABILITIES]
-    return Registry(defs, granted_scopes=granted_scopes)
+def __getattr__(name: str) -> Any:
+    if name not in OFFERED:
+        raise AttributeError(f"module 'capabilities' has no attribute {name!r}")
+    from capabilities import offered  # the whole catalog: only for who asks for it (see the module docstring)
+
+    return getattr(offered, name)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from pathlib import Path
 
 import yaml
 
-from tests.cli_process import run_gateway
+from tests.cli_process import gateway_env, run_gateway
 
 
 def scripted_config(tmp_path: Path) -> Path:
@@ -51,3 +53,37 @@ async def test_an_unknown_agent_is_named(tmp_path: Path) -> None:
     finished = await run_gateway("chat", "-c", str(scripted_config(tmp_path)), "--agent", "helpr", cwd=tmp_path)
     assert finished.returncode == 2
     assert finished.stderr_lines == [f"{tmp_path / 'gateway.yaml'}: agent 'helpr' is not one of helper, smoke"]
+
+
+async def test_an_approval_is_asked_again_until_it_is_yes_or_no(tmp_path: Path) -> None:
+    finished = await run_gateway("chat", "-c", str(scripted_config(tmp_path)), "--agent", "helper", cwd=tmp_path,
+                                 stdin="Please restart the website.\nmaybe\n\nYES\n")
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.count("please answer y (approve) or n (deny)") == 2
+    assert "helper> Approved by" in finished.stdout and "website restarted" in finished.stdout
+
+
+async def test_no_is_a_deny_and_the_end_of_input_decides_nothing(tmp_path: Path) -> None:
+    denied = await run_gateway("chat", "-c", str(scripted_config(tmp_path)), "--agent", "helper", cwd=tmp_path,
+                               stdin="Please restart the website.\nno\n")
+    assert "helper> Denied by" in denied.stdout
+    ended = await run_gateway("chat", "-c", str(scripted_config(tmp_path)), "--agent", "helper", cwd=tmp_path,
+                              stdin="Please restart the website.\n")
+    assert ended.returncode == 0, ended.stderr
+    assert "no answer: the call was neither approved nor denied, and the chat ends" in ended.stdout
+    assert "Denied by" not in ended.stdout and "website restarted" not in ended.stdout
+
+
+async def test_the_chat_prints_no_first_run_banner(tmp_path: Path) -> None:
+    """pydantic-ai shows its banner on a first run to a terminal or a coding agent (`AI_AGENT`), never under pytest
+    or CI: the process runs here as it would for a person, with neither variable and a coding agent declared."""
+    env = {key: value for key, value in gateway_env({"AI_AGENT": "1"}).items() if key not in ("PYTEST_VERSION", "CI")}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", "chat", "-c", str(scripted_config(tmp_path)), "--agent", "smoke",
+        cwd=tmp_path, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    async with asyncio.timeout(120):
+        out, err = await process.communicate(b"hello\n")
+    assert process.returncode == 0, err.decode()
+    assert "smoke> success (no tool calls)" in out.decode()
+    assert "Logfire" not in err.decode() + out.decode() and "observability" not in err.decode() + out.decode()

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.cli_process import ROOT, run_gateway
 
@@ -13,7 +14,8 @@ EXAMPLES = ROOT / "examples"
 
 
 @pytest.mark.parametrize("platforms", ["telegram", "slack", "mattermost", "telegram,slack,mattermost"])
-async def test_init_writes_a_config_that_check_accepts(platforms: str, tmp_path: Path) -> None:
+async def test_init_writes_a_config_that_check_accepts_answering_only_its_allowlist(platforms: str,
+                                                                                   tmp_path: Path) -> None:
     written = await run_gateway("init", "--platform", platforms, cwd=tmp_path)
     assert written.returncode == 0, written.stderr
     assert len(written.stdout_lines) == 1 and "gateway check -c gateway.yaml" in written.stdout
@@ -21,6 +23,9 @@ async def test_init_writes_a_config_that_check_accepts(platforms: str, tmp_path:
     assert checked.returncode == 0, checked.stderr
     assert [line.split()[1].rstrip(":") for line in checked.stdout_lines[1:]] == [
         f"team-{name}" for name in platforms.split(",")]
+    bots = yaml.safe_load((tmp_path / "gateway.yaml").read_text())["bots"]
+    assert [(bot["binding"]["access"], bot["binding"]["allow"]) for bot in bots] == [
+        ("allowlist", [f"@your-{name}-{'handle' if name == 'slack' else 'username'}"]) for name in platforms.split(",")]
 
 
 async def test_init_refuses_to_overwrite_a_file(tmp_path: Path) -> None:

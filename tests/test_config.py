@@ -151,6 +151,42 @@ CASES = [
     Case(id="provider-key-unset", edits=edit("model: local", "model: openai:gpt-4o-mini"),
          unset=("{f}:8:5: agents['helper'].model: 'openai:gpt-4o-mini' needs OPENAI_API_KEY, which is not set in "
                 "the environment",)),
+    Case(id="model-id-misspelt", edits=edit("model: local", "model: openai:gpt-4o-mnii"), errors=(
+        "{f}:8:5: agents['helper'].model: 'openai:gpt-4o-mnii' is not a model pydantic-ai knows for openai; did you "
+        "mean 'openai:gpt-4o-mini'? If the id is right (a fine-tune, a private or newer model), write the profile as "
+        "{model: 'openai:gpt-4o-mnii', unlisted: true}",)),
+    Case(id="profile-model-id-misspelt", edits=edit("models:\n", "models:\n  hosted: anthropic:claude-sonet-4-5\n"),
+         errors=("{f}:2:3: models.hosted: 'anthropic:claude-sonet-4-5' is not a model pydantic-ai knows for "
+                 "anthropic; did you mean 'anthropic:claude-sonnet-4-5'? If the id is right (a fine-tune, a private "
+                 "or newer model), write the profile as {model: 'anthropic:claude-sonet-4-5', unlisted: true}",)),
+    Case(id="unlisted-model-id-taken-as-written",
+         edits=(("models:\n", "models:\n  tuned: {model: 'openai:ft:gpt-4o-mini:acme::x1', unlisted: true}\n"),
+                ("model: local", "model: tuned")),
+         unset=("{f}:2:11: models.tuned.model: 'openai:ft:gpt-4o-mini:acme::x1' needs OPENAI_API_KEY, which is not "
+                "set in the environment",)),
+    Case(id="model-of-a-provider-without-a-list", edits=edit("model: local", "model: ollama:my-llama"),
+         unset=("{f}:8:5: agents['helper'].model: 'ollama:my-llama' needs OLLAMA_BASE_URL, which is not set in the "
+                "environment",)),
+    Case(id="webhook-over-http", edits=(("    agent: helper\n", "    agent: helper\n    transport: webhook\n"),
+                                        ("agents:\n", "server: {public_url: 'http://gw.example.org'}\nagents:\n")),
+         errors=("{f}:6:10: server.public_url: bot 'team-telegram' uses Telegram's 'webhook' transport, and Telegram "
+                 "calls webhooks over HTTPS only; set the https:// address of a TLS reverse proxy in front of this "
+                 "server, or use transport: polling",)),
+    Case(id="webhook-over-https", edits=(("    agent: helper\n", "    agent: helper\n    transport: webhook\n"),
+                                         ("agents:\n", "server: {public_url: 'https://gw.example.org'}\nagents:\n"))),
+    Case(id="bare-name-in-allow", edits=edit("access: open", 'access: allowlist\n      allow: [alice, "@bob"]'),
+         errors=("{f}:17:15: bots['team-telegram'].binding.allow[0]: 'alice' is neither a telegram numeric user id "
+                 "(12345678) nor an @handle, so it never matches anyone; write '@alice' for the person's username, "
+                 "or their numeric user id (12345678)",)),
+    Case(id="bare-name-in-approvers", edits=edit("approvals: {expires_after: PT4H}",
+                                                 "approvals: {who: approvers, approvers: [carol]}"),
+         errors=("{f}:18:47: bots['team-telegram'].binding.approvals.approvers[0]: 'carol' is neither a telegram "
+                 "numeric user id (12345678) nor an @handle, so it never matches anyone; write '@carol' for the "
+                 "person's username, or their numeric user id (12345678)",)),
+    Case(id="relative-bubblewrap-directory", edits=edit("agents:\n", "sandboxes:\n  local: {kind: bubblewrap, "
+                                                                    "directory: workspaces}\nagents:\n"),
+         errors=("{f}:7:29: sandboxes.local.directory: 'workspaces' is relative, so it would name a different place "
+                 "for each directory the gateway is started from; write the absolute path (e.g. /srv/gateway/…)",)),
     Case(id="numeric-ids-in-allow", edits=edit("access: open", 'access: allowlist\n      allow: [12345678, "@alice"]')),
     Case(id="the-test-model", edits=edit("model: local", "model: test")),
 ]
@@ -233,3 +269,20 @@ def test_secrets_resolve_from_the_environment_then_the_secrets_file(tmp_path: Pa
 def test_database_urls_get_async_drivers() -> None:
     assert Settings(database_url="postgresql://u@h/db").database_url == "postgresql+psycopg://u@h/db"
     assert Settings(database_url="sqlite:///x.db").database_url == "sqlite+aiosqlite:///x.db"
+
+
+@pytest.mark.parametrize(("bot", "refused"), [
+    pytest.param("  - {name: sl, platform: slack, token: '${TG_TOKEN}', signing_secret: '${TG_TOKEN}', agent: helper, "
+                 "transport: http}\n", True, id="slack-events-api"),
+    pytest.param("  - {name: mm, platform: mattermost, token: '${TG_TOKEN}', webhook_token: '${TG_TOKEN}', "
+                 "agent: helper, transport: webhook, api_base_url: 'http://10.0.0.5:8065'}\n", False,
+                 id="mattermost-outgoing-webhook"),
+    pytest.param("  - {name: tg2, platform: telegram, token: '${TG_TOKEN}', agent: helper, transport: webhook, "
+                 "api_base_url: 'http://127.0.0.1:8081'}\n", False, id="local-telegram-bot-api-server"),
+])
+def test_an_http_public_url_is_refused_only_where_the_platform_calls_https_alone(tmp_path: Path, bot: str,
+                                                                                 refused: bool) -> None:
+    text = BASE.replace("agents:\n", "server: {public_url: 'http://gw.example.org'}\nagents:\n") + bot
+    report = check(tmp_path, text)
+    assert any("server.public_url:" in line and "over HTTPS only" in line
+               for line in report.lines(report.errors)) is refused

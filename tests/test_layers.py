@@ -14,6 +14,14 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     "gateway/cli/main.py": "the command line imports a command's implementation when that command runs: the "
                            "server stack (pydantic-ai, FastAPI, uvicorn, the SDKs) takes seconds to import, and "
                            "`gateway --help` or `--version` should not wait for it",
+    "gateway/cli/knowledge.py": "as gateway/cli/main.py: the knowledge store and the database load when a knowledge "
+                                "command runs, not with `gateway --help`",
+    "gateway/cli/people.py": "as gateway/cli/main.py: the identity and memory stores and the database load when an "
+                             "identities or memory command runs, not with `gateway --help`",
+    "gateway/cli/mcp.py": "as gateway/cli/main.py: the MCP client stack loads when `gateway mcp probe` runs",
+    "capabilities/__init__.py": "`from capabilities import default_registry` loads the catalog (every capability, "
+                                "pydantic-ai and the SDKs behind them) when asked for, not when a light module of "
+                                "the package (config_errors, for the config schema) is imported",
     "capabilities/charts_render.py": "matplotlib takes most of a second to import; the first chart loads it, so "
                                      "`gateway check`, the CLI and a replica's start do not wait for it",
     "gateway/server/platforms.py": "a platform's adapter and SDK load with its first bot: a gateway of Telegram bots "

@@ -35,7 +35,7 @@ async def scrape(url: str) -> str:
 
 async def test_metrics_show_a_conversation_by_bot_and_model(telegram: FakeTelegram, database_url: str) -> None:
     bot = TelegramBot().register(telegram)
-    other = TelegramBot(binding={"access": "allowlist", "allow": ["nobody"]}).register(telegram)
+    other = TelegramBot(binding={"access": "allowlist", "allow": ["@nobody"]}).register(telegram)
     alice = telegram.add_user(1001, "Alice")
     chat = telegram.private_chat(alice)
     async with running_gateway(telegram, [bot, other], database_url=database_url, redis_url=None,

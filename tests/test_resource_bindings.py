@@ -11,8 +11,9 @@ import yaml
 from typer.testing import CliRunner
 
 from capabilities.context import RunFacts
+from gateway.agents.context_files import UnreadableContextFile
 from gateway.agents.knowledge import FullTextRanker, KnowledgeSearch
-from gateway.agents.resources import Resources, UnreadableContextFile
+from gateway.agents.resources import Resources
 from gateway.cli.main import app
 from gateway.config.schema import load_config
 from storage.db import Database
@@ -21,7 +22,8 @@ from tests.capability_runs import ROOM, SKILLS
 
 
 def config(**changes: Any) -> dict[str, Any]:
-    """A config whose one agent binds a collection, two context files and a skill folder, and uses all three."""
+    """A config whose one agent binds a collection, two context files and a skill folder, and uses all three; the
+    linked file is the one in the directory the test runs in, by its absolute path."""
     agent = {"name": "assistant", "model": "test", "capabilities": ["knowledge", "context", "skills"],
              "collections": ["handbook"], "context_files": ["glossary", "escalation"], "skill_folders": ["team"],
              **changes.pop("agent", {})}
@@ -29,7 +31,8 @@ def config(**changes: Any) -> dict[str, Any]:
             "bots": [{"name": "tg", "platform": "telegram", "token": "${TG_TOKEN}", "agent": "assistant"}],
             "collections": [{"name": "handbook", "description": "The employee handbook."}],
             "context_files": [{"name": "glossary", "description": "Terms.", "mode": "inject", "text": "SLA: ..."},
-                              {"name": "escalation", "description": "Who to call.", "path": "escalation.md"}],
+                              {"name": "escalation", "description": "Who to call.",
+                               "path": str(Path("escalation.md").absolute())}],
             "skill_folders": [{"name": "team", "path": str(SKILLS)}], **changes}
 
 
@@ -67,7 +70,17 @@ def test_a_missing_context_file_is_refused_naming_the_path(here: Path) -> None:
     (here / "escalation.md").unlink()
     code, output = check(here, config())
     assert code == 2
-    assert "context_files['escalation'].path: context file 'escalation': 'escalation.md' does not exist" in output
+    assert (f"context_files['escalation'].path: context file 'escalation': '{here / 'escalation.md'}' does not exist"
+            in output)
+
+
+def test_a_relative_path_is_refused_since_it_would_depend_on_where_the_gateway_starts(here: Path) -> None:
+    data = config()
+    data["context_files"][1]["path"] = "escalation.md"
+    code, output = check(here, data)
+    assert code == 2
+    assert ("context_files['escalation'].path: 'escalation.md' is relative, so it would name a different place for "
+            "each directory the gateway is started from; write the absolute path") in output
 
 
 def test_an_inject_file_over_the_stated_size_is_refused_with_the_fix(here: Path) -> None:
@@ -89,7 +102,7 @@ def test_a_skill_without_a_description_is_refused_naming_the_folder(here: Path) 
     (here / "skills" / "bare").mkdir(parents=True)
     (here / "skills" / "bare" / "SKILL.md").write_text("---\nname: bare\n---\nDo it.\n")
     data = config()
-    data["skill_folders"][0]["path"] = "skills"
+    data["skill_folders"][0]["path"] = str(here / "skills")
     code, output = check(here, data)
     assert code == 2 and "skill_folders['team'].path: skill 'bare' has no description; add `description:`" in output
 

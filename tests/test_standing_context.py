@@ -95,7 +95,7 @@ async def test_a_chat_turn_reads_a_linked_file_with_the_injected_one_in_the_inst
     top = {"context_files": [
         {"name": "glossary", "description": "Terms we use.", "mode": "inject", "text": "SLA: service level agreement."},
         {"name": "escalation", "description": "Who to call.", "mode": "link", "format": "yaml",
-         "path": "escalation.yaml"}]}
+         "path": str(tmp_path / "escalation.yaml")}]}
     async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=model,
                                capabilities=[{"id": "context"}], top=top,
                                agent={"context_files": ["glossary", "escalation"]}):

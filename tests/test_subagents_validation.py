@@ -25,7 +25,7 @@ def config(subagents: dict[str, Any] | None, *, pinned: list[str] | None = None,
     agents = [{"name": "lead", "model": "fast", "subagents": pinned or [], "capabilities": entries},
               {"name": "writer", "model": "fast", "description": "Writes."}]
     bot = {"name": "tg", "platform": "telegram", "token": "${TOKEN}", "agent": "lead"}
-    return GatewayConfig.model_validate({"models": {"fast": "openai-chat:small"}, "agents": agents, "bots": [bot]})
+    return GatewayConfig.model_validate({"models": {"fast": "openai:gpt-4o"}, "agents": agents, "bots": [bot]})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

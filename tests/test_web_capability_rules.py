@@ -33,7 +33,7 @@ NATIVE_FETCH = NATIVE_SEARCH.replace("'web_search'", "'web_fetch'")
 
 def config(capabilities: list[Any], *, binding: dict[str, Any] | None = None) -> GatewayConfig:
     bot = {"name": "tg", "platform": "telegram", "token": "${TOKEN}", "agent": "helper", "binding": binding or {}}
-    return GatewayConfig.model_validate({"agents": [{"name": "helper", "model": "openai-chat:m",
+    return GatewayConfig.model_validate({"agents": [{"name": "helper", "model": "openai-chat:gpt-4o-mini",
                                                      "capabilities": capabilities}], "bots": [bot]})
 
 

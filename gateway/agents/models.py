@@ -11,7 +11,7 @@ from pydantic_ai.exceptions import UserError
 from pydantic_ai.models import Model, infer_model, infer_model_profile, parse_model_id
 from pydantic_ai.providers import infer_provider_class
 
-from gateway.config.schema import OpenAIChatProfile, reference_name, resolve_secret
+from gateway.config.schema import ModelStringProfile, OpenAIChatProfile, reference_name, resolve_secret
 from gateway.config.secrets import SecretSource
 
 _VARIABLE = re.compile(r"`([A-Z][A-Z0-9_]*)`")
@@ -31,9 +31,10 @@ class ModelProblem:
 class ModelResolver:
     """Profiles come from `models:` in the config; `fixed` maps names to ready models (tests, the demo)."""
 
-    def __init__(self, profiles: Mapping[str, str | OpenAIChatProfile], secrets: SecretSource,
+    def __init__(self, profiles: Mapping[str, str | OpenAIChatProfile | ModelStringProfile], secrets: SecretSource,
                  *, fixed: Mapping[str, Model] | None = None) -> None:
-        self._profiles = dict(profiles)
+        self._profiles = {name: profile.model if isinstance(profile, ModelStringProfile) else profile
+                          for name, profile in profiles.items()}
         self._secrets = secrets
         self._fixed = dict(fixed or {})
         self._resolved: dict[str, Model] = {}

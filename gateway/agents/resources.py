@@ -13,31 +13,10 @@ from pathlib import Path
 
 from capabilities.context import ContextFile, DocumentSearch, KnowledgeScope, RunFacts, SkillFolder
 from capabilities.skills import skill_files
+from gateway.agents.context_files import read_context_file
 from gateway.agents.knowledge import FullTextRanker, KnowledgeSearch, KnowledgeStore
-from gateway.config.schema import AgentSpec, ConfigError, ContextFileSpec, GatewayConfig
+from gateway.config.schema import AgentSpec, ContextFileSpec, GatewayConfig
 from storage.db import Database
-
-
-class UnreadableContextFile(ConfigError):
-    """A context file's path cannot be read as UTF-8 text (the config names the field; `gateway check` refuses it)."""
-
-
-def read_context_file(spec: ContextFileSpec) -> ContextFile:
-    """The file with its text: inline, or read from its path now."""
-    if spec.text is not None:
-        content = spec.text
-    else:
-        path = Path(spec.path or "")
-        try:
-            content = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UnreadableContextFile(f"context file {spec.name!r}: {spec.path!r} does not exist") from None
-        except IsADirectoryError:
-            raise UnreadableContextFile(f"context file {spec.name!r}: {spec.path!r} is a folder, not a file") from None
-        except UnicodeDecodeError:
-            raise UnreadableContextFile(f"context file {spec.name!r}: {spec.path!r} is not UTF-8 text") from None
-    return ContextFile(name=spec.name, description=spec.description, mode=spec.mode, format=spec.format,
-                       text=content)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

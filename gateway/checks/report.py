@@ -15,6 +15,7 @@ from capabilities.memory_mem0 import Mem0Config
 from capabilities.registry import Registry
 from gateway.agents.models import ModelResolver
 from gateway.checks.entries import entries_of
+from gateway.checks.model_names import model_name_problems
 from gateway.checks.resources import USED_BY
 from gateway.checks.validation import apply_problems, model_references
 from gateway.checks.workspaces import placement_problems
@@ -22,6 +23,7 @@ from gateway.config.schema import (
     AgentSpec,
     ConfigError,
     GatewayConfig,
+    ModelStringProfile,
     Settings,
     capability_secrets,
     read_source,
@@ -87,13 +89,21 @@ def dev_settings(settings: Settings | None) -> list[Problem]:
 
 
 def model_problems(config: GatewayConfig, models: ModelResolver) -> tuple[list[Problem], list[Problem]]:
-    """Each profile and each model the config names, resolved as a turn would: (wrong names, unset keys)."""
+    """Each profile and each model the config names, resolved as a turn would: (wrong names, unset keys). A model
+    id its provider does not have is the one problem told of its place: a key for it would not help."""
+    unknown = model_name_problems(config, model_references(config))
+    wrong, unset = _resolution_problems(config, models)
+    told = {problem.loc for problem in unknown}
+    return ([*unknown, *(p for p in wrong if p.loc not in told)], [p for p in unset if p.loc not in told])
+
+
+def _resolution_problems(config: GatewayConfig, models: ModelResolver) -> tuple[list[Problem], list[Problem]]:
     wrong: list[Problem] = []
     unset: list[Problem] = []
     for name, profile in config.models.items():
         problem = models.problem(name)
         if problem is not None:
-            loc = ("models", name) if isinstance(profile, str) else ("models", name, "api_key")
+            loc = _profile_loc(name, profile)
             (unset if problem.environmental else wrong).append(Problem(loc=loc, message=problem.message))
     for loc, name in model_references(config):
         if name in config.models or name in models.names:
@@ -110,6 +120,13 @@ def model_problems(config: GatewayConfig, models: ModelResolver) -> tuple[list[P
         else:
             wrong.append(Problem(loc=loc, message=problem.message))
     return wrong, unset
+
+
+def _profile_loc(name: str, profile: object) -> tuple[str, ...]:
+    """Where a profile's problem is told: the string itself, the mapping's model id, or an endpoint's key."""
+    if isinstance(profile, str):
+        return ("models", name)
+    return ("models", name, "model" if isinstance(profile, ModelStringProfile) else "api_key")
 
 
 def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from capabilities.context import SkillFolder
 from capabilities.skills import SkillProblem, load_skills
 from capabilities.standing_context import INJECT_LIMIT, LINK_LIMIT
-from gateway.agents.resources import UnreadableContextFile, read_context_file
+from gateway.agents.context_files import UnreadableContextFile, read_context_file
 from gateway.config.schema import AgentSpec, GatewayConfig
 
 USED_BY = {"collections": "knowledge", "context_files": "context", "skill_folders": "skills"}
@@ -53,7 +53,7 @@ def _context_file_problems(config: GatewayConfig) -> list[str]:
         try:
             file = read_context_file(spec)
         except UnreadableContextFile as exc:
-            problems.append(f"{field}: {exc}; correct the path (relative to the directory the gateway runs in)")
+            problems.append(f"{field}: {exc}; correct the path")
             continue
         if spec.mode == "inject" and len(file.text) > INJECT_LIMIT:
             problems.append(f"{field}: {len(file.text):,} characters; an inject file may hold at most "

@@ -16,8 +16,10 @@ from capabilities.registry import ALL_SCOPES, Registry
 from capabilities.subagents import SubagentsConfig
 from capabilities.subagents.agent_files import read_agent_files
 from gateway.agents.channel_context import PLACEHOLDERS, unknown_placeholders
+from gateway.checks.bots import bot_problems
 from gateway.checks.browsing import browser_problems
 from gateway.checks.mcp_servers import mcp_problems
+from gateway.checks.paths import relative_path_problems
 from gateway.checks.resources import resource_problems
 from gateway.checks.workspaces import sandbox_problems
 from gateway.config.schema import AgentSpec, ConfigError, GatewayConfig, Settings, reference_problems
@@ -27,7 +29,8 @@ from gateway.config.source import ConfigSource, parse_problem
 def apply_problems(config: GatewayConfig, registry: Registry) -> list[str]:
     """Every problem that makes `config` unappliable, each naming its field and the fix."""
     problems = (registry.validate_config(config) + resource_problems(config) + mcp_problems(config, registry)
-                + sandbox_problems(config) + browser_problems(config))
+                + sandbox_problems(config) + browser_problems(config) + bot_problems(config)
+                + relative_path_problems(config))
     for i, agent in enumerate(config.agents):
         problems += delegation_problems(config, agent, f"agents[{i}]")
     for i, bot in enumerate(config.bots):

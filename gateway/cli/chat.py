@@ -31,6 +31,8 @@ TOKEN = "700000002:chat-token-for-the-local-telegram-server"
 SETTLE_POLL = 0.05
 """Seconds between looks at the inbox while a turn runs (the worker records its end only there)."""
 TURN_TIMEOUT = 600.0
+ANSWERS = {"y": True, "yes": True, "n": False, "no": False}
+"""What an approval question takes, in any case; anything else is asked again, never taken as a deny."""
 
 Ask = Callable[[str], Awaitable[str | None]]
 """Reads one line after a prompt; None at the end of input."""
@@ -85,10 +87,22 @@ class _Conversation:
             await self._telegram.user_says(TOKEN, self._chat, self._you, line or "")
             await self._settle()
             while (card := self._open_card()) is not None:
-                await self._decide(card, await ask("approve? [y/n] "))
+                approve = await self._approval(ask)
+                if approve is None:
+                    self._say("no answer: the call was neither approved nor denied, and the chat ends")
+                    return
+                await self._decide(card, approve)
 
-    async def _decide(self, card: dict[str, Any], answer: str | None) -> None:
-        approve = (answer or "").strip().lower() in ("y", "yes")
+    async def _approval(self, ask: Ask) -> bool | None:
+        """y/yes or n/no, asked until one is given; None at the end of input."""
+        while (answer := await ask("approve? [y/n] ")) is not None:
+            decision = ANSWERS.get(answer.strip().lower())
+            if decision is not None:
+                return decision
+            self._say("please answer y (approve) or n (deny)")
+        return None
+
+    async def _decide(self, card: dict[str, Any], approve: bool) -> None:
         buttons = {b["text"]: b["callback_data"] for row in card["reply_markup"]["inline_keyboard"] for b in row}
         [data] = [value for text, value in buttons.items() if ("Approve" if approve else "Deny") in text]
         await self._telegram.user_clicks(TOKEN, card, self._you, data)

@@ -9,11 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
-from gateway.config.schema import ConfigError
+from gateway.config.errors import ConfigError
 from gateway.config.secrets import SecretsFileMissing
 from gateway.server.errors import StartupError
 
@@ -52,11 +51,13 @@ def explain(exc: BaseException) -> Failure:
 class GatewayGroup(TyperGroup):
     """The top-level command group: a command's exception becomes `explain`'s line unless `--debug` is given."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort, typer.Exit, typer.Abort):
-            raise  # exits, usage errors and a declined prompt: click and typer print and exit as they always do
+        except (typer.TyperException, typer.Exit, typer.Abort):
+            # Usage errors (Typer's own Click, whose exceptions derive from TyperException), exits and a declined
+            # prompt: Typer prints and exits as it always does, a usage error with status 2.
+            raise
         except Exception as exc:
             if ctx.params.get("debug"):
                 raise

@@ -1,4 +1,9 @@
-"""`gateway init`: a commented gateway.yaml for the platforms asked for, which `gateway check` accepts."""
+"""`gateway init`: a commented gateway.yaml for the platforms asked for, which `gateway check` accepts.
+
+Each bot answers only the people its allowlist names, as Hermes and OpenClaw start out: a bot whose token
+leaks, or that someone adds to a group, answers nobody else. The list holds a placeholder handle no platform
+gives anyone (usernames there have no `-`), so the bot answers nobody until the operator writes themselves in.
+"""
 
 from __future__ import annotations
 
@@ -41,7 +46,8 @@ BOTS = {
     transport: polling                # or webhook (then set server.public_url)
     agent: helper
     binding:
-      access: open                    # or allowlist, with allow: ["12345678", "@alice"]
+      access: allowlist               # only the people listed are answered; `open` answers everyone
+      allow: ["@your-telegram-username"]   # yours: "@username", or your numeric user id ("12345678")
       rate_limit: {messages: 20, per_seconds: 60}
 """,
     "slack": """\
@@ -53,6 +59,9 @@ BOTS = {
     # transport: http                 # the Events API instead: then signing_secret and server.public_url
     # signing_secret: ${SLACK_SIGNING_SECRET}
     agent: helper
+    binding:
+      access: allowlist               # only the people listed are answered; `open` answers everyone
+      allow: ["@your-slack-handle"]   # yours: your member ID ("U0123ABCD": profile, ⋮, Copy member ID)
 """,
     "mattermost": """\
   # A Mattermost bot account: `gateway mattermost doctor team-mattermost -c gateway.yaml` checks it.
@@ -62,6 +71,9 @@ BOTS = {
     token: ${MATTERMOST_BOT_TOKEN}
     # team: engineering                       # the team the bot serves
     agent: helper
+    binding:
+      access: allowlist               # only the people listed are answered; `open` answers everyone
+      allow: ["@your-mattermost-username"]   # yours: "@username", or your 26-character user id
 """,
 }
 

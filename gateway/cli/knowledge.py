@@ -9,21 +9,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from gateway.agents.knowledge import (
-    KnowledgeStore,
-    UnreadableDocument,
-    documents_at,
-    read_document,
-    title_of,
-)
-from gateway.cli.database import existing_database
 from gateway.cli.failures import OperatorError
-from gateway.config.schema import Settings, load_config
-from storage.db import Database
+
+if TYPE_CHECKING:
+    from storage.db import Database
 
 T = TypeVar("T")
 
@@ -39,6 +32,9 @@ def add(collection: CollectionArgument,
         paths: Annotated[list[Path], typer.Argument(help="Markdown or text files, or folders of them.")],
         config: ConfigOption = Path("gateway.yaml")) -> None:
     """Add documents to a collection, cut into overlapping chunks; a path added before is replaced."""
+    # Each command imports the store and the database when it runs, as `gateway/cli/main.py` says why.
+    from gateway.agents.knowledge import KnowledgeStore, UnreadableDocument, documents_at, read_document, title_of
+
     _defined(config, collection)
     try:
         files = documents_at(paths)
@@ -60,6 +56,8 @@ def add(collection: CollectionArgument,
 @knowledge_app.command("list")
 def list_documents(collection: Annotated[str | None, typer.Argument(help="Only this collection.")] = None) -> None:
     """Every document of every collection (or of one): collection, source, chunks, characters, title."""
+    from gateway.agents.knowledge import KnowledgeStore
+
     rows = _run(lambda db: KnowledgeStore(db).documents(collection))
     if not rows:
         typer.echo("no documents yet" + (f" in {collection}" if collection else "")
@@ -75,6 +73,8 @@ def remove(collection: CollectionArgument,
                                                             "leave it out to empty the collection.")] = None,
            yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False) -> None:
     """Remove one document from a collection, or every document of it."""
+    from gateway.agents.knowledge import KnowledgeStore
+
     if source is None and not yes:
         typer.confirm(f"Remove every document of collection {collection!r}?", abort=True)
     removed = _run(lambda db: KnowledgeStore(db).remove(collection, source))
@@ -85,6 +85,8 @@ def remove(collection: CollectionArgument,
 
 
 def _defined(config: Path, collection: str) -> None:
+    from gateway.config.schema import load_config
+
     names = [spec.name for spec in load_config(config).collections]
     if collection not in names:
         raise OperatorError(f"{collection!r} is not a collection of {config} (collections: "
@@ -92,6 +94,9 @@ def _defined(config: Path, collection: str) -> None:
 
 
 def _run(work: Callable[[Database], Awaitable[T]]) -> T:
+    from gateway.cli.database import existing_database
+    from gateway.config.schema import Settings
+
     async def main() -> T:
         async with existing_database(Settings().database_url) as db:
             return await work(db)

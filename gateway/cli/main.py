@@ -1,4 +1,9 @@
-"""The `gateway` command: check, apply, migrate, serve, demo, and Slack setup."""
+"""The `gateway` command: check, apply, migrate, serve, demo, and Slack setup.
+
+A command imports what it runs when it runs: the config schema, the capability catalog, pydantic-ai, the
+database and the server stack take seconds of CPU to import, and `gateway --version`, `--help` or a usage
+error should answer at once (`tests/test_cli_startup.py` holds that).
+"""
 
 from __future__ import annotations
 
@@ -13,18 +18,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gateway.cli.database import database_errors, existing_database, shown
 from gateway.cli.failures import CONFIG_EXIT, GatewayGroup, OperatorError
 from gateway.cli.knowledge import knowledge_app
 from gateway.cli.mcp import mcp_app
 from gateway.cli.people import identities_app, memory_app
-from gateway.config.schema import ConfigError, GatewayConfig, Settings, load_config
+from gateway.config.errors import ConfigError
 from gateway.config.secrets import SecretSource
 from gateway.server.logs import LogFormat, configure_logging, default_format
 
 if TYPE_CHECKING:
     from capabilities.registry import Registry
     from gateway.checks.report import Report
+    from gateway.config.schema import GatewayConfig, Settings
 
 log = logging.getLogger("gateway.serve")
 
@@ -79,7 +84,7 @@ def check(config: ConfigOption = Path("gateway.yaml")) -> None:
 def apply(config: ConfigOption = Path("gateway.yaml")) -> None:
     """Upsert agents, bots and bindings into the database."""
     loaded = _load(config)
-    report = asyncio.run(_apply(loaded, Settings()))
+    report = asyncio.run(_apply(loaded, _settings()))
     for name, version in report.agents.items():
         typer.echo(f"agent {name}: version {version}")
     for bot in report.bots:
@@ -91,9 +96,11 @@ def migrate(config: Annotated[Path | None, typer.Option(
         "--config", "-c", "--file", "-f", help="Path to gateway.yaml, checked before the schema is touched.")] = None
             ) -> None:
     """Bring the database schema (DATABASE_URL) up to date, once: for a deploy's one-shot job before `serve`."""
+    from gateway.cli.database import shown
+
     if config is not None:
         _load(config)
-    settings = Settings()
+    settings = _settings()
     revision = asyncio.run(_migrate(settings.database_url))
     typer.echo(f"database at {shown(settings.database_url)}: schema at revision {revision}")
 
@@ -111,7 +118,8 @@ def serve(config: ConfigOption = Path("gateway.yaml"),
         log.warning("%s", line)  # a log line like any other, so a JSON collector reads it too
     if report.errors or report.unset or report.config is None:
         raise typer.Exit(2)
-    asyncio.run(_serve(report.config, Settings()))
+    _without_first_run_banner()
+    asyncio.run(_serve(report.config, _settings()))
 
 
 DEMO_PLATFORMS = ("telegram", "slack", "mattermost")
@@ -127,6 +135,7 @@ def demo(platform: Annotated[str, typer.Option(help="telegram, slack, mattermost
         raise OperatorError(f"--platform: {platform!r} is not one of {', '.join(DEMO_PLATFORMS)}, all",
                             exit_code=CONFIG_EXIT)
     configure_logging("WARNING")
+    _without_first_run_banner()
     asyncio.run(run_demo(typer.echo, DEMO_PLATFORMS if platform == "all" else (platform,)))  # type: ignore[arg-type]
 
 
@@ -165,15 +174,17 @@ def chat(agent: Annotated[str, typer.Option(help="The agent's name, as in gatewa
     from gateway.checks.validation import check_appliable
     from gateway.cli.chat import run_chat
     from gateway.cli.demo import demo_capability
+    from gateway.config.schema import load_config
 
-    registry = _registry(Settings()).with_extra(demo_capability())
+    registry = _registry(_settings()).with_extra(demo_capability())
     loaded = load_config(config)
     check_appliable(loaded, registry)
     if agent not in {a.name for a in loaded.agents}:
         raise OperatorError(f"{config}: agent {agent!r} is not one of {', '.join(a.name for a in loaded.agents)}",
                             exit_code=CONFIG_EXIT)
     configure_logging("WARNING")
-    asyncio.run(run_chat(loaded, agent, secrets=SecretSource.load(Settings().secrets_file), registry=registry,
+    _without_first_run_banner()
+    asyncio.run(run_chat(loaded, agent, secrets=SecretSource.load(_settings().secrets_file), registry=registry,
                          ask=_ask, say=typer.echo))
 
 
@@ -190,7 +201,7 @@ def capabilities(as_json: Annotated[bool, typer.Option("--json", help="Print JSO
                                                                    "JSON Schema, as the API serves it.")] = False
                  ) -> None:
     """List the capabilities this deployment offers: tools, scopes and whether a key is needed."""
-    registry = _registry(Settings())
+    registry = _registry(_settings())
     if as_json:
         typer.echo(json.dumps({"capabilities": registry.describe()}, indent=2))
         return
@@ -210,9 +221,10 @@ def capabilities(as_json: Annotated[bool, typer.Option("--json", help="Print JSO
 def approvals(limit: Annotated[int, typer.Option(help="How many rows to show.")] = 50) -> None:
     """List pending approvals, then recent decisions: what was asked, by whom, who decided, when."""
     from gateway.approvals.store import Approvals
+    from gateway.cli.database import existing_database
 
     async def recent() -> list:
-        async with existing_database(Settings().database_url) as db:
+        async with existing_database(_settings().database_url) as db:
             return await Approvals(db).recent(limit=limit)
 
     rows = asyncio.run(recent())
@@ -249,7 +261,7 @@ def mattermost_doctor(bot: Annotated[str, typer.Argument(help="The bot's name in
                       config: ConfigOption = Path("gateway.yaml")) -> None:
     """Connect BOT to its server and say what to fix: token, team, channels, event stream, webhook token."""
     loaded = _load(config)
-    healthy = asyncio.run(run_mattermost_doctor(loaded, bot, SecretSource.load(Settings().secrets_file), typer.echo))
+    healthy = asyncio.run(run_mattermost_doctor(loaded, bot, SecretSource.load(_settings().secrets_file), typer.echo))
     if not healthy:
         raise typer.Exit(1)
 
@@ -263,7 +275,7 @@ def doctor(config: ConfigOption = Path("gateway.yaml"),
     from gateway.cli.doctor import run_doctor
 
     loaded = _load(config)
-    settings = Settings()
+    settings = _settings()
     if not asyncio.run(run_doctor(loaded, SecretSource.load(settings.secrets_file), settings, config_path=config,
                                   echo=typer.echo, as_json=as_json)):
         raise typer.Exit(1)
@@ -309,7 +321,7 @@ def _report(path: Path) -> Report:
     """Every problem of the file at `path`, as `check`, `apply` and `serve` report them."""
     from gateway.checks.report import check_file
 
-    settings = Settings()
+    settings = _settings()
     return check_file(path, registry=_registry(settings), secrets=SecretSource.load(settings.secrets_file),
                       settings=settings)
 
@@ -320,7 +332,25 @@ def _echo_lines(lines: list[str]) -> None:
 
 
 def render_config_schema() -> str:
+    from gateway.config.schema import GatewayConfig
+
     return json.dumps(GatewayConfig.model_json_schema(), indent=2, ensure_ascii=False)
+
+
+def _without_first_run_banner() -> None:
+    """pydantic-ai prints a banner on a process's first agent run in a terminal (observability is off, set up
+    Logfire); this process owns its output (the chat's prompt, the server's log lines) and traces through
+    OpenTelemetry when OTEL_EXPORTER_OTLP_ENDPOINT is set, so it says no, the way pydantic-ai documents."""
+    import pydantic_ai
+
+    pydantic_ai.BANNER_ENABLED = False
+
+
+def _settings() -> Settings:
+    """The process settings from the environment (the schema module loads with the first command that asks)."""
+    from gateway.config.schema import Settings
+
+    return Settings()
 
 
 def _log_format(name: str | None) -> LogFormat:
@@ -349,6 +379,7 @@ def _registry(settings: Settings) -> Registry:
 
 async def _apply(config: GatewayConfig, settings: Settings) -> object:
     from gateway.agents.bindings import BindingStore
+    from gateway.cli.database import database_errors
     from storage.db import Database
     from storage.migrate import upgrade
 
@@ -362,6 +393,7 @@ async def _apply(config: GatewayConfig, settings: Settings) -> object:
 
 
 async def _migrate(url: str) -> str | None:
+    from gateway.cli.database import database_errors
     from storage.db import Database
     from storage.migrate import current_revision, upgrade
 
@@ -375,6 +407,7 @@ async def _migrate(url: str) -> str | None:
 
 
 async def _serve(config: GatewayConfig, settings: Settings) -> None:
+    from gateway.cli.database import database_errors
     from gateway.server.app import Gateway
 
     stop = asyncio.Event()

@@ -12,9 +12,7 @@ from typing import Annotated
 
 import typer
 
-from gateway.agents.mcp_servers import describe, probe
 from gateway.cli.failures import CONFIG_EXIT, OperatorError
-from gateway.config.schema import Settings, load_config
 from gateway.config.secrets import SecretSource
 
 mcp_app = typer.Typer(help="MCP servers: see what a configured server offers.", no_args_is_help=True)
@@ -25,6 +23,10 @@ def probe_server(name: Annotated[str, typer.Argument(help="The server's name in 
                  config: Annotated[Path, typer.Option("--config", "-c", "--file", "-f",
                                                       help="Path to gateway.yaml.")] = Path("gateway.yaml")) -> None:
     """Connect to server NAME once and list its tools: prefixed id, read-only or not, whether it asks first."""
+    # Imported when the command runs, as `gateway/cli/main.py` says why.
+    from gateway.agents.mcp_servers import describe, probe
+    from gateway.config.schema import Settings, load_config
+
     loaded = load_config(config)
     server = next((s for s in loaded.mcp_servers if s.name == name), None)
     if server is None:

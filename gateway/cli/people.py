@@ -8,19 +8,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
-from sqlalchemy import select
 
-from gateway.cli.database import existing_database
-from gateway.config.schema import Settings
 from gateway.config.secrets import SecretSource
-from gateway.people.identities import Identities, Identity, UnknownIdentity
-from gateway.people.mem0_forget import Mem0Forgetting, mem0_bindings
-from gateway.people.memory import MemoryNotes
-from storage.db import Database
-from storage.models import AgentRow, utcnow
+
+if TYPE_CHECKING:
+    from gateway.people.identities import Identity
+    from gateway.people.mem0_forget import Mem0Forgetting
+    from storage.db import Database
 
 T = TypeVar("T")
 
@@ -41,6 +38,9 @@ def identities(ctx: typer.Context) -> None:
 @identities_app.command("list")
 def list_identities() -> None:
     """Every identity (platform, workspace, user id, handle, name) and its person."""
+    # Each command imports the stores and the database when it runs, as `gateway/cli/main.py` says why.
+    from gateway.people.identities import Identities
+
     rows = _run(lambda db: Identities(db).all())
     if not rows:
         typer.echo("no identities yet: nobody has talked to a bot of this gateway")
@@ -52,6 +52,8 @@ def list_identities() -> None:
 def link(first: Annotated[int, typer.Argument(help="An identity id from `gateway identities`.")],
          second: Annotated[int, typer.Argument(help="The identity id to link it with.")]) -> None:
     """Make two identities one person: both then reach the same personal notes."""
+    from gateway.people.identities import Identities
+
     if first == second:
         _fail(f"identity {first} cannot be linked to itself")
     person = _run(lambda db: Identities(db).link(first, second))
@@ -61,6 +63,8 @@ def link(first: Annotated[int, typer.Argument(help="An identity id from `gateway
 @identities_app.command("unlink")
 def unlink(identity: Annotated[int, typer.Argument(help="The identity id to detach from its person.")]) -> None:
     """Detach one identity from its person; the person's notes stay with the identities still linked."""
+    from gateway.people.identities import Identities
+
     if _run(lambda db: Identities(db).unlink(identity)):
         typer.echo(f"identity {identity} unlinked; it starts with no personal notes")
     else:
@@ -72,6 +76,9 @@ def delete(person: Annotated[int | None, typer.Option(help="A person id: every i
            identity: Annotated[int | None, typer.Option(help="An identity id: its person's notes when linked.")]
            = None, yes: Yes = False) -> None:
     """Delete everything every agent remembers about one person (their one-to-one notes; rooms keep theirs)."""
+    from gateway.people.identities import Identities
+    from gateway.people.memory import MemoryNotes
+
     if (person is None) == (identity is None):
         _fail("name exactly one of --person or --identity (ids from `gateway identities`)")
     who = f"person {person}" if person is not None else f"identity {identity}"
@@ -97,6 +104,8 @@ def delete(person: Annotated[int | None, typer.Option(help="A person id: every i
 @memory_app.command("clear")
 def clear(agent: Annotated[str, typer.Option(help="The agent's name, as in gateway.yaml.")], yes: Yes = False) -> None:
     """Delete every note one agent keeps, for every person and room."""
+    from gateway.people.memory import MemoryNotes
+
     if not yes:
         typer.confirm(f"Delete every note agent {agent!r} keeps, for everyone?", abort=True)
     typer.echo(f"deleted {_run(lambda db: MemoryNotes(db).clear_agent(agent))} note(s) of agent {agent}")
@@ -104,6 +113,12 @@ def clear(agent: Annotated[str, typer.Option(help="The agent's name, as in gatew
 
 async def _mem0_forgetting(db: Database) -> Mem0Forgetting:
     """The agents applied to this database that bind `memory_mem0`, with their keys from this environment."""
+    from sqlalchemy import select
+
+    from gateway.config.schema import Settings
+    from gateway.people.mem0_forget import Mem0Forgetting, mem0_bindings
+    from storage.models import AgentRow
+
     settings = Settings()
     async with db.session() as session:
         rows = (await session.execute(select(AgentRow.name, AgentRow.spec))).all()
@@ -113,6 +128,8 @@ async def _mem0_forgetting(db: Database) -> Mem0Forgetting:
 
 
 def _line(identity: Identity) -> str:
+    from storage.models import utcnow
+
     handle = f"@{identity.handle}" if identity.handle else "-"
     person = f"person {identity.person_id}" if identity.person_id is not None else "unlinked"
     where = f"{identity.platform}/{identity.workspace}" if identity.workspace else identity.platform
@@ -123,6 +140,10 @@ def _line(identity: Identity) -> str:
 
 
 def _run(work: Callable[[Database], Awaitable[T]]) -> T:
+    from gateway.cli.database import existing_database
+    from gateway.config.schema import Settings
+    from gateway.people.identities import UnknownIdentity
+
     async def main() -> T:
         async with existing_database(Settings().database_url) as db:
             return await work(db)

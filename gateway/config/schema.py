@@ -13,8 +13,10 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     SecretStr,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -23,6 +25,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from capabilities.config_errors import Problem, describe_errors
 from capabilities.mem0_client import Mem0Access, allowed_hosts
+from gateway.config.errors import ConfigError
 from gateway.config.secrets import SecretSource
 from gateway.config.source import ConfigSource, SourceError
 from gateway.config.urls import check_server_url
@@ -31,10 +34,6 @@ _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _EMBEDDED_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _USER = re.compile(r"^@?[A-Za-z0-9_][A-Za-z0-9._-]*$")
 EXAMPLE = "examples/gateway.yaml"
-
-
-class ConfigError(Exception):
-    """The configuration cannot be used; the message lists each problem with its field path."""
 
 
 def _reference_only(value: str) -> str:
@@ -62,7 +61,26 @@ class OpenAIChatProfile(_Strict):
 
 
 
-ModelProfile = Annotated[str | OpenAIChatProfile, Field(union_mode="left_to_right")]
+class ModelStringProfile(_Strict):
+    """A pydantic-ai model string written as a mapping, for the settings a bare string cannot carry."""
+
+    model: str
+    """The model string (`openai:gpt-4o`, `anthropic:claude-sonnet-4-5`)."""
+    unlisted: bool = False
+    """`true` for a model pydantic-ai does not list among its known models (a fine-tune, a private or newer model):
+    `gateway check` then takes the id as written instead of refusing it as a likely typo."""
+
+
+def _profile_kind(value: Any) -> str:
+    """A mapping with `provider` is an endpoint profile, any other a model string with settings: each mistake is
+    then told in the words of the one form it was meant as. The tags are the class names errors are walked by."""
+    if isinstance(value, dict):
+        return "OpenAIChatProfile" if "provider" in value else "ModelStringProfile"
+    return type(value).__name__ if isinstance(value, OpenAIChatProfile | ModelStringProfile) else "str"
+
+
+ModelProfile = Annotated[Annotated[str, Tag("str")] | Annotated[OpenAIChatProfile, Tag("OpenAIChatProfile")]
+                         | Annotated[ModelStringProfile, Tag("ModelStringProfile")], Discriminator(_profile_kind)]
 
 
 class CapabilityEntry(_Strict):
@@ -384,7 +402,7 @@ class ContextFileSpec(_Strict):
     mode: Literal["inject", "link"] = "link"
     format: str = Field(default="markdown", pattern=r"^[A-Za-z0-9_.+-]{1,32}$")
     path: str | None = None
-    """A UTF-8 text file, relative to the directory the gateway runs in; or give `text`."""
+    """A UTF-8 text file, by its absolute path; or give `text`."""
     text: str | None = None
 
     @model_validator(mode="after")
@@ -399,7 +417,7 @@ class SkillFolderSpec(_Strict):
 
     name: str = Field(pattern=_RESOURCE_NAME)
     path: str
-    """Relative to the directory the gateway runs in."""
+    """The folder's absolute path."""
 class BubblewrapSandboxSpec(_Strict):
     """A shell on this host: each workspace a directory under `directory`, each command inside bubblewrap."""
 
