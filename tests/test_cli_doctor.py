@@ -192,14 +192,15 @@ async def test_names_a_model_key_that_is_not_set_as_check_does(tmp_path: Path, t
 
 async def test_a_model_string_typo_and_a_wrong_provider_key_fail_naming_what_to_change(
         tmp_path: Path, catalog: ModelCatalog, telegram: FakeTelegram) -> None:
-    config = write_config(tmp_path, {"agents": [{"name": "helper", "model": "openai-chat:gpt-4o-mnii"}],
-                                     "bots": helper_bot(telegram)})
+    # `gateway check` refuses the typo against pydantic-ai's list; a profile marked unlisted reaches the server.
+    config = write_config(tmp_path, {"models": {"typo": {"model": "openai-chat:gpt-4o-mnii", "unlisted": True}},
+                                     "agents": [{"name": "helper", "model": "typo"}], "bots": helper_bot(telegram)})
     env = {"TG_TOKEN": TELEGRAM_TOKEN, "OPENAI_BASE_URL": catalog.base("ok")}
     typo = await run_gateway("doctor", "-c", str(config), cwd=tmp_path, env={**env, "OPENAI_API_KEY": MODEL_KEY})
     refused = await run_gateway("doctor", "-c", str(config), cwd=tmp_path, env={**env, "OPENAI_API_KEY": "sk-old"})
-    assert by_name(typo)["model openai-chat:gpt-4o-mnii"].endswith(
+    assert by_name(typo)["model typo"].endswith(
         "— fix: correct the agent's model; did you mean gpt-4o-mini?")
-    assert by_name(refused)["model openai-chat:gpt-4o-mnii"].endswith(
+    assert by_name(refused)["model typo"].endswith(
         "— fix: put a key the provider accepts in OPENAI_API_KEY")
     assert typo.returncode == refused.returncode == 1
 

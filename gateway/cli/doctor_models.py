@@ -21,7 +21,7 @@ from pydantic_ai.models import Model, parse_model_id
 from adapters.unreachable import describe_unreachable
 from gateway.agents.models import ModelResolver
 from gateway.cli.doctor_check import Check, Status, json_object, not_the_api, server_error, shorten
-from gateway.config.schema import OpenAIChatProfile, reference_name
+from gateway.config.schema import ModelStringProfile, OpenAIChatProfile, reference_name
 
 ANTHROPIC_VERSION = "2023-06-01"
 NOT_FOUND_CODES = frozenset({"model_not_found", "not_found_error", "not_found"})
@@ -40,7 +40,7 @@ class Lookup:
 
 
 async def check_model(client: httpx.AsyncClient, name: str, models: ModelResolver,
-                      profiles: Mapping[str, str | OpenAIChatProfile]) -> Check:
+                      profiles: Mapping[str, str | OpenAIChatProfile | ModelStringProfile]) -> Check:
     subject = f"model {name}"
     problem = models.problem(name)
     if problem is not None:  # an unknown provider, an unset key: in the words `gateway check` uses
@@ -86,8 +86,9 @@ def lookup_for(model: Model) -> Lookup | None:
 class _Fixes:
     """The fixes for one model, naming the setting the operator edits."""
 
-    def __init__(self, name: str, profile: str | OpenAIChatProfile) -> None:
-        self.name, self.profile = name, profile
+    def __init__(self, name: str, profile: str | OpenAIChatProfile | ModelStringProfile) -> None:
+        self.name = name
+        self.profile = profile.model if isinstance(profile, ModelStringProfile) else profile
 
     def key(self) -> str:
         if isinstance(self.profile, OpenAIChatProfile):
