@@ -51,14 +51,36 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class ModelDeadlines(_Strict):
+    """How long a turn waits on its model, in seconds; past any of them the turn ends with a notice."""
+
+    connect: float = Field(default=10.0, gt=0)
+    """To connect to the model's server (each attempt)."""
+    first_token: float = Field(default=60.0, gt=0)
+    """From sending a request until the model's first streamed output."""
+    whole: float = Field(default=300.0, gt=0)
+    """One model request from start to last token, the provider client's retry included."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ModelDeadlines:
+        if not self.connect <= self.first_token <= self.whole:
+            raise ValueError(f"connect ({self.connect:g}) ≤ first_token ({self.first_token:g}) ≤ whole "
+                             f"({self.whole:g}) must hold: each deadline contains the one before it")
+        return self
+
+
 class OpenAIChatProfile(_Strict):
     """An OpenAI-compatible chat-completions endpoint (vLLM, Ollama, LiteLLM, OpenAI itself)."""
 
     provider: Literal["openai-chat"]
     base_url: str
+    """The endpoint's `/v1` URL (`http://127.0.0.1:11434/v1` for Ollama)."""
     model: str
+    """The model id the endpoint knows."""
     api_key: SecretReference | None = None
     """A `${ENV_VAR}` reference, as every credential is; local servers often need none, so leave it out."""
+    deadlines: ModelDeadlines | None = None
+    """This profile's deadlines; unset: the top-level `model_deadlines`."""
 
 
 
@@ -431,6 +453,7 @@ SandboxSpec = Annotated[BubblewrapSandboxSpec | SandboxdSpec, Field(discriminato
 
 class GatewayConfig(_Strict):
     models: dict[str, ModelProfile] = Field(default_factory=dict)
+    """Model profiles by name: a pydantic-ai model string (`openai:gpt-4o`) or an OpenAI-compatible endpoint."""
     agents: list[AgentSpec]
     bots: list[BotSpec]
     server: ServerSpec = ServerSpec()
@@ -441,6 +464,8 @@ class GatewayConfig(_Strict):
     """MCP servers the operator connects; agents bind them by name (`agents[].mcp_servers`)."""
     sandboxes: dict[str, SandboxSpec] = Field(default_factory=dict)
     """Sandbox connections for `sandbox` workspaces with `backend: service`, by name (the spec's `connection_id`)."""
+    model_deadlines: ModelDeadlines = Field(default_factory=ModelDeadlines)
+    """The deadlines of every model without its own (model strings, profiles without `deadlines`)."""
 
     def default_sandbox(self) -> str | None:
         """What `connection_id: null` means: the one marked `default`, or the only one there is."""

@@ -33,8 +33,8 @@ from gateway.pipeline.inbox import Inbox, InboxItem, remember_reply
 from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.live_reply import LiveReply, Placeholder
 from gateway.pipeline.metrics import GatewayMetrics
+from gateway.pipeline.notices import OPERATOR_HAS_DETAILS
 from gateway.pipeline.runtime import (
-    OPERATOR_HAS_DETAILS,
     Answered,
     Parked,
     RunOutcome,

@@ -97,7 +97,7 @@ class Gateway:
         self.config = self.registry.stored(config)
         self.settings = settings
         self._secrets = secrets
-        self._models = models or ModelResolver(config.models, secrets)
+        self._models = models or ModelResolver(config.models, secrets, deadlines=config.model_deadlines)
         self._tuning = tuning
         self._migrate = migrate
         self._stack = AsyncExitStack()
