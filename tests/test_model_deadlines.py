@@ -4,12 +4,16 @@ ends with a notice and one WARNING line, on every platform, through the real Ope
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from capabilities import default_registry
+from gateway.checks.report import check_file
 from gateway.config.schema import ModelDeadlines
+from gateway.config.secrets import SecretSource
 from gateway.pipeline.live_reply import PLACEHOLDER
 from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.model_server import FakeModelServer
@@ -122,3 +126,23 @@ def test_deadlines_out_of_order_or_not_positive_are_refused(deadlines: dict[str,
 
 def test_the_default_deadlines_are_ten_sixty_and_three_hundred_seconds() -> None:
     assert ModelDeadlines() == ModelDeadlines(connect=10, first_token=60, whole=300)
+
+
+def test_check_names_the_line_and_the_order_of_deadlines_out_of_order(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text("""\
+models:
+  local:
+    provider: openai-chat
+    base_url: http://127.0.0.1:11434/v1
+    model: llama3.1
+    deadlines: {connect: 30, first_token: 20, whole: 300}
+agents:
+  - {name: helper, model: local}
+bots:
+  - {name: tg, platform: telegram, token: "${TG_TOKEN}", agent: helper}
+""")
+    report = check_file(config, registry=default_registry(), secrets=SecretSource(environ={"TG_TOKEN": "1:a"}))
+    assert report.lines(report.errors) == [
+        f"{config}:6:5: models.local.deadlines: connect 30, first_token 20, whole 300: each contains the one before "
+        "it, so write connect ≤ first_token ≤ whole"]

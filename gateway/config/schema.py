@@ -64,8 +64,8 @@ class ModelDeadlines(_Strict):
     @model_validator(mode="after")
     def _ordered(self) -> ModelDeadlines:
         if not self.connect <= self.first_token <= self.whole:
-            raise ValueError(f"connect ({self.connect:g}) ≤ first_token ({self.first_token:g}) ≤ whole "
-                             f"({self.whole:g}) must hold: each deadline contains the one before it")
+            raise ValueError(f"connect {self.connect:g}, first_token {self.first_token:g}, whole {self.whole:g}: "
+                             "each contains the one before it, so write connect ≤ first_token ≤ whole")
         return self
 
 
