@@ -17,7 +17,7 @@ from typing import TypeVar
 from opentelemetry.trace import NoOpTracer, StatusCode, Tracer
 from sqlalchemy import Connection
 
-from gateway.pipeline.inbox import Inbox, InboxItem
+from gateway.pipeline.inbox import Inbox, InboxItem, conversation_hash
 from storage.cache import is_cache_outage
 from storage.db import is_connection_error
 
@@ -60,8 +60,9 @@ def is_dependency_fault(exc: BaseException) -> bool:
 
 
 def turn_attributes(item: InboxItem) -> dict[str, str | int]:
-    """What a turn's span says of it: which item, which conversation; never what anybody wrote."""
-    return {"gateway.inbox_id": item.id, "gateway.conversation_key": item.conversation_key,
+    """What a turn's span says of it: which item, which conversation (hashed, as the logs carry it: a key holds
+    chat and user ids); never what anybody wrote."""
+    return {"gateway.inbox_id": item.id, "gateway.conversation": conversation_hash(item.conversation_key),
             "gateway.bot": item.bot_name, "gateway.attempt": item.attempts}
 
 
