@@ -17,6 +17,7 @@ from typing import TypeVar
 from opentelemetry.trace import NoOpTracer, StatusCode, Tracer
 from sqlalchemy import Connection
 
+from adapters.refusals import refusal
 from gateway.pipeline.inbox import Inbox, InboxItem, conversation_hash
 from storage.cache import is_cache_outage
 from storage.db import is_connection_error
@@ -176,7 +177,12 @@ class Worker:
             await self._inbox.defer(self.worker_id, item, error, delay=wait)
             asyncio.get_running_loop().call_later(wait.total_seconds(), self.wake)  # due: look at once
             return
-        log.exception("turn for inbox item %d failed (failure %d)", item.id, item.failures + 1)
+        refused = refusal(exc)
+        if refused is not None:  # the platform's answer, a known outcome: its words say it all
+            log.warning("turn for inbox item %d failed (failure %d): the platform refused a call (%s)", item.id,
+                        item.failures + 1, refused)
+        else:
+            log.exception("turn for inbox item %d failed (failure %d)", item.id, item.failures + 1)
         if await self._inbox.fail(self.worker_id, item, error) and self._give_up is not None:
             try:
                 await self._give_up(item)
