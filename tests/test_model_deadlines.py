@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from pydantic_ai.models import override_allow_model_requests
 
 from capabilities import default_registry
 from gateway.checks.report import check_file
@@ -16,7 +17,7 @@ from gateway.config.schema import ModelDeadlines
 from gateway.config.secrets import SecretSource
 from gateway.pipeline.live_reply import PLACEHOLDER
 from tests.fakes.mattermost import FakeMattermost
-from tests.fakes.model_server import FakeModelServer
+from tests.fakes.model_server import FakeModelServer, unconnectable_url
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, said_by
@@ -112,6 +113,24 @@ async def test_a_model_that_stops_mid_answer_ends_the_turn_at_the_whole_request_
             await telegram.wait_for(lambda: said_by(telegram, chat, bot)[-1:] == [TOO_LONG], timeout=WAIT)
         assert model.requests == 1
     one_deadline_line(caplog, "timed out after 2 seconds")
+
+
+async def test_a_model_server_that_never_accepts_ends_the_turn_at_the_connect_deadline(
+        telegram: FakeTelegram, sqlite_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    with unconnectable_url() as url, override_allow_model_requests(True):
+        profile = {"provider": "openai-chat", "base_url": url, "model": "unreachable",
+                   "deadlines": {"connect": 0.5, "first_token": 4.5, "whole": 30.0}}
+        # Under the HTTP client's own 5 s to connect: without the connect deadline the first-token one would end
+        # the turn, and the log line would say so.
+        async with telegram_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=unused(),
+                                    agent={"model": "slow"}, top={"models": {"slow": profile}}):
+            await telegram.user_says(bot.token, chat, alice, "hi")
+            await telegram.wait_for(lambda: said_by(telegram, chat, bot) not in ([], [PLACEHOLDER]), timeout=WAIT)
+    assert said_by(telegram, chat, bot) == [TOO_LONG]
+    one_deadline_line(caplog, "ModelTimeoutError")
 
 
 @pytest.mark.parametrize("deadlines", [

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import AsyncExitStack
+import socket
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -80,3 +82,19 @@ class FakeModelServer:
         self.held += 1
         await self._stopping.wait()
         return response
+
+
+@contextmanager
+def unconnectable_url() -> Iterator[str]:
+    """A loopback `/v1` URL whose server never completes a connection: its listen queue is full and nothing
+    accepts, so the kernel drops each further SYN and the client waits, as on a blackholed network."""
+    with ExitStack() as stack:
+        listener = stack.enter_context(socket.socket())
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        for _ in range(3):  # more than the queue holds
+            filler = stack.enter_context(socket.socket())
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+        yield f"http://127.0.0.1:{port}/v1"
