@@ -9,12 +9,17 @@ import pytest
 from pydantic_ai import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
+from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.slack import FakeSlack
+from tests.mattermost_harness import MattermostBot
+from tests.mattermost_harness import running_gateway as mattermost_gateway
 from tests.scripted import scripted
 from tests.slack_harness import SlackBot, running_gateway
 
 LONG = "word " * 1000
 """Longer than one Slack post the gateway writes (3,900 characters): the rest is a post of its own."""
+LONGER = "word " * 4000
+"""Longer than one Mattermost post the gateway writes (16,000 characters)."""
 
 
 def refusals(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -38,4 +43,25 @@ async def test_a_platform_refusal_is_one_warning_line_without_a_traceback(
     [first, *_] = refusals(caplog)
     assert first.levelno == logging.WARNING and not first.exc_info
     assert "(slack: not_in_channel)" in first.getMessage()
+    assert [r.getMessage() for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR] == []
+
+
+async def test_a_mattermost_refusal_is_one_warning_line_without_a_traceback(
+        mattermost: FakeMattermost, sqlite_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    bot = MattermostBot().register(mattermost)
+    alice = mattermost.add_user("alice", first_name="Alice")
+    team = mattermost.add_team("acme")
+    channel = mattermost.add_channel(team, "town-square", members=[bot.user, alice])
+
+    def removed_meanwhile(_messages: list[ModelMessage], _info: AgentInfo) -> str:
+        mattermost.remove_member(channel, bot.user)
+        return LONGER
+
+    async with mattermost_gateway(mattermost, [bot], database_url=sqlite_url,
+                                  model=scripted(removed_meanwhile, chunk=len(LONGER))):
+        await mattermost.user_posts(channel, alice, "@helper write at length")
+        await mattermost.wait_for(lambda: refusals(caplog) != [], timeout=15)
+    [first, *_] = refusals(caplog)
+    assert first.levelno == logging.WARNING and not first.exc_info
+    assert "(mattermost: NotEnoughPermissions" in first.getMessage()
     assert [r.getMessage() for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR] == []
