@@ -77,7 +77,7 @@ class TcpProxy:
 
     @staticmethod
     async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+        with contextlib.suppress(ConnectionError):
             while data := await reader.read(65536):
                 writer.write(data)
                 await writer.drain()
