@@ -51,6 +51,14 @@ async def test_the_committed_schema_is_what_gateway_schema_prints(tmp_path: Path
         "regenerate it: gateway schema > examples/gateway.schema.json")
 
 
+def test_every_setting_in_the_schema_says_what_it_is() -> None:
+    """An editor shows the description on hover: no setting of gateway.yaml without one."""
+    schema = json.loads((EXAMPLES / "gateway.schema.json").read_text())
+    undescribed = [f"{name}.{field}" for name, definition in [("GatewayConfig", schema), *schema["$defs"].items()]
+                   for field, spec in definition.get("properties", {}).items() if not spec.get("description")]
+    assert undescribed == []
+
+
 def test_the_example_points_editors_at_the_schema() -> None:
     first = (EXAMPLES / "gateway.yaml").read_text().splitlines()[0]
     assert first == "# yaml-language-server: $schema=./gateway.schema.json"

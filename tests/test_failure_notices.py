@@ -19,8 +19,8 @@ from tests.gated_tools import deploy_registry
 from tests.harness import TelegramBot, running_gateway
 from tests.scripted import answers, calls_then_answers, fails
 
-CONFIGURATION = ("Sorry, I cannot answer: this bot's model is not set up correctly (a configuration problem). "
-                 "The operator can find the details in the gateway's log.")
+CONFIGURATION = ("Sorry, I cannot answer: this bot is not set up correctly (a configuration problem). "
+                 "The operator has been told; trying again will not help until it is fixed.")
 INTERNAL = ("Sorry, something went wrong on our side while answering (an internal error). "
             "The operator can find the details in the gateway's log.")
 

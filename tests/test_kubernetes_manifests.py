@@ -103,8 +103,8 @@ def test_the_service_monitor_scrapes_the_gateway_service() -> None:
 
 @pytest.mark.parametrize("overlay", ["small", "production"])
 def test_the_probes_ask_the_gateway_where_it_listens(overlay: str, tmp_path: Path) -> None:
-    """Readiness is `/readyz` (the database and Redis; a bot that cannot sign in keeps no pod out), liveness and
-    start-up `/healthz`, all on the port `gateway.yaml` listens on."""
+    """Readiness is `/readyz` (the database; Redis down is 200 "degraded", a bot that cannot sign in keeps no pod
+    out), liveness and start-up `/healthz`, all on the port `gateway.yaml` listens on."""
     resources = rendered(overlay)
     [deployment] = by_kind(resources, "Deployment")
     [container] = deployment["spec"]["template"]["spec"]["containers"]

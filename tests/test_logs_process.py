@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.fakes.model_server import FakeModelServer, Refusal
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import free_port
 
@@ -71,3 +72,41 @@ async def test_text_on_request_and_no_request_lines_at_info(telegram: FakeTelegr
     assert "outcome=answered" in stderr
     assert "httpx" not in stderr, "HTTP client request lines only at DEBUG"
     assert TOKEN.split(":")[1] not in stderr
+
+
+async def test_a_model_providers_request_lines_stay_out_of_info(telegram: FakeTelegram, tmp_path: Path) -> None:
+    """The OpenAI client's requests (through httpx2) to a model server that answers 500: the turn's one WARNING,
+    no request line."""
+    telegram.add_bot(TOKEN, username="logs_bot")
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with FakeModelServer("error", refusal=Refusal(status=500, type="server_error")) as model:
+        config = tmp_path / "gateway.yaml"
+        config.write_text(yaml.safe_dump({
+            "models": {"remote": model.profile()},
+            "agents": [{"name": "helper", "model": "remote", "instructions": "Be brief."}],
+            "bots": [{"name": "tg", "platform": "telegram", "token": "${TG_TOKEN}", "api_base_url": telegram.url,
+                      "agent": "helper"}],
+            "server": {"host": "127.0.0.1", "port": free_port()},
+        }))
+        env = {**os.environ, "TG_TOKEN": TOKEN, "DATABASE_URL": f"sqlite:///{tmp_path / 'gw.db'}"}
+        env.pop("REDIS_URL", None)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "gateway", "serve", "-c", str(config), cwd=tmp_path, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        try:
+            await telegram.wait_for(lambda: any(c.method == "getUpdates" for c in telegram.calls), timeout=20)
+            await telegram.user_says(TOKEN, chat, alice, "hello")
+            await telegram.wait_for(lambda: any("try again" in m["text"] for m in telegram.bot_messages(chat["id"])),
+                                    timeout=20)
+            process.send_signal(signal.SIGINT)
+            async with asyncio.timeout(20):
+                _, stderr = await process.communicate()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    lines = [json.loads(line) for line in stderr.decode().splitlines() if line.strip()]
+    assert model.requests == 2
+    assert [line["logger"] for line in lines if line["logger"].startswith(("httpx", "httpcore"))] == []
+    assert [line["level"] for line in lines if line["logger"] == "gateway.pipeline.runtime"] == ["WARNING"]

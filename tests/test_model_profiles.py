@@ -13,7 +13,7 @@ def test_an_openai_compatible_profile_points_at_its_server_with_its_key() -> Non
     profile = OpenAIChatProfile(provider="openai-chat", base_url="http://127.0.0.1:11434/v1", model="llama3.1",
                                 api_key="${LOCAL_KEY}")
     resolver = ModelResolver({"local": profile}, SecretSource(environ={"LOCAL_KEY": "k-123"}))
-    model = resolver.resolve("local")
+    model = resolver.resolve("local").wrapped  # held to its deadlines (tests/test_model_deadlines.py)
     assert isinstance(model, OpenAIChatModel)
     assert (model.model_name, str(model.client.base_url), model.client.api_key) == (
         "llama3.1", "http://127.0.0.1:11434/v1/", "k-123")

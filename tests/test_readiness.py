@@ -28,7 +28,8 @@ async def test_a_revoked_token_is_reported_and_the_replica_keeps_serving(
             answer = await ask(telegram, working, chat, alice, "still there?")
             found = samples(await scrape(gateway.url))
     assert (ready.status_code, ready.json()) == (200, {
-        "ready": True, "checks": {"database": True}, "bots": {working.name: True, revoked.name: False}})
+        "ready": True, "status": "ok", "degraded": {}, "checks": {"database": True},
+        "bots": {working.name: True, revoked.name: False}})
     for bot, signed_in in ((working, 1), (revoked, 0)):
         labels = frozenset({("bot", bot.name), ("platform", "telegram")})
         assert found[("gateway_bot_signed_in", labels)] == signed_in, bot.name

@@ -41,7 +41,8 @@ async def test_serve_answers_then_shuts_down_cleanly_on_ctrl_c(telegram: FakeTel
                                 == ["success (no tool calls)"], timeout=20)
         async with httpx.AsyncClient() as client:
             ready = await client.get(f"http://127.0.0.1:{port}/readyz")
-        assert ready.json() == {"ready": True, "checks": {"database": True}, "bots": {"tg": True}}
+        assert ready.json() == {"ready": True, "status": "ok", "degraded": {}, "checks": {"database": True},
+                                "bots": {"tg": True}}
         process.send_signal(signal.SIGINT)
         async with asyncio.timeout(20):
             _, stderr = await process.communicate()

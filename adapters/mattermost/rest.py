@@ -30,6 +30,10 @@ from adapters.base import ApiTrouble, PlatformConfigError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# The driver logs the server's words at ERROR for every refused call (a membership check's expected 404 included)
+# before raising; whoever catches the error says what it meant, once. Set here, after the driver's import set it
+# to INFO.
+logging.getLogger("mattermostdriver.websocket").setLevel(logging.CRITICAL)
 
 API_PATH = "/api/v4"
 MAX_RETRY_AFTER = 60.0

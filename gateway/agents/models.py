@@ -11,7 +11,8 @@ from pydantic_ai.exceptions import UserError
 from pydantic_ai.models import Model, infer_model, infer_model_profile, parse_model_id
 from pydantic_ai.providers import infer_provider_class
 
-from gateway.config.schema import ModelStringProfile, OpenAIChatProfile, reference_name, resolve_secret
+from gateway.agents.deadlines import DeadlineModel
+from gateway.config.schema import ModelDeadlines, ModelStringProfile, OpenAIChatProfile, reference_name, resolve_secret
 from gateway.config.secrets import SecretSource
 
 _VARIABLE = re.compile(r"`([A-Z][A-Z0-9_]*)`")
@@ -29,14 +30,16 @@ class ModelProblem:
 
 
 class ModelResolver:
-    """Profiles come from `models:` in the config; `fixed` maps names to ready models (tests, the demo)."""
+    """Profiles come from `models:` in the config; `fixed` maps names to ready models (tests, the demo), which run
+    as given. Every other model is held to its deadlines: its profile's, else `deadlines` (`model_deadlines`)."""
 
     def __init__(self, profiles: Mapping[str, str | OpenAIChatProfile | ModelStringProfile], secrets: SecretSource,
-                 *, fixed: Mapping[str, Model] | None = None) -> None:
+                 *, fixed: Mapping[str, Model] | None = None, deadlines: ModelDeadlines | None = None) -> None:
         self._profiles = {name: profile.model if isinstance(profile, ModelStringProfile) else profile
                           for name, profile in profiles.items()}
         self._secrets = secrets
         self._fixed = dict(fixed or {})
+        self._deadlines = deadlines or ModelDeadlines()
         self._resolved: dict[str, Model] = {}
         """Models are reusable across runs; building one per turn would open a new HTTP client each time."""
 
@@ -52,7 +55,10 @@ class ModelResolver:
             return self._fixed[name]
         if name not in self._resolved:
             profile = self._profiles.get(name, name)
-            model = infer_model(profile) if isinstance(profile, str) else self._openai_chat(name, profile)
+            if isinstance(profile, str):
+                model = DeadlineModel(infer_model(profile), self._deadlines)
+            else:
+                model = DeadlineModel(self._openai_chat(name, profile), profile.deadlines or self._deadlines)
             self._resolved[name] = model
         return self._resolved[name]
 

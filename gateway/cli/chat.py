@@ -56,7 +56,8 @@ async def run_chat(config: GatewayConfig, agent: str, *, secrets: SecretSource, 
             local = chat_config(config, agent, telegram.url)
             chat_secrets = SecretSource(environ={**secrets.environ, "GATEWAY_CHAT_TOKEN": TOKEN},
                                         file_values=secrets.file_values)
-            models = ModelResolver(local.models, chat_secrets, fixed={"demo:scripted": demo_model()})
+            models = ModelResolver(local.models, chat_secrets, fixed={"demo:scripted": demo_model()},
+                                   deadlines=config.model_deadlines)
             settings = Settings(database_url=database_url, redis_url=None)
             async with Gateway(local, settings, secrets=chat_secrets, models=models, registry=registry,
                                tuning=DEMO_TUNING):

@@ -47,17 +47,40 @@ SecretReference = Annotated[str, AfterValidator(_reference_only)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class ModelDeadlines(_Strict):
+    """How long a turn waits on its model, in seconds; past any of them the turn ends with a notice."""
+
+    connect: float = Field(default=10.0, gt=0)
+    """To connect to the model's server (each attempt)."""
+    first_token: float = Field(default=60.0, gt=0)
+    """From sending a request until the model's first streamed output."""
+    whole: float = Field(default=300.0, gt=0)
+    """One model request from start to last token, the provider client's retry included."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ModelDeadlines:
+        if not self.connect <= self.first_token <= self.whole:
+            raise ValueError(f"connect {self.connect:g}, first_token {self.first_token:g}, whole {self.whole:g}: "
+                             "each contains the one before it, so write connect ≤ first_token ≤ whole")
+        return self
 
 
 class OpenAIChatProfile(_Strict):
     """An OpenAI-compatible chat-completions endpoint (vLLM, Ollama, LiteLLM, OpenAI itself)."""
 
     provider: Literal["openai-chat"]
+    """An OpenAI-compatible chat-completions endpoint."""
     base_url: str
+    """The endpoint's `/v1` URL (`http://127.0.0.1:11434/v1` for Ollama)."""
     model: str
+    """The model id the endpoint knows."""
     api_key: SecretReference | None = None
     """A `${ENV_VAR}` reference, as every credential is; local servers often need none, so leave it out."""
+    deadlines: ModelDeadlines | None = None
+    """This profile's deadlines; unset: the top-level `model_deadlines`."""
 
 
 
@@ -85,12 +108,20 @@ ModelProfile = Annotated[Annotated[str, Tag("str")] | Annotated[OpenAIChatProfil
 
 class CapabilityEntry(_Strict):
     id: str = Field(min_length=1)
+    """The capability's id, as `gateway capabilities` lists it (`planning`, `web_fetch`)."""
     config: dict[str, Any] = Field(default_factory=dict)
+    """The capability's settings, checked against its own JSON Schema (`/api/v1/capabilities`)."""
     approval: Literal["default", "required", "never"] = "default"
+    """`required` asks a person before every tool call of this capability, `never` never asks; `default` keeps the
+    capability's own rule."""
     tool_approval: dict[str, Literal["default", "required", "never"]] = Field(default_factory=dict)
+    """Per stable tool id, overriding `approval`."""
     tool_overrides: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """The `name` and `description` the model sees, per stable tool id: the gate stays on the id."""
     secret_id: str | None = None
+    """The variable holding the capability's key (`NAME` or `${NAME}`), from the environment or the secrets file."""
     enabled: bool = True
+    """`false` keeps the entry but gives the agent none of its tools."""
 
 
 ApprovalMode = Literal["default", "required", "never"]
@@ -122,6 +153,7 @@ class McpServerSpec(_Strict):
     command: str | None = None
     """A program started per run that speaks MCP on stdio: code execution by configuration, operator only."""
     args: list[str] = Field(default_factory=list)
+    """The stdio program's arguments."""
     env: dict[str, SecretTemplate] = Field(default_factory=dict)
     """The stdio program's environment (nothing else of the gateway's is passed); values may be references."""
     allowed_tools: list[str] | None = None
@@ -167,6 +199,7 @@ class McpBinding(_Strict):
     """An agent's use of one MCP server (`agents[].mcp_servers[]`): a bare name, or with its overrides."""
 
     server: str
+    """The name of a server in the top-level `mcp_servers`."""
     approval: ApprovalMode = "default"
     """This agent's mode for every tool of the server; `default` keeps the server's."""
     tool_approval: dict[str, ApprovalMode] = Field(default_factory=dict)
@@ -174,16 +207,20 @@ class McpBinding(_Strict):
     tool_overrides: dict[str, dict[str, str]] = Field(default_factory=dict)
     """The `name` and `description` the model sees, per prefixed tool id: the gate stays on the id."""
     enabled: bool = True
+    """`false` keeps the binding but gives the agent none of the server's tools."""
 
 
 class AgentSpec(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    """The agent's name, as bots and delegating agents name it: letters, digits, `_.-`."""
     model: str
     """A model profile name or a pydantic-ai model string such as `openai-chat:gpt-4o`."""
     instructions: str = ""
+    """Sent as instructions on every model request, never frozen into the history."""
     description: str = ""
     """One sentence on what this agent does: how an agent that delegates to it lists it."""
     capabilities: list[CapabilityEntry] = Field(default_factory=list)
+    """Capability ids, or entries with their settings and approval rules."""
     subagents: list[str] = Field(default_factory=list)
     """Other agents of this config this one may delegate to, by name (the `subagents` capability)."""
     collections: list[str] = Field(default_factory=list)
@@ -231,13 +268,16 @@ UserReference = Annotated[str, BeforeValidator(_numeric_id), AfterValidator(_use
 
 class RateLimit(_Strict):
     messages: int = Field(gt=0)
+    """Messages one speaker may send in `per_seconds` before being asked to slow down."""
     per_seconds: int = Field(gt=0)
+    """The window, in seconds."""
 
 
 class ApprovalPolicy(_Strict):
     """Who may decide a gated tool call posted in this bot's chats, and for how long."""
 
     who: Literal["requester", "approvers", "room"] = "requester"
+    """Who may decide: the person who asked (`requester`), the `approvers` listed, or anyone in the chat (`room`)."""
     approvers: list[UserReference] = Field(default_factory=list)
     """Platform user ids or `@handles`, when `who` is `approvers`."""
     required_approvals: int = Field(default=1, ge=1, le=5)
@@ -258,13 +298,17 @@ class ApprovalPolicy(_Strict):
 
 class BindingSpec(_Strict):
     instructions: str = ""
+    """Extra instructions for this bot, added after the agent's; may use the channel placeholders."""
     access: Literal["open", "allowlist"] = "open"
+    """`open` answers everybody who can write to the bot; `allowlist` only the people in `allow`."""
     allow: list[UserReference] = Field(default_factory=list)
     """Platform user ids or `@handles` admitted when `access` is `allowlist`."""
     rate_limit: RateLimit | None = RateLimit(messages=20, per_seconds=60)
     """Per speaker; `null` turns it off."""
     history_turns: int = Field(default=50, ge=0, le=500)
+    """How many of the newest turns of the conversation the agent sees."""
     approvals: ApprovalPolicy = ApprovalPolicy()
+    """Who decides gated tool calls in this bot's chats, how many, and for how long."""
     allow_personal_memory: bool = True
     """`false` removes personal memory from this bot's one-to-one chats; group chats keep their notes."""
     allow_bots: bool = False
@@ -284,12 +328,15 @@ class BindingSpec(_Strict):
 
 class _BotSpecBase(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
+    """The bot's name in URLs (`/telegram/{name}/webhook`) and logs: letters, digits, `_-`."""
     token: SecretReference
     """A `${ENV_VAR}` reference to the bot's token."""
     api_base_url: str | None = None
     """The platform's API address, for self-hosted or compatible servers (and the tests' fakes)."""
     agent: str
+    """The agent that answers for this bot, by name."""
     binding: BindingSpec = BindingSpec()
+    """How the agent serves this bot's chats: access, rate limit, history, approvals."""
 
 
     @field_validator("api_base_url")
@@ -311,7 +358,9 @@ class _BotSpecBase(_Strict):
 
 class TelegramBotSpec(_BotSpecBase):
     platform: Literal["telegram"]
+    """The chat platform."""
     transport: Literal["polling", "webhook"] = "polling"
+    """`polling` (getUpdates, nothing exposed) or `webhook` (needs `server.public_url`, HTTPS)."""
 
     @property
     def needs_public_url(self) -> bool:
@@ -320,7 +369,10 @@ class TelegramBotSpec(_BotSpecBase):
 
 class SlackBotSpec(_BotSpecBase):
     platform: Literal["slack"]
+    """The chat platform."""
     transport: Literal["socket", "http"] = "socket"
+    """`socket` (Socket Mode, nothing exposed; needs `app_token`) or `http` (Events API; needs `signing_secret`
+    and `server.public_url`)."""
     app_token: SecretReference | None = None
     """`${ENV_VAR}` reference to the app-level `xapp-` token (Socket Mode)."""
     signing_secret: SecretReference | None = None
@@ -348,9 +400,11 @@ class SlackBotSpec(_BotSpecBase):
 
 class MattermostBotSpec(_BotSpecBase):
     platform: Literal["mattermost"]
+    """The chat platform."""
     api_base_url: str
     """The Mattermost server's URL; required, since no default server exists."""
     transport: Literal["websocket", "webhook"] = "websocket"
+    """`websocket` (the bot's event stream) or `webhook` (an outgoing webhook; needs `webhook_token`)."""
     webhook_token: SecretReference | None = None
     """`${ENV_VAR}` reference to the outgoing webhook's token, pasted from Mattermost."""
     team: str | None = None
@@ -378,7 +432,9 @@ BotSpec = Annotated[TelegramBotSpec | SlackBotSpec | MattermostBotSpec, Field(di
 
 class ServerSpec(_Strict):
     host: str = "127.0.0.1"
+    """The address the HTTP server listens on (`0.0.0.0` in a container)."""
     port: int = Field(default=8080, ge=0, le=65535)
+    """The port it listens on; 0 picks a free one."""
     public_url: str | None = None
     """Where the platforms reach this server; webhook transports need it."""
 
@@ -390,20 +446,27 @@ class CollectionSpec(_Strict):
     """A collection of documents for `knowledge` search; `gateway knowledge add NAME PATH…` fills it."""
 
     name: str = Field(pattern=_RESOURCE_NAME)
+    """The collection's name, as agents' `collections` name it."""
     description: str = ""
+    """What the collection holds: how the model is told what it may search."""
 
 
 class ContextFileSpec(_Strict):
     """A standing context file: placed in the instructions (`inject`) or read on demand (`link`)."""
 
     name: str = Field(pattern=_RESOURCE_NAME)
+    """The file's name, as agents' `context_files` name it."""
     description: str = Field(min_length=1)
     """One line on what the file holds: what `list_context` shows the model."""
     mode: Literal["inject", "link"] = "link"
+    """`inject` places it in the instructions (at most 20,000 characters); `link` lets the model read it when
+    needed (at most 200,000)."""
     format: str = Field(default="markdown", pattern=r"^[A-Za-z0-9_.+-]{1,32}$")
+    """How the model is told to read it (`markdown`, `yaml`, `csv`)."""
     path: str | None = None
     """A UTF-8 text file, by its absolute path; or give `text`."""
     text: str | None = None
+    """The content inline; or give `path`."""
 
     @model_validator(mode="after")
     def _one_source(self) -> ContextFileSpec:
@@ -416,29 +479,36 @@ class SkillFolderSpec(_Strict):
     """A folder of skills, each a subfolder with a `SKILL.md` (YAML front matter: name, description)."""
 
     name: str = Field(pattern=_RESOURCE_NAME)
+    """The folder's name, as agents' `skill_folders` name it."""
     path: str
     """The folder's absolute path."""
 class BubblewrapSandboxSpec(_Strict):
     """A shell on this host: each workspace a directory under `directory`, each command inside bubblewrap."""
 
     kind: Literal["bubblewrap"]
+    """A shell on this host, each command inside bubblewrap."""
     directory: Path
     """Where the workspaces' directories live; no default. Keep it apart from the database, this config and the
     secrets file: `gateway check` refuses it nested with the directory of any of them."""
     network: bool = False
     """Let commands use this host's network, loopback (the gateway's own services) included; off by default."""
     default: bool = False
+    """What `connection_id: null` means; a single connection is the default anyway."""
 
 
 class SandboxdSpec(_Strict):
     """A `sandboxd` service (pydantic-ai-backend's) that owns the containers."""
 
     kind: Literal["sandboxd"]
+    """A sandboxd service that owns the containers."""
     url: str
+    """The service's http(s) URL."""
     token: SecretReference
+    """A `${ENV_VAR}` reference to the service's token."""
     runtimes: list[str] = Field(default_factory=list)
     """The runtime aliases agents may name; empty: only the service's default."""
     default: bool = False
+    """What `connection_id: null` means; a single connection is the default anyway."""
 
     @field_validator("url")
     @classmethod
@@ -451,16 +521,25 @@ SandboxSpec = Annotated[BubblewrapSandboxSpec | SandboxdSpec, Field(discriminato
 
 class GatewayConfig(_Strict):
     models: dict[str, ModelProfile] = Field(default_factory=dict)
+    """Model profiles by name: a pydantic-ai model string (`openai:gpt-4o`) or an OpenAI-compatible endpoint."""
     agents: list[AgentSpec]
+    """The agents: each a model, instructions and capabilities; bots name one."""
     bots: list[BotSpec]
+    """The bots on Telegram, Slack or Mattermost, each bound to an agent."""
     server: ServerSpec = ServerSpec()
+    """The HTTP server: webhooks, `/healthz`, `/readyz`, `/metrics`."""
     collections: list[CollectionSpec] = Field(default_factory=list)
+    """Document collections for the `knowledge` capability."""
     context_files: list[ContextFileSpec] = Field(default_factory=list)
+    """Standing context files for the `context` capability."""
     skill_folders: list[SkillFolderSpec] = Field(default_factory=list)
+    """Folders of skills for the `skills` capability."""
     mcp_servers: list[McpServerSpec] = Field(default_factory=list)
     """MCP servers the operator connects; agents bind them by name (`agents[].mcp_servers`)."""
     sandboxes: dict[str, SandboxSpec] = Field(default_factory=dict)
     """Sandbox connections for `sandbox` workspaces with `backend: service`, by name (the spec's `connection_id`)."""
+    model_deadlines: ModelDeadlines = Field(default_factory=ModelDeadlines)
+    """The deadlines of every model without its own (model strings, profiles without `deadlines`)."""
 
     def default_sandbox(self) -> str | None:
         """What `connection_id: null` means: the one marked `default`, or the only one there is."""

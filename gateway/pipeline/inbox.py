@@ -220,3 +220,9 @@ def _item(row: Any) -> InboxItem:
     return InboxItem(id=row.id, bot_name=row.bot_name, conversation_key=row.conversation_key,
                      payload=row.payload, attempts=row.attempts, failures=row.failures,
                      reply_message_id=row.reply_message_id, accepted_at=row.created_at)
+
+
+def conversation_hash(key: str) -> str:
+    """A conversation key as logs and spans carry it: stable, so one conversation's turns can be followed, but no
+    chat or user id."""
+    return hashlib.sha256(key.encode()).hexdigest()[:16]

@@ -18,6 +18,7 @@ ACK_OUTCOMES: tuple[AckOutcome, ...] = get_args(AckOutcome)
 REFUSALS = ("allowlist", "rate_limit")
 TURN_OUTCOMES = ("answered", "parked", "failed")
 LEASE_CHANGES = ("acquired", "lost")
+DEGRADED_REASONS = ("redis",)
 """The closed label sets, each bot's series set to 0 at start so every one shows before it first happens."""
 
 
@@ -78,6 +79,11 @@ class GatewayMetrics:
         self._signed_in = Gauge("gateway_bot_signed_in", "1 while the platform accepts the bot's token on this "
                                 "replica, 0 when it refused it (a revoked token) or has not answered yet.", bot,
                                 registry=self.registry)
+        self._degraded = Gauge("gateway_degraded", "1 while this replica serves without a dependency, by reason: "
+                               "redis (the in-process fallback serves); it stays ready meanwhile.", ["reason"],
+                               registry=self.registry)
+        for reason in DEGRADED_REASONS:
+            self._degraded.labels(reason)
         for name in self._platforms:
             self._start_at_zero(name)
 
@@ -125,6 +131,11 @@ class GatewayMetrics:
 
     def lease_changed(self, bot: str, change: str) -> None:
         self._lease_changes.labels(*self._of(bot), change).inc()
+
+    def degraded(self, reasons: Mapping[str, bool]) -> None:
+        """Whether this replica is degraded, by reason (`DEGRADED_REASONS`)."""
+        for reason, down in reasons.items():
+            self._degraded.labels(reason).set(1 if down else 0)
 
     def api_trouble(self, platform: str, method: str, kind: str) -> None:
         """An adapter's `ApiTrouble`, once bound to its platform."""

@@ -3,7 +3,6 @@ runtime."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Mapping
@@ -29,12 +28,12 @@ from gateway.people.conversations import (
 )
 from gateway.people.scope import memory_owner
 from gateway.pipeline.attachments import fetch_attachments
-from gateway.pipeline.inbox import Inbox, InboxItem, remember_reply
+from gateway.pipeline.inbox import Inbox, InboxItem, conversation_hash, remember_reply
 from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.live_reply import LiveReply, Placeholder
 from gateway.pipeline.metrics import GatewayMetrics
+from gateway.pipeline.notices import OPERATOR_HAS_DETAILS
 from gateway.pipeline.runtime import (
-    OPERATOR_HAS_DETAILS,
     Answered,
     Parked,
     RunOutcome,
@@ -265,8 +264,3 @@ class Router:
             first = await self._cache.set_if_absent(f"slowdown:{key}", "1", ttl=limit.per_seconds)
             return SLOW_DOWN if first else ""
         return None
-
-
-def conversation_hash(key: str) -> str:
-    """A conversation key as logs carry it: stable, so one conversation's turns can be followed, but no chat id."""
-    return hashlib.sha256(key.encode()).hexdigest()[:16]

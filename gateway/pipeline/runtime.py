@@ -23,7 +23,6 @@ from pydantic_ai import (
     UsageLimits,
     UserContent,
 )
-from pydantic_ai.exceptions import AgentRunError, ModelAPIError, UsageLimitExceeded, UserError
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RunUsage
 from sqlalchemy import Connection, insert, update
@@ -44,10 +43,11 @@ from gateway.agents.models import ModelResolver
 from gateway.agents.resources import BoundResources, Resources
 from gateway.agents.run_state import RunSpills, StoredConversationState
 from gateway.agents.workspaces import StoredWorkspaces, WorkspaceWiring, workspace_keys
-from gateway.config.schema import AgentSpec, BindingSpec, ConfigError
+from gateway.config.schema import AgentSpec, BindingSpec
 from gateway.people.conversation_search import PersonalConversations
 from gateway.pipeline.attachments import Attachment, user_content
 from gateway.pipeline.live_reply import LiveReply
+from gateway.pipeline.notices import EXPLAINED_FAILURES, failure_notice, setup_fix
 from gateway.pipeline.outbox import CLAIM, RunOutbox, turn_key
 from gateway.pipeline.outbox_posting import FileChat
 from storage.db import Database
@@ -56,9 +56,6 @@ from storage.models import RunRow, utcnow
 log = logging.getLogger(__name__)
 
 REQUEST_LIMIT = 25
-OPERATOR_HAS_DETAILS = "The operator can find the details in the gateway's log."
-EXPLAINED_FAILURES = (AgentRunError, UserError, ConfigError, TimeoutError)
-"""Failures whose one log line says it all (the model, its set-up, a limit); anything else gets a traceback."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -306,10 +303,16 @@ class Runtime:
 
     async def _failed(self, run_id: int, deps: TurnDeps, reply: LiveReply, exc: Exception,
                       assembled: AssembledAgent | None) -> Failed:
-        """The chat gets a short notice, the run row the error, the log one line (a traceback only for what
-        looks like a bug of ours); the turn is done, so the inbox does not retry it."""
-        log.warning("run %d for bot %r failed: %s: %s", run_id, deps.binding.bot_name, type(exc).__name__, exc,
-                    exc_info=not isinstance(exc, EXPLAINED_FAILURES))
+        """The chat gets a short notice, the run row the error, the log one line: an ERROR with the fix for a
+        set-up the operator must correct, else a WARNING (a traceback only for what looks like a bug of ours); the
+        turn is done, so the inbox does not retry it."""
+        fix = setup_fix(exc)
+        if fix is not None:
+            log.error("run %d for bot %r failed: %s: %s; fix: %s", run_id, deps.binding.bot_name,
+                      type(exc).__name__, exc, fix)
+        else:
+            log.warning("run %d for bot %r failed: %s: %s", run_id, deps.binding.bot_name, type(exc).__name__, exc,
+                        exc_info=not isinstance(exc, EXPLAINED_FAILURES))
         refs = await reply.finish(failure_notice(exc))
         usage = assembled.delegated if assembled is not None and assembled.delegated.requests else None
         await self._set_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", usage=usage)
@@ -470,23 +473,3 @@ def _definition_snapshot(definition: AgentDefinition) -> dict[str, Any]:
 def _definition(stored: Mapping[str, Any]) -> AgentDefinition:
     return AgentDefinition(name=stored["name"], version=stored["version"],
                            spec=AgentSpec.model_validate(stored["spec"]), pins=stored.get("pins", {}))
-
-
-def failure_notice(exc: BaseException) -> str:
-    """A short reply for the chat: what kind of failure it was, without internals or secrets; the operator
-    finds the rest in the log."""
-    if isinstance(exc, UserError | ConfigError):
-        return ("Sorry, I cannot answer: this bot's model is not set up correctly (a configuration problem). "
-                f"{OPERATOR_HAS_DETAILS}")
-    if isinstance(exc, ModelAPIError):
-        return (f"Sorry, the model could not answer right now ({type(exc).__name__}). Please try again in a "
-                f"moment. {OPERATOR_HAS_DETAILS}")
-    if isinstance(exc, TimeoutError):
-        return f"Sorry, the model took too long to answer. Please try again. {OPERATOR_HAS_DETAILS}"
-    if isinstance(exc, UsageLimitExceeded):
-        return ("Sorry, this needed more model requests than one answer may use (a usage limit). Try asking for "
-                f"less at once. {OPERATOR_HAS_DETAILS}")
-    if isinstance(exc, AgentRunError):
-        return (f"Sorry, the model's answer could not be used ({type(exc).__name__}). Please try again. "
-                f"{OPERATOR_HAS_DETAILS}")
-    return f"Sorry, something went wrong on our side while answering (an internal error). {OPERATOR_HAS_DETAILS}"

@@ -17,7 +17,8 @@ from typing import TypeVar
 from opentelemetry.trace import NoOpTracer, StatusCode, Tracer
 from sqlalchemy import Connection
 
-from gateway.pipeline.inbox import Inbox, InboxItem
+from adapters.refusals import refusal
+from gateway.pipeline.inbox import Inbox, InboxItem, conversation_hash
 from storage.cache import is_cache_outage
 from storage.db import is_connection_error
 
@@ -60,8 +61,9 @@ def is_dependency_fault(exc: BaseException) -> bool:
 
 
 def turn_attributes(item: InboxItem) -> dict[str, str | int]:
-    """What a turn's span says of it: which item, which conversation; never what anybody wrote."""
-    return {"gateway.inbox_id": item.id, "gateway.conversation_key": item.conversation_key,
+    """What a turn's span says of it: which item, which conversation (hashed, as the logs carry it: a key holds
+    chat and user ids); never what anybody wrote."""
+    return {"gateway.inbox_id": item.id, "gateway.conversation": conversation_hash(item.conversation_key),
             "gateway.bot": item.bot_name, "gateway.attempt": item.attempts}
 
 
@@ -175,7 +177,12 @@ class Worker:
             await self._inbox.defer(self.worker_id, item, error, delay=wait)
             asyncio.get_running_loop().call_later(wait.total_seconds(), self.wake)  # due: look at once
             return
-        log.exception("turn for inbox item %d failed (failure %d)", item.id, item.failures + 1)
+        refused = refusal(exc)
+        if refused is not None:  # the platform's answer, a known outcome: its words say it all
+            log.warning("turn for inbox item %d failed (failure %d): the platform refused a call (%s)", item.id,
+                        item.failures + 1, refused)
+        else:
+            log.exception("turn for inbox item %d failed (failure %d)", item.id, item.failures + 1)
         if await self._inbox.fail(self.worker_id, item, error) and self._give_up is not None:
             try:
                 await self._give_up(item)

@@ -105,7 +105,7 @@ class Gateway:
         self.config = self.registry.stored(config)
         self.settings = settings
         self._secrets = secrets
-        self._models = models or ModelResolver(config.models, secrets)
+        self._models = models or ModelResolver(config.models, secrets, deadlines=config.model_deadlines)
         self._tuning = tuning
         self._migrate = migrate
         self._stack = AsyncExitStack()
@@ -208,15 +208,22 @@ class Gateway:
         def signed_in() -> dict[str, bool]:
             return {name: adapter.identity is not None for name, adapter in self.adapters.items()}
 
-        async def scrape() -> bytes:
-            return self.metrics.render(await _backlog(inbox, approvals), signed_in())
-
         async def readiness() -> Readiness:
-            """The database, and Redis when configured, decide; each bot is reported by whether it is connected."""
-            dependencies = {"database": await _answers(_database_ok(db))}
+            """The database decides, and whether any bot is signed in; Redis not answering degrades this replica
+            (the in-process fallback serves) without taking it out. Each bot is reported by whether it is connected."""
+            checks = {"database": await _answers(_database_ok(db))}
+            degraded: dict[str, str] = {}
             if self.settings.redis_url is not None:
-                dependencies["cache"] = await _answers(cache.ping())
-            return Readiness(dependencies=dependencies, bots=signed_in())
+                checks["cache"] = await _answers(cache.ping())
+                if not checks["cache"]:
+                    degraded["redis"] = REDIS_DOWN
+            answer = Readiness(checks=checks, degraded=degraded, bots=signed_in())
+            self.metrics.degraded({"redis": "redis" in degraded})
+            return answer
+
+        async def scrape() -> bytes:
+            await readiness()  # `gateway_degraded` as of this scrape
+            return self.metrics.render(await _backlog(inbox, approvals), signed_in())
 
         http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry,
                               metrics=scrape)
@@ -365,6 +372,8 @@ async def _seconds_until(when: Callable[[], Awaitable[datetime | None]]) -> floa
     return None if moment is None else (moment - utcnow()).total_seconds()
 
 
+REDIS_DOWN = ("Redis does not answer: rate limits, notices and transport leases are this replica's own until it does "
+              "(README: When Redis or PostgreSQL is down)")
 READINESS_TIMEOUT = 2.0
 """Seconds one readiness check may take; a dependency that does not answer by then counts as down."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -21,15 +21,31 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Readiness:
-    """What `/readyz` says. A False dependency makes this replica useless and takes it out (503); a bot that is
-    not connected (a revoked token, say) is only reported, since the replica still serves every other bot."""
+    """What `/readyz` says. Only what leaves this replica unable to accept work takes it out (503): the database
+    not answering, or bots configured and none signed in (no transport, no webhook it could verify). Redis not
+    answering only degrades it (the in-process fallback serves), so it stays in rotation and says why; a bot that
+    is not connected (a revoked token, say) is only reported, since the replica still serves every other bot."""
 
-    dependencies: Mapping[str, bool]
+    checks: Mapping[str, bool]
+    """Every dependency asked, by name: `database`, and `cache` (Redis) when one is configured."""
+    essential: frozenset[str] = frozenset({"database"})
+    """The checks this replica cannot serve without."""
+    degraded: Mapping[str, str] = field(default_factory=dict)
+    """What this replica serves without, by reason (`redis`), with what that costs."""
     bots: Mapping[str, bool]
 
     @property
     def ready(self) -> bool:
-        return all(self.dependencies.values())
+        transport = not self.bots or any(self.bots.values())
+        return transport and all(self.checks.get(name, False) for name in self.essential)
+
+    @property
+    def status(self) -> str:
+        return "unavailable" if not self.ready else "degraded" if self.degraded else "ok"
+
+    def body(self) -> dict[str, object]:
+        return {"ready": self.ready, "status": self.status, "degraded": dict(self.degraded),
+                "checks": dict(self.checks), "bots": dict(self.bots)}
 
 
 ReadinessCheck = Callable[[], Awaitable[Readiness]]
@@ -68,8 +84,7 @@ def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness
     @app.get("/readyz")
     async def readyz() -> JSONResponse:
         answer = await readiness()
-        return JSONResponse({"ready": answer.ready, "checks": dict(answer.dependencies), "bots": dict(answer.bots)},
-                            status_code=200 if answer.ready else 503)
+        return JSONResponse(answer.body(), status_code=200 if answer.ready else 503)
 
     if metrics is not None:
         @app.get("/metrics")

@@ -90,8 +90,9 @@ def configure_logging(level: str = "INFO", log_format: LogFormat = "text") -> No
     quiet_leaky_loggers()
 
 
-HTTP_CLIENTS = ("httpx", "urllib3")
-"""Their one line per request is shown at DEBUG only: a model call a second must not crowd out the turns."""
+HTTP_CLIENTS = ("httpx", "httpx2", "urllib3")
+"""Their one line per request is shown at DEBUG only: a model call a second must not crowd out the turns. httpx2 is
+the fork pydantic-ai's model clients use."""
 
 
 def quiet_leaky_loggers() -> None:
@@ -99,7 +100,7 @@ def quiet_leaky_loggers() -> None:
     httpcore every header exchange. The HTTP clients' request lines (Telegram puts the token in the URL, which the
     redactor replaces) are shown only when the root logger is at DEBUG.
     """
-    for name in ("httpcore", "aiosqlite", "sqlalchemy.engine", "slack_sdk"):
+    for name in ("httpcore", "httpcore2", "aiosqlite", "sqlalchemy.engine", "slack_sdk"):
         logging.getLogger(name).setLevel(logging.WARNING)
     debugging = logging.getLogger().getEffectiveLevel() <= logging.DEBUG
     for name in HTTP_CLIENTS:

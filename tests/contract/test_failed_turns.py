@@ -21,8 +21,8 @@ from tests.scripted import calls_then_answers, fails
 
 PLATFORMS = ["telegram", "slack", "mattermost"]
 DETAILS = "The operator can find the details in the gateway's log."
-CONFIGURATION = ("Sorry, I cannot answer: this bot's model is not set up correctly (a configuration problem). "
-                 + DETAILS)
+CONFIGURATION = ("Sorry, I cannot answer: this bot is not set up correctly (a configuration problem). "
+                 "The operator has been told; trying again will not help until it is fixed.")
 INTERNAL = "Sorry, something went wrong on our side while answering (an internal error). " + DETAILS
 
 
