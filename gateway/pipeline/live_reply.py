@@ -57,7 +57,10 @@ def waits_for_text(adapter: ChatOutput) -> bool:
 class LiveReply:
     """Owns the throttling; a retried turn edits the message its first attempt posted."""
 
-    def __init__(self, adapter: ChatOutput, address: ChatAddress, *, placeholder: Placeholder | None = None) -> None:
+    def __init__(self, adapter: ChatOutput, address: ChatAddress, *, placeholder: Placeholder | None = None,
+                 posting: Callable[[], None] | None = None) -> None:
+        """`posting` is told just before the first post, which clears the platform's typing indicator."""
+        self._posting = posting or (lambda: None)
         self._adapter = adapter
         self._address = address
         self._placeholder = placeholder
@@ -97,6 +100,7 @@ class LiveReply:
             return None
         # No typing beside it: a message from the bot clears its typing status on Mattermost, so the placeholder
         # is the sign. Typing is for a message that waits for its turn (`Intake`).
+        self._posting()
         self._ref = await self._first_post()
         self._shown = PLACEHOLDER
         self._last_edit = time.monotonic()
@@ -128,6 +132,7 @@ class LiveReply:
 
     async def _post_first(self, text: str) -> MessageRef:
         await self._stop_typing()  # before the post, which clears it: a late typing call would show it again
+        self._posting()
         ref = await self._adapter.send(self._address, text)
         self._ref, self._shown = ref, text
         self._last_edit = time.monotonic()

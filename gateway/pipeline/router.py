@@ -189,24 +189,20 @@ class Router:
         the run's row and the placeholder's id; the answer's rows are committed with the item's end. Where the
         first post waits for text (`waits_for_text`), it is stored by itself right after it is posted."""
         placeholder = Placeholder(recorded_id=item.reply_message_id, key=inbound.logical_id,
-                                  record=partial(self._first_posted, item.id, inbound.address.conversation_key),
+                                  record=partial(self._inbox.remember_reply, item.id),
                                   answering=inbound.message_id, retried=item.attempts > 1)
-        reply = LiveReply(adapter, inbound.address, placeholder=placeholder)
+        # The first post clears the typing: a message queued after it is shown typing again at once.
+        reply = LiveReply(adapter, inbound.address, placeholder=placeholder,
+                          posting=partial(self._typing.cleared, inbound.address.conversation_key))
         try:
             return await self._answer_in(reply, adapter, inbound, binding, item)
         finally:
             await reply.cancel()  # a turn that failed before its first post must not keep showing typing
 
-    async def _first_posted(self, item_id: int, conversation_key: str, message_id: str) -> None:
-        self._typing.cleared(conversation_key)  # the post cleared it: a message queued next shows it again
-        await self._inbox.remember_reply(item_id, message_id)
-
     async def _answer_in(self, reply: LiveReply, adapter: Chat, inbound: Inbound, binding: Binding,
                          item: InboxItem) -> Finish | None:
         started = time.monotonic()
         shown = await reply.start(record=False)
-        if shown is not None:
-            self._typing.cleared(inbound.address.conversation_key)
         group = not inbound.address.is_direct
         speaker = inbound.speaker
         prompt = speaker_line(speaker.display_name, inbound.text, group)
