@@ -39,6 +39,8 @@ class HeldModel:
 
     def __init__(self, *, first_text: bool) -> None:
         self.held: list[str] = []
+        self.all_held = asyncio.Event()
+        """Set once TURNS requests are held."""
         self._first_text = first_text
         self._released = asyncio.Event()
         self._server = AsyncExitStack()
@@ -65,6 +67,8 @@ class HeldModel:
         await response.prepare(request)
         if not self._released.is_set():
             self.held.append(said)
+            if len(self.held) == TURNS:
+                self.all_held.set()
             if self._first_text:
                 await _chunk(response, {"role": "assistant", "content": f"thinking about {said}"})
             await self._released.wait()  # the process that asked is killed meanwhile
@@ -126,7 +130,9 @@ async def crash_and_restart(tmp_path: Path, model: HeldModel, bot: dict[str, Any
     async with serving(config, env, port) as first:
         for turn in range(TURNS):
             await say(turn)
-        await wait_for(lambda: len(model.held) == TURNS and signs_shown(), timeout=60)
+        async with asyncio.timeout(60):
+            await model.all_held.wait()
+        await wait_for(signs_shown, timeout=60)
         first.send_signal(signal.SIGKILL)
         killed = time.monotonic()
         await first.wait()
