@@ -213,11 +213,14 @@ class LiveReply:
         return ref
 
     async def cancel(self) -> None:
-        """Stop the edits and the typing running in the background (a first post under way still completes)."""
+        """Stop the edits and the typing running in the background. A first post under way completes, its id
+        stored, before this returns: a turn cut short (a shutdown) leaves a message its retry edits."""
         if self._flusher is not None:
             await cancel_and_wait(self._flusher)
             self._flusher = None
         await self._stop_typing()
+        if self._first is not None:
+            await asyncio.wait([self._first])  # its failure, if any, was the flush's to report (or finish retries)
 
     async def _flush_later(self) -> None:
         interval = self._adapter.limits.edit_interval
