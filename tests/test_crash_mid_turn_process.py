@@ -9,7 +9,7 @@ import json
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -85,27 +85,47 @@ async def _chunk(response: web.StreamResponse, delta: dict[str, Any], finish: st
     await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
 
+Connected = Callable[[], Awaitable[None]]
+"""Returns once a `gateway serve` started after the last call has connected to the platform (a platform event)."""
+
+
+def connections(calls: Callable[[], list[Any]], method: str, wait_for: Callable[..., Awaitable[None]]) -> Connected:
+    """A `Connected` for a platform whose transport starts with `method` (getUpdates, apps.connections.open)."""
+    seen = 0
+
+    async def connected() -> None:
+        nonlocal seen
+        before = seen
+        await wait_for(lambda: sum(c.method == method for c in calls()) > before, timeout=60)
+        seen = sum(c.method == method for c in calls())
+    return connected
+
+
 @asynccontextmanager
-async def serving(config: Path, env: dict[str, str], port: int) -> AsyncIterator[asyncio.subprocess.Process]:
-    """A `gateway serve` process, once its readiness probe answers 200 with every bot connected."""
+async def serving(config: Path, env: dict[str, str], port: int,
+                  connected: Connected) -> AsyncIterator[asyncio.subprocess.Process]:
+    """A `gateway serve` process, once it connected to the platform and its readiness probe answers 200."""
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "gateway", "serve", "-c", str(config), cwd=config.parent, env=env,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
     try:
-        async with httpx.AsyncClient() as client, asyncio.timeout(60):
-            while True:
-                try:
-                    ready = await client.get(f"http://127.0.0.1:{port}/readyz")
-                    if ready.status_code == 200 and all(ready.json()["bots"].values()):
-                        break
-                except httpx.TransportError:  # not listening yet
-                    pass
-                await asyncio.sleep(0.1)  # a probe, not a wait on an outcome: readiness has no event to await
+        await connected()
+        async with httpx.AsyncClient() as client, asyncio.timeout(10):
+            while not await _ready(client, port):  # moments after the transport: its HTTP server may still bind
+                pass
         yield process
     finally:
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def _ready(client: httpx.AsyncClient, port: int) -> bool:
+    try:
+        ready = await client.get(f"http://127.0.0.1:{port}/readyz")
+    except httpx.ConnectError:
+        return False
+    return ready.status_code == 200 and all(ready.json()["bots"].values())
 
 
 def write_config(tmp_path: Path, model: HeldModel, bot: dict[str, Any], port: int) -> Path:
@@ -120,14 +140,14 @@ def write_config(tmp_path: Path, model: HeldModel, bot: dict[str, Any], port: in
 
 
 async def crash_and_restart(tmp_path: Path, model: HeldModel, bot: dict[str, Any], secrets: dict[str, str], *,
-                            say: Callable[[int], Any], signs_shown: Callable[[], bool],
+                            connected: Connected, say: Callable[[int], Any], signs_shown: Callable[[], bool],
                             wait_for: Callable[..., Any], answers: Callable[[], dict[int, list[str]]]) -> None:
     """Start, say TURNS messages, kill -9 once `signs_shown()`, restart on the same database, wait until every
     turn's answer is in its chat; print the figures."""
     port = free_port()
     config = write_config(tmp_path, model, bot, port)
     env = gateway_env({"DATABASE_URL": f"sqlite:///{tmp_path / 'gateway.db'}", **secrets})
-    async with serving(config, env, port) as first:
+    async with serving(config, env, port, connected) as first:
         for turn in range(TURNS):
             await say(turn)
         async with asyncio.timeout(60):
@@ -145,7 +165,7 @@ async def crash_and_restart(tmp_path: Path, model: HeldModel, bot: dict[str, Any
                 answered.setdefault(turn, time.monotonic() - killed)
         return len(answered) == TURNS
 
-    async with serving(config, env, port):
+    async with serving(config, env, port, connected):
         ready = time.monotonic() - killed
         await wait_for(note_answers, timeout=GIVE_UP_AFTER)
     print(f"\n{bot['platform']}: {TURNS} turns killed mid-turn; restarted process ready {ready:.1f} s after the kill, "
@@ -176,6 +196,7 @@ async def test_telegram_turns_killed_mid_turn_are_answered_once_with_nothing_lef
            "agent": "assistant"}
     async with HeldModel(first_text=first_text) as model:
         await crash_and_restart(tmp_path, model, bot, {"TG_TOKEN": TOKEN}, say=say, signs_shown=signs_shown,
+                                connected=connections(lambda: telegram.calls, "getUpdates", telegram.wait_for),
                                 wait_for=telegram.wait_for, answers=answers)
     if not first_text:  # nothing was posted before the kill: nothing can be left above an answer
         assert answers() == {turn: [f"echo: turn {turn}"] for turn in range(TURNS)}
@@ -203,6 +224,7 @@ async def test_slack_turns_killed_right_after_their_placeholders_are_answered_in
         await slack.user_says(rooms[turn], people[turn], f"turn {turn}")
 
     async with HeldModel(first_text=False) as model:
-        await crash_and_restart(tmp_path, model, bot.spec(slack) | {"agent": "assistant"}, bot.secrets(), say=say,
-                                signs_shown=signs_shown, wait_for=slack.wait_for, answers=answers)
+        await crash_and_restart(tmp_path, model, bot.spec(slack), bot.secrets(), say=say, signs_shown=signs_shown,
+                                connected=connections(lambda: slack.calls, "apps.connections.open", slack.wait_for),
+                                wait_for=slack.wait_for, answers=answers)
     assert answers() == {turn: [f"echo: turn {turn}"] for turn in range(TURNS)}
