@@ -227,8 +227,8 @@ class LiveReply:
         await asyncio.sleep(max(0.0, self._last_edit + interval - time.monotonic()))
         if self._wanted == self._shown or not self._wanted.strip():
             return
-        # Nothing is posted for a status line alone: the typing shows the run at work until its first text.
-        first = self._ref is None and waits_for_text(self._adapter) and bool(self._streamed.strip())
+        # A first post is text (the answer so far, or a status line), never a bare "…" the typing stands for.
+        first = self._ref is None and waits_for_text(self._adapter) and self._wanted != PLACEHOLDER
         if self._ref is None and not first:
             return
         wanted = self._wanted
