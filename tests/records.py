@@ -55,3 +55,19 @@ async def until_done(database_url: str, count: int) -> None:
                 await asyncio.sleep(0.02)
     finally:
         await observer.close()
+
+
+async def until_replies_recorded(database_url: str, count: int) -> None:
+    """Wait (through a second engine) until `count` inbox items have their reply's message id stored."""
+    observer = Database(database_url)
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                async with observer.session() as session:
+                    recorded = (await session.execute(select(InboxRow.id)
+                                                      .where(InboxRow.reply_message_id.is_not(None)))).all()
+                if len(recorded) >= count:
+                    return
+                await asyncio.sleep(0.02)
+    finally:
+        await observer.close()

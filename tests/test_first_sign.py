@@ -1,4 +1,5 @@
-"""A message that has to wait for its turn is shown seen at once: typing, sent after its commit."""
+"""The first sign on Telegram is typing, kept up until the first text; a message that has to wait for its turn is
+shown typing at once too, after its commit. Nothing is posted before there is text: no "…" a crash could strand."""
 
 from __future__ import annotations
 
@@ -8,27 +9,54 @@ from collections.abc import AsyncIterator
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from gateway.pipeline.live_reply import PLACEHOLDER
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, running_gateway, said_by
 from tests.scripted import waits_for
+
+
+def typed(telegram: FakeTelegram) -> int:
+    return sum(1 for c in telegram.calls if c.method == "sendChatAction" and c.params.get("action") == "typing")
+
+
+def posted(telegram: FakeTelegram) -> list[str]:
+    return [str(c.params.get("text")) for c in telegram.calls if c.method == "sendMessage"]
+
+
+async def test_a_turn_shows_typing_until_its_first_text_and_posts_nothing_before(telegram: FakeTelegram,
+                                                                                sqlite_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    user = telegram.add_user(101, "Ada", username="ada")
+    chat = telegram.private_chat(user)
+    gate = asyncio.Event()
+
+    async def stream(_messages: list[ModelMessage], _info: AgentInfo) -> AsyncIterator[str]:
+        await gate.wait()  # a model slow to say anything
+        yield "the answer"
+
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
+                               model=FunctionModel(stream_function=stream)):
+        await telegram.user_says(bot.token, chat, user, "hi")
+        await telegram.wait_for(lambda: typed(telegram) >= 2, timeout=15)  # shown, then shown again before it lapses
+        assert posted(telegram) == []
+        gate.set()
+        await telegram.wait_for(lambda: said_by(telegram, chat, bot) == ["the answer"])
+    assert posted(telegram) == ["the answer"]
+    assert PLACEHOLDER not in posted(telegram)
 
 
 async def test_a_queued_message_shows_typing_before_its_turn(telegram: FakeTelegram, sqlite_url: str) -> None:
     bot = TelegramBot().register(telegram)
     user = telegram.add_user(101, "Ada", username="ada")
     chat = telegram.private_chat(user)
-    gate, started = asyncio.Event(), asyncio.Event()
+    gate = asyncio.Event()
     async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
-                               model=waits_for(gate, "done", started=started)):
+                               model=waits_for(gate, "done")):
         await telegram.user_says(bot.token, chat, user, "first")
-        await asyncio.wait_for(started.wait(), 10)
-
-        def typed() -> int:
-            return sum(1 for c in telegram.calls if c.method == "sendChatAction" and c.params.get("action") == "typing")
-
-        assert typed() == 0  # a turn that starts at once shows its placeholder, which would clear typing anyway
+        await telegram.wait_for(lambda: len(said_by(telegram, chat, bot)) == 1)  # its first text, posted
+        shown = typed(telegram)
         await telegram.user_says(bot.token, chat, user, "second")  # waits behind the first turn of its chat
-        await telegram.wait_for(lambda: typed() == 1)
+        await telegram.wait_for(lambda: typed(telegram) == shown + 1)
         assert len(said_by(telegram, chat, bot)) == 1  # only the first turn has posted
         gate.set()
         await telegram.wait_for(lambda: said_by(telegram, chat, bot).count("thinking done") == 2)
@@ -49,21 +77,22 @@ async def test_a_post_by_the_bot_clears_typing_so_the_next_queued_message_shows_
         await gates[turn].wait()
         yield f"done {turn}"
 
-    def typed() -> int:
-        return sum(1 for c in telegram.calls if c.method == "sendChatAction" and c.params.get("action") == "typing")
+    def posts() -> int:
+        return len(said_by(telegram, chat, bot))
 
     async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
                                model=FunctionModel(stream_function=stream)):
         await telegram.user_says(bot.token, chat, user, "first")
-        await telegram.wait_for(lambda: len(started) == 1)
+        await telegram.wait_for(lambda: posts() == 1)
+        shown = typed(telegram)
         await telegram.user_says(bot.token, chat, user, "second")  # queued: typing
-        await telegram.wait_for(lambda: typed() == 1)
+        await telegram.wait_for(lambda: typed(telegram) == shown + 1)
         await telegram.user_says(bot.token, chat, user, "third")  # queued too, and typing still shows
-        gates[0].set()  # the first turn ends; the second posts its placeholder, which clears the typing
-        await telegram.wait_for(lambda: len(started) == 2)
+        gates[0].set()  # the first turn ends; the second posts its first text, which clears the typing
+        await telegram.wait_for(lambda: posts() == 2)
+        shown = typed(telegram)
         await telegram.user_says(bot.token, chat, user, "fourth")  # queued again, seconds after the first typing
-        await telegram.wait_for(lambda: typed() == 2)
+        await telegram.wait_for(lambda: typed(telegram) == shown + 1)
         for gate in gates:
             gate.set()
         await telegram.wait_for(lambda: sum(t.startswith("thinking done") for t in said_by(telegram, chat, bot)) == 4)
-    assert typed() == 2

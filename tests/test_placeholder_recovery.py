@@ -1,8 +1,10 @@
 """A turn cut short between posting its placeholder and recording it leaves no "…" behind where the platform
-lets the retry find it: the process dies waiting for the post's answer, and the next attempt answers in it."""
+lets the retry find it: the process dies waiting for the post's answer, and the next attempt answers in it. On
+Telegram, which cannot find it, the first post waits for text and is recorded at once: the retry answers in it."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from datetime import timedelta
 
@@ -10,10 +12,13 @@ import pytest
 
 from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.slack import FakeSlack
-from tests.harness import FAST
+from tests.fakes.telegram import FakeTelegram
+from tests.harness import FAST, TelegramBot, said_by
+from tests.harness import running_gateway as telegram_gateway
 from tests.mattermost_harness import MattermostBot
 from tests.mattermost_harness import running_gateway as mattermost_gateway
-from tests.scripted import echoes
+from tests.records import until_replies_recorded
+from tests.scripted import echoes, waits_for
 from tests.slack_harness import SlackBot
 from tests.slack_harness import running_gateway as slack_gateway
 
@@ -59,3 +64,23 @@ async def test_slack_retry_answers_in_the_placeholder_its_crashed_attempt_left(
                                                                                      thread_ts=thread)))
     assert slack.texts(room, by=bot.app, thread_ts=thread) == [
         "echo: hello" if where == "dm" else "echo: [Alice] hello"]
+
+
+async def test_telegram_retry_answers_in_the_first_text_its_crashed_attempt_posted(
+        telegram: FakeTelegram, sqlite_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with telegram_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
+                                model=waits_for(asyncio.Event(), "never said"), tuning=RETRY_SOON) as crashing:
+        await telegram.user_says(bot.token, chat, alice, "hello")
+        await telegram.wait_for(lambda: len(said_by(telegram, chat, bot)) == 1)  # the first text, nothing before it
+        await until_replies_recorded(sqlite_url, 1)
+        await crashing.abort()
+    [first] = telegram.bot_messages(chat["id"])
+    assert first["text"].strip() == "thinking"
+    async with telegram_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=echoes(),
+                                tuning=RETRY_SOON):
+        await telegram.wait_for(lambda: said_by(telegram, chat, bot) == ["echo: hello"])
+    assert [m["message_id"] for m in telegram.bot_messages(chat["id"])] == [first["message_id"]]
+    assert not any(c.method == "sendMessage" and c.params.get("text") == "…" for c in telegram.calls)

@@ -109,7 +109,9 @@ class Inbox:
         await self._db.run(work, single=True)
 
     async def remember_reply(self, item_id: int, message_id: str) -> None:
-        await self._db.run(lambda connection: remember_reply(connection, item_id, message_id), single=True)
+        """Urgent, ahead of the turns' transactions: until it lands, a crash strands the post it records."""
+        await self._db.run(lambda connection: remember_reply(connection, item_id, message_id), urgent=True,
+                           single=True)
 
     async def complete(self, worker_id: str, item_id: int,
                        also: Callable[[Connection], None] | None = None) -> bool:

@@ -12,14 +12,13 @@ from typing import Any
 from adapters.base import ApprovalClick, Deliver, Inbound, MalformedPayload
 from adapters.protocols import FollowsThreads, Parser, ShowsTyping
 from gateway.pipeline.inbox import Inbox
+from gateway.pipeline.live_reply import TYPING_LASTS
 from gateway.pipeline.metrics import AckOutcome, GatewayMetrics
 
 log = logging.getLogger(__name__)
 
 KEY_LIMIT = 512
 """Characters of the inbox's `logical_id` and `conversation_key` columns."""
-TYPING_LASTS = 4.0
-"""Seconds a typing indicator shows (Telegram: 5): a conversation is not told again sooner."""
 
 
 class TypingShown:

@@ -1,4 +1,9 @@
-"""One answer, shown as it streams: a placeholder edited about once a second, then the full text."""
+"""One answer, shown as it streams: a message edited about once a second, then the full text.
+
+Where a retry can find a stray first post again (Slack, Mattermost), the message is a "…" placeholder posted at
+once. Where it cannot (Telegram), nothing is posted until there is text: the chat shows the platform's typing,
+refreshed until then, and the first post's id is stored right after it is posted.
+"""
 
 from __future__ import annotations
 
@@ -10,28 +15,31 @@ from dataclasses import dataclass
 
 from adapters.base import ChatAddress, MessageRef
 from adapters.markdown.chunking import split_text
-from adapters.protocols import ChatOutput, FindsOwnPosts, PostsOnce
+from adapters.protocols import ChatOutput, FindsOwnPosts, PostsOnce, ShowsTyping
 from gateway.pipeline.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
 PLACEHOLDER = "…"
+TYPING_LASTS = 4.0
+"""Seconds a typing indicator shows (Telegram: 5, or until the bot posts): it is sent again this often."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Placeholder:
-    """What keeps a turn to one placeholder across its attempts.
+    """What keeps a turn to one reply message across its attempts.
 
-    An attempt killed between posting the placeholder and recording its id leaves a "…" nobody recorded.
+    An attempt killed between posting its first message and recording its id leaves a message nobody recorded.
     Where the platform allows, the retry does not post a second one beside it: Mattermost returns the first
     post for the same `key`, and Slack and Mattermost read back the bot's own "…" after `answering`.
-    Telegram can do neither: there the stray "…" stays (the window is one database write).
+    Telegram can do neither: there the first post waits for text and is recorded at once, so a kill leaves
+    a stray only between `sendMessage`'s answer and that one write, and the stray is the first text, not a "…".
     """
 
     recorded_id: str | None
-    """The placeholder an earlier attempt posted and recorded; edited again instead of posting."""
+    """The message an earlier attempt posted and recorded; edited again instead of posting."""
     record: Callable[[str], Awaitable[None]]
-    """Stores the id of a placeholder just posted (or found), for the next attempt."""
+    """Stores the id of a message just posted (or found), for the next attempt."""
     key: str
     """The same in every attempt of the turn: the logical id of the message answered."""
     answering: str
@@ -40,10 +48,19 @@ class Placeholder:
     """An earlier attempt ran: it may have posted a placeholder it did not record."""
 
 
-class LiveReply:
-    """Owns the throttling; a retried turn edits the placeholder its first attempt posted."""
+def waits_for_text(adapter: ChatOutput) -> bool:
+    """Whether the first post waits for text, typing shown meanwhile: a platform where a retry could neither
+    find a stray "…" again nor post idempotently, and that shows typing."""
+    return isinstance(adapter, ShowsTyping) and not isinstance(adapter, PostsOnce | FindsOwnPosts)
 
-    def __init__(self, adapter: ChatOutput, address: ChatAddress, *, placeholder: Placeholder | None = None) -> None:
+
+class LiveReply:
+    """Owns the throttling; a retried turn edits the message its first attempt posted."""
+
+    def __init__(self, adapter: ChatOutput, address: ChatAddress, *, placeholder: Placeholder | None = None,
+                 posting: Callable[[], None] | None = None) -> None:
+        """`posting` is told just before the first post, which clears the platform's typing indicator."""
+        self._posting = posting or (lambda: None)
         self._adapter = adapter
         self._address = address
         self._placeholder = placeholder
@@ -55,8 +72,12 @@ class LiveReply:
         self._status = ""
         self._last_edit = 0.0
         self.posted_at: float | None = None
-        """`time.monotonic()` when this attempt first showed something in the chat (posted or adopted)."""
+        """`time.monotonic()` when this attempt first showed something in the chat (posted, adopted, or typing
+        where the first post waits for text)."""
         self._flusher: asyncio.Task[None] | None = None
+        self._typing: asyncio.Task[None] | None = None
+        self._first: asyncio.Task[MessageRef] | None = None
+        """The first post where it waits for text: one task, so a flush and `finish` never post it twice."""
 
     @property
     def message_id(self) -> str | None:
@@ -67,19 +88,62 @@ class LiveReply:
         """Everything streamed so far (the preview may show less)."""
         return self._streamed
 
-    async def start(self, *, record: bool = True) -> MessageRef:
-        """Post the placeholder (or adopt the stored one) before the model is asked anything; `record=False`
-        leaves storing its id to the caller (in the transaction that starts the turn)."""
-        if self._ref is None:
-            # No typing beside it: a message from the bot clears its typing status on Telegram and Mattermost, so
-            # the placeholder is the sign. Typing is for a message that waits for its turn (`Intake`).
-            self._ref = await self._first_post()
-            self._shown = PLACEHOLDER
-            self._last_edit = time.monotonic()
-            self.posted_at = self._last_edit
-            if self._placeholder is not None and record:
-                await self._placeholder.record(self._ref.message_id)
+    async def start(self, *, record: bool = True) -> MessageRef | None:
+        """The first sign, before the model is asked anything: the placeholder posted (or the stored one adopted),
+        or, where the first post waits for text, typing (None: nothing posted yet). `record=False` leaves storing
+        a placeholder posted here to the caller (in the transaction that starts the turn); a first post that waits
+        for text is always stored at once, by `Placeholder.record`."""
+        if self._ref is not None or self._typing is not None:
+            return self._ref
+        if waits_for_text(self._adapter):
+            self._typing = asyncio.create_task(self._keep_typing())
+            return None
+        # No typing beside it: a message from the bot clears its typing status on Mattermost, so the placeholder
+        # is the sign. Typing is for a message that waits for its turn (`Intake`).
+        self._posting()
+        self._ref = await self._first_post()
+        self._shown = PLACEHOLDER
+        self._last_edit = time.monotonic()
+        self.posted_at = self._last_edit
+        if self._placeholder is not None and record:
+            await self._placeholder.record(self._ref.message_id)
         return self._ref
+
+    async def _keep_typing(self) -> None:
+        """Typing until the first post: Telegram shows it for 5 seconds, so it is sent again every TYPING_LASTS."""
+        assert isinstance(self._adapter, ShowsTyping)
+        while True:
+            try:
+                await self._adapter.show_typing(self._address)
+                if self.posted_at is None:
+                    self.posted_at = time.monotonic()
+            except Exception as exc:  # the typing indicator is a courtesy; its failure changes nothing
+                log.debug("typing indicator failed in %s: %s", self._address.conversation_key, exc)
+            await asyncio.sleep(TYPING_LASTS)
+
+    async def _posted_once(self, text: str) -> MessageRef:
+        """The reply's message: the one already posted, or the first post with `text`, stored at once."""
+        if self._ref is not None:
+            return self._ref
+        if self._first is None or self._first.done():  # done without a message: that post failed, try again
+            self._first = asyncio.create_task(self._post_first(text))
+        # Shielded: a flush cancelled by `finish` must not cut the post off between its call and its record.
+        return await asyncio.shield(self._first)
+
+    async def _post_first(self, text: str) -> MessageRef:
+        await self._stop_typing()  # before the post, which clears it: a late typing call would show it again
+        self._posting()
+        ref = await self._adapter.send(self._address, text)
+        self._ref, self._shown = ref, text
+        self._last_edit = time.monotonic()
+        self.posted_at = self.posted_at or self._last_edit
+        if self._placeholder is not None:
+            await self._placeholder.record(ref.message_id)
+        return ref
+
+    async def _stop_typing(self) -> None:
+        if self._typing is not None:
+            await cancel_and_wait(self._typing)
 
     async def _first_post(self) -> MessageRef:
         return await self._stray() or await self._post()
@@ -129,10 +193,11 @@ class LiveReply:
             self._flusher = asyncio.create_task(self._flush_later())
 
     async def finish(self, text: str) -> list[MessageRef]:
-        """Replace the placeholder with the answer; what does not fit continues in new messages."""
+        """Replace the placeholder (or the text so far) with the answer, or post it first where the first post
+        waits for text; what does not fit continues in new messages."""
         await self.cancel()
-        ref = await self.start()
         pieces = split_text(text, self._adapter.limits.max_edit_text) or ["(no answer)"]
+        ref = await self._message(pieces[0])
         if pieces[0] != self._shown:
             await self._adapter.edit(ref, pieces[0])
         refs = [ref]
@@ -140,22 +205,41 @@ class LiveReply:
             refs.append(await self._adapter.send(self._address, piece))
         return refs
 
+    async def _message(self, text: str) -> MessageRef:
+        if self._ref is None and waits_for_text(self._adapter):
+            return await self._posted_once(text)
+        ref = await self.start()
+        assert ref is not None  # a placeholder was posted or adopted
+        return ref
+
     async def cancel(self) -> None:
+        """Stop the edits and the typing running in the background. A first post under way completes, its id
+        stored, before this returns: a turn cut short (a shutdown) leaves a message its retry edits."""
         if self._flusher is not None:
             await cancel_and_wait(self._flusher)
             self._flusher = None
+        await self._stop_typing()
+        if self._first is not None:
+            await asyncio.wait([self._first])  # its failure, if any, was the flush's to report (or finish retries)
 
     async def _flush_later(self) -> None:
         interval = self._adapter.limits.edit_interval
         await asyncio.sleep(max(0.0, self._last_edit + interval - time.monotonic()))
-        if self._ref is None or self._wanted == self._shown or not self._wanted.strip():
+        if self._wanted == self._shown or not self._wanted.strip():
+            return
+        # A first post is text (the answer so far, or a status line), never a bare "…" the typing stands for.
+        first = self._ref is None and waits_for_text(self._adapter) and self._wanted != PLACEHOLDER
+        if self._ref is None and not first:
             return
         wanted = self._wanted
         self._last_edit = time.monotonic()
         try:
-            await self._adapter.edit(self._ref, wanted)
-            self._shown = wanted
-        except Exception as exc:  # a failed preview edit must not end the turn; finish() retries
+            if self._ref is None:
+                await self._posted_once(wanted)
+            else:
+                await self._adapter.edit(self._ref, wanted)
+                self._shown = wanted
+        except Exception as exc:  # a failed preview must not end the turn; finish() retries
             log.warning("live edit failed in %s: %s", self._address.conversation_key, exc)
         if self._wanted != self._shown:
             self._flusher = asyncio.create_task(self._flush_later())

@@ -53,8 +53,9 @@ class GatewayMetrics:
                                 "allowlist, rate_limit.", [*bot, "reason"], registry=self.registry)
         self._turns = Counter("gateway_turns", "Turns run, by outcome: answered, parked, failed.", [*bot, "outcome"],
                               registry=self.registry)
-        self._first_post = Histogram("gateway_turn_first_post_seconds", "From the turn's start to its first post "
-                                     "in the chat (the placeholder).", bot, buckets=LATENCY_BUCKETS,
+        self._first_post = Histogram("gateway_turn_first_post_seconds", "From the turn's start to its first sign "
+                                     "in the chat (the placeholder, or typing where the first post waits for "
+                                     "text).", bot, buckets=LATENCY_BUCKETS,
                                      registry=self.registry)
         self._final = Histogram("gateway_turn_final_text_seconds", "From the turn's start to the final text "
                                 "(answer, waiting line or failure notice) in the chat.", bot,

@@ -184,15 +184,24 @@ class Router:
         await self._inbox.remember_reply(item.id, ref.message_id)
 
     async def _answer(self, adapter: Chat, inbound: Inbound, binding: Binding, item: InboxItem) -> Finish | None:
-        """The placeholder first (the person sees the bot react), then one transaction for the user's turn, the
-        history, the run's row and the placeholder's id; the answer's rows are committed with the item's end."""
+        """The first sign (the person sees the bot react), then one transaction for the user's turn, the history,
+        the run's row and the placeholder's id; the answer's rows are committed with the item's end. Where the
+        first post waits for text (`waits_for_text`), it is stored by itself right after it is posted."""
         placeholder = Placeholder(recorded_id=item.reply_message_id, key=inbound.logical_id,
                                   record=partial(self._inbox.remember_reply, item.id),
                                   answering=inbound.message_id, retried=item.attempts > 1)
-        reply = LiveReply(adapter, inbound.address, placeholder=placeholder)
+        # The first post clears the typing: a message queued after it is shown typing again at once.
+        reply = LiveReply(adapter, inbound.address, placeholder=placeholder,
+                          posting=partial(self._typing.cleared, inbound.address.conversation_key))
+        try:
+            return await self._answer_in(reply, adapter, inbound, binding, item)
+        finally:
+            await reply.cancel()  # a turn that failed before its first post must not keep showing typing
+
+    async def _answer_in(self, reply: LiveReply, adapter: Chat, inbound: Inbound, binding: Binding,
+                         item: InboxItem) -> Finish | None:
         started = time.monotonic()
         shown = await reply.start(record=False)
-        self._typing.cleared(inbound.address.conversation_key)
         group = not inbound.address.is_direct
         speaker = inbound.speaker
         prompt = speaker_line(speaker.display_name, inbound.text, group)
@@ -207,7 +216,7 @@ class Router:
                                       user_key=user_key(identity_id=record.identity_id, person_id=record.person_id)),
                         prompt=prompt, history=earlier, conversation_id=record.conversation_id,
                         identity_id=record.identity_id, inbox_id=item.id, files=files, retried=item.attempts > 1)
-            if shown.message_id != item.reply_message_id:
+            if shown is not None and shown.message_id != item.reply_message_id:
                 remember_reply(connection, item.id, shown.message_id)
             return turn, record, open_run(connection, turn)
 
@@ -216,7 +225,7 @@ class Router:
         if record.first_turn and inbound.address.thread_id not in (None, inbound.message_id) \
                 and isinstance(adapter, FollowsThreads):
             earlier = [m for m in await adapter.read_thread(inbound.address, limit=THREAD_CONTEXT_LIMIT)
-                       if m.message_id != shown.message_id]  # our own placeholder, posted just before
+                       if m.message_id != reply.message_id]  # our own placeholder, posted just before
             turn = replace(turn, history=thread_context(earlier, before=inbound.message_id))
         outcome = await self._runtime.run(turn, reply, run_id=run_id, record_answer=False)
         self._account(binding, item, outcome, started=started, posted_at=reply.posted_at)

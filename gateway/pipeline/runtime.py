@@ -223,8 +223,11 @@ class Runtime:
     async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, **kwargs: Any) -> RunOutcome:
         """The run with the MCP servers its agent binds connected for its length (those down are skipped)."""
         await reply.start()
-        async with self._mcp.connect(deps.binding.agent.spec) as mcp:
-            return await self._drive_connected(run_id, deps, reply, mcp=mcp, **kwargs)
+        try:
+            async with self._mcp.connect(deps.binding.agent.spec) as mcp:
+                return await self._drive_connected(run_id, deps, reply, mcp=mcp, **kwargs)
+        finally:
+            await reply.cancel()  # typing shown until a first post stops with the run, however it ends
 
     async def _drive_connected(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, mcp: ConnectedServers,
                                resuming: bool = False, delegated: RunUsage | None = None,
