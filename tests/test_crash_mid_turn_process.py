@@ -110,7 +110,7 @@ async def serving(config: Path, env: dict[str, str], port: int,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
     try:
         await connected()
-        async with httpx.AsyncClient() as client, asyncio.timeout(10):
+        async with httpx.AsyncClient() as client, asyncio.timeout(60):  # a bound for a hang, not a wait
             while not await _ready(client, port):  # moments after the transport: its HTTP server may still bind
                 pass
         yield process
