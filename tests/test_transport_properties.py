@@ -27,7 +27,7 @@ from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram
 from tests.gated_tools import deploy_registry
-from tests.mutations import in_loop, mutated
+from tests.mutations import any_change, in_loop
 from tests.records import inbox_rows
 from tests.scripted import last_prompt, stepped
 
@@ -80,10 +80,23 @@ async def seeds_of(database_url: str) -> list[dict[str, Any]]:
 
 def run_property(loop: asyncio.AbstractEventLoop, seeds: list[Any], send: Send) -> Awaitable[None]:
     @EXAMPLES
-    @given(mutated(seeds))
+    @given(any_change(seeds))
     def handled(payload: Any) -> None:
         in_loop(loop, send(payload))
     return asyncio.to_thread(handled)
+
+
+async def kept_as_rejected(database_url: str, marker: str) -> bool:
+    return any(marker in row.payload["excerpt"] for row in await inbox_rows(database_url) if row.status == "rejected")
+
+
+async def wait_until_rejected(database_url: str, marker: str) -> None:
+    """Until the record of the frame carrying `marker` is committed as rejected (polled: it is in the database)."""
+    async with asyncio.timeout(30):  # a busy machine is slow
+        while True:
+            if await kept_as_rejected(database_url, marker):
+                return
+            await asyncio.sleep(0.01)
 
 
 # -- Telegram ---------------------------------------------------------------------------------------
@@ -133,23 +146,56 @@ def envelope_kind(payload: Any) -> str:
     return "interactive" if isinstance(payload, dict) and payload.get("type") == "block_actions" else "events_api"
 
 
-async def test_any_socket_mode_envelope_is_acked_on_a_connection_that_holds(sqlite_url: str) -> None:
+FRESH_ID = "fresh-envelope-id"
+"""Stands for an envelope id of its own, given to each envelope as it is sent."""
+
+
+def expected_of(envelope: Any) -> tuple[bool, bool]:
+    """(acknowledged, kept as rejected) for a frame: an envelope with an id is acknowledged; one whose id, type or
+    payload is of the wrong type is kept as rejected (a payload Slack names may be rejected by the parser too)."""
+    if not isinstance(envelope, dict):
+        return False, True
+    envelope_id, kind, payload = envelope.get("envelope_id"), envelope.get("type"), envelope.get("payload")
+    has_id = isinstance(envelope_id, str) and envelope_id != ""
+    readable = has_id and isinstance(kind, str) and (kind not in SLACK_PAYLOADS or isinstance(payload, dict))
+    return has_id, not readable
+
+
+SLACK_PAYLOADS = ("events_api", "interactive", "slash_commands")
+
+
+async def test_any_socket_mode_envelope_is_acked_and_kept_on_a_connection_that_holds(sqlite_url: str) -> None:
+    """Any field of the envelope or its payload changed, types confused included: each envelope is acknowledged,
+    one that cannot be read is kept as rejected, the connection holds, and a message afterwards is answered."""
     async with FakeSlack() as fake:
         chat = SlackChat(fake)
         async with conversation(chat, sqlite_url):
             app = chat.bot.app
             seeds = await seeds_of(sqlite_url)
             assert {"event_callback", "block_actions"} <= {seed.get("type") for seed in seeds}
+            envelopes = [{"envelope_id": FRESH_ID, "type": envelope_kind(seed), "payload": seed} for seed in seeds]
             ids = itertools.count()
 
-            async def send(payload: Any) -> None:
-                envelope_id = f"env-{next(ids)}"
-                await fake.send_frame(app, json.dumps({"envelope_id": envelope_id, "type": envelope_kind(payload),
-                                                       "payload": payload}))
-                await fake.wait_for(lambda: envelope_id in app.acked, timeout=30)  # a busy machine is slow
+            async def send(envelope: Any) -> None:
+                number = next(ids)
+                if isinstance(envelope, dict):
+                    if envelope.get("type") in ("hello", "disconnect"):
+                        return  # Slack's own frames, not envelopes
+                    fresh = envelope.get("envelope_id") == FRESH_ID
+                    envelope = {"~marker": f"frame-{number}", **envelope,
+                                **({"envelope_id": f"env-{number}"} if fresh else {})}
+                else:
+                    envelope = [f"frame-{number}", envelope]
+                acked, rejected = expected_of(envelope)
+                before = app.acked.count(envelope["envelope_id"]) if acked else 0
+                await fake.send_frame(app, json.dumps(envelope))
+                if acked:  # a busy machine is slow
+                    await fake.wait_for(lambda: app.acked.count(envelope["envelope_id"]) > before, timeout=30)
+                if rejected:
+                    await wait_until_rejected(sqlite_url, f"frame-{number}")
                 assert len(app.connected_at) == 1, "the connection held"
 
-            await run_property(asyncio.get_running_loop(), seeds, send)
+            await run_property(asyncio.get_running_loop(), envelopes, send)
             await still_answers(chat)
 
 
@@ -174,10 +220,6 @@ async def test_any_signed_events_api_or_interactivity_call_is_answered_200(sqlit
 
 
 # -- Mattermost -------------------------------------------------------------------------------------
-
-async def kept_as_rejected(database_url: str, marker: str) -> bool:
-    return any(marker in row.payload["excerpt"] for row in await inbox_rows(database_url) if row.status == "rejected")
-
 
 async def test_any_event_stream_frame_is_handled_on_a_stream_that_holds(sqlite_url: str) -> None:
     async with FakeMattermost() as fake:
