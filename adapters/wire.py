@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.base import MalformedPayload
+from adapters.base import FileRef, MalformedPayload
 
 MAX_DEPTH = 32
 """Nesting levels a platform payload may have; real ones (Slack blocks, Telegram replies) stay under 15."""
@@ -51,6 +51,16 @@ def refuse_unreadable(payload: Mapping[str, Any]) -> None:
     """Raises `MalformedPayload` for the record of an unreadable frame; the first thing every `parse` does."""
     if UNREADABLE in payload:
         raise MalformedPayload(f"unreadable frame: {payload[UNREADABLE]}")
+
+
+def file_ref(*, file_id: Any, name: Any, mime_type: Any, size: Any) -> FileRef | None:
+    """A file handle from a payload's fields, each of any type: None when the id is not one (neither text nor a
+    whole number); a name made text; a content type kept only when it is text, a size only when it is a count."""
+    if isinstance(file_id, bool) or not isinstance(file_id, str | int) or file_id == "":
+        return None
+    return FileRef(file_id=str(file_id), name=name if isinstance(name, str) and name else "file",
+                   mime_type=mime_type if isinstance(mime_type, str) and mime_type else None,
+                   size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None)
 
 
 def _deeper_than(value: Any, limit: int) -> bool:

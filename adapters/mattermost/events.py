@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from adapters.base import FileRef, MalformedPayload
-from adapters.wire import read_json, read_json_object
+from adapters.wire import file_ref, read_json, read_json_object
 
 POSTED = "posted"
 FORM_FIELDS = 50
@@ -172,7 +172,7 @@ def _files(post: Mapping[str, Any]) -> tuple[FileRef, ...]:
     files = []
     for file_id in ids:
         info = described.get(str(file_id), {})
-        size = info.get("size")
-        files.append(FileRef(file_id=str(file_id), name=str(info.get("name") or "file"),
-                             mime_type=info.get("mime_type") or None, size=size if isinstance(size, int) else None))
+        ref = file_ref(file_id=file_id, name=info.get("name"), mime_type=info.get("mime_type"), size=info.get("size"))
+        if ref is not None:
+            files.append(ref)
     return tuple(files)

@@ -54,7 +54,7 @@ from adapters.slack.directory import PERSON_SUBTYPES, SlackDirectory, channel, i
 from adapters.slack.markup import compact_entities, parse_slack_text, render_slack_mrkdwn
 from adapters.slack.people import People, SlackPerson, people_of
 from adapters.slack.socket import SocketMode
-from adapters.wire import read_json_object, refuse_unreadable
+from adapters.wire import file_ref, read_json_object, refuse_unreadable
 
 log = logging.getLogger(__name__)
 
@@ -340,13 +340,24 @@ class SlackAdapter:
                 raise FileUnreadable(f"{file.name}: this Slack app may not read files (it needs the files:read "
                                      "scope; the operator adds it and reinstalls the app)") from None
             raise FileUnreadable(f"{file.name}: Slack would not hand it to the bot ({error})") from None
-        url = str(info.get("url_private_download") or info.get("url_private") or "")
-        if not url:
+        except (aiohttp.ClientConnectionError, TimeoutError):
+            raise FileUnreadable(f"{file.name}: Slack did not answer files.info just now (sending it again may "
+                                 "work)") from None
+        url = info.get("url_private_download") or info.get("url_private")
+        if not isinstance(url, str) or not url:
             raise FileUnreadable(f"{file.name}: Slack gave no download address for it (an external file?)")
+        try:
+            return await self._download(file, url, info.get("mimetype"), max_bytes)
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, TimeoutError):
+            raise FileUnreadable(f"{file.name}: Slack did not answer the download just now (sending it again "
+                                 "may work)") from None
+
+    async def _download(self, file: FileRef, url: str, mimetype: Any, max_bytes: int) -> bytes:
+        """The bytes at a file's private URL, whatever their content type, but for a sign-in page in its place."""
         async with self._live_session().get(url, headers={"Authorization": f"Bearer {self._client.token}"},
                                             allow_redirects=True) as answer:
             kind = answer.headers.get("Content-Type", "")
-            if answer.status != 200 or (kind.startswith("text/html") and info.get("mimetype") != "text/html"):
+            if answer.status != 200 or (kind.startswith("text/html") and mimetype != "text/html"):
                 raise FileUnreadable(f"{file.name}: Slack answered the download with {answer.status} "
                                      f"{kind or 'no content type'}, not the file: the bot may not read it")
             data = bytearray()
@@ -513,9 +524,10 @@ def _room_team(address: ChatAddress) -> str:
 
 
 def _attachments(event: Mapping[str, Any]) -> tuple[FileRef, ...]:
-    return tuple(FileRef(file_id=str(f["id"]), name=str(f.get("name") or f.get("title") or "file"),
-                         mime_type=f.get("mimetype"), size=f.get("size"))
-                 for f in event.get("files") or [] if isinstance(f, Mapping) and f.get("id"))
+    files = event.get("files")
+    refs = (file_ref(file_id=f.get("id"), name=f.get("name") or f.get("title"), mime_type=f.get("mimetype"),
+                     size=f.get("size")) for f in (files if isinstance(files, list) else []) if isinstance(f, Mapping))
+    return tuple(ref for ref in refs if ref is not None)
 
 
 def _section(text: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeVar
 
 from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message, MessageEntity, Update
 from telegram.constants import ChatAction, ChatType, FileSizeLimit, MessageLimit, ParseMode
-from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError, TimedOut
+from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
 from telegram.warnings import PTBDeprecationWarning, PTBUserWarning
 
 from adapters.base import (
@@ -42,7 +42,7 @@ from adapters.protocols import WebhookRoute
 from adapters.telegram.clients import bot_requests
 from adapters.telegram.directory import Call, TelegramDirectory
 from adapters.telegram.markup import render_telegram_html, render_telegram_plain
-from adapters.wire import read_json_object, refuse_unreadable, unreadable_frame
+from adapters.wire import file_ref, read_json_object, refuse_unreadable, unreadable_frame
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -257,6 +257,9 @@ class TelegramAdapter:
             if found.file_size is not None and found.file_size > cap:
                 raise FileUnreadable(too_large(file.name, found.file_size, cap))
             data = await found.download_as_bytearray()
+        except NetworkError:  # TimedOut included: no answer came
+            raise FileUnreadable(f"{file.name}: Telegram did not answer the download just now (sending it again "
+                                 "may work)") from None
         except TelegramError as exc:
             raise FileUnreadable(f"{file.name}: Telegram would not hand it to the bot ({exc.message})") from None
         if len(data) > cap:
@@ -400,16 +403,16 @@ def _buttons(card: ApprovalCard) -> InlineKeyboardMarkup:
 
 
 def _attachments(message: Message) -> tuple[FileRef, ...]:
-    files: list[FileRef] = []
+    """python-telegram-bot checks no field's type: each is read as `file_ref` reads any payload's."""
+    files: list[FileRef | None] = []
     if message.document:
         doc = message.document
-        files.append(FileRef(file_id=doc.file_id, name=doc.file_name or "document",
-                             mime_type=doc.mime_type, size=doc.file_size))
+        files.append(file_ref(file_id=doc.file_id, name=doc.file_name or "document", mime_type=doc.mime_type,
+                              size=doc.file_size))
     if message.photo:
         photo = message.photo[-1]
-        files.append(FileRef(file_id=photo.file_id, name="photo.jpg", mime_type="image/jpeg",
-                             size=photo.file_size))
-    return tuple(files)
+        files.append(file_ref(file_id=photo.file_id, name="photo.jpg", mime_type="image/jpeg", size=photo.file_size))
+    return tuple(file for file in files if file is not None)
 
 
 def _retry_after(exc: RetryAfter) -> float:
