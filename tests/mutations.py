@@ -97,4 +97,4 @@ def any_change(seeds: list[Any]) -> st.SearchStrategy[Any]:
 
 def in_loop(loop: asyncio.AbstractEventLoop, work: Awaitable[T]) -> T:
     """Run `work` on the test's event loop (where the gateway and the fake run) from Hypothesis's thread."""
-    return asyncio.run_coroutine_threadsafe(work, loop).result(timeout=30)  # type: ignore[arg-type]
+    return asyncio.run_coroutine_threadsafe(work, loop).result(timeout=120)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ Reconnecting after a failure (with backoff) belongs to the supervisor.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
@@ -85,8 +86,9 @@ async def _read(socket: aiohttp.ClientWebSocketResponse, order: InOrder, handle:
             continue
         try:
             envelope = read_json_object(message.data, "socket mode frame")
-        except MalformedPayload as exc:  # no envelope id to acknowledge: kept as rejected, and read on
-            await order.submit("", partial(handle, unreadable_frame(message.data, str(exc))))
+        except MalformedPayload as exc:  # kept as rejected, its id acknowledged if one can be read, and read on
+            await order.submit("", partial(_reject_and_ack, socket, handle, unreadable_frame(message.data, str(exc)),
+                                           _envelope_id_of(message.data)))
             continue
         reason = await _dispatch(socket, message.data, envelope, handle, order, bot_id)
         if reason is not None:
@@ -148,6 +150,15 @@ async def _reject_and_ack(socket: aiohttp.ClientWebSocketResponse, handle: Handl
 
 async def _acknowledge(socket: aiohttp.ClientWebSocketResponse, envelope_id: str) -> None:
     await socket.send_json({"envelope_id": envelope_id})
+
+
+def _envelope_id_of(frame: str) -> Any:
+    """The id of an envelope `read_json_object` refused (a `NaN` in its payload, nesting too deep), if it has one."""
+    try:
+        envelope = json.loads(frame)
+    except (ValueError, RecursionError):
+        return None
+    return envelope.get("envelope_id") if isinstance(envelope, dict) else None
 
 
 def _described(value: Any) -> str:

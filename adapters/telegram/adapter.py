@@ -42,7 +42,7 @@ from adapters.protocols import WebhookRoute
 from adapters.telegram.clients import bot_requests
 from adapters.telegram.directory import Call, TelegramDirectory
 from adapters.telegram.markup import render_telegram_html, render_telegram_plain
-from adapters.wire import file_ref, read_json_object, refuse_unreadable, unreadable_frame
+from adapters.wire import check_storable, file_ref, read_json_object, refuse_unreadable, unreadable_frame
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -367,11 +367,20 @@ class Polling:
                 continue
             async with InOrder() as order:  # a failure ends polling, the batch unconfirmed
                 for update in updates:
-                    readable = isinstance(update, Mapping)
-                    await order.submit(_chat_of(update), partial(
-                        deliver, update if readable else unreadable_frame(repr(update), "update is not an object")))
+                    await order.submit(_chat_of(update), partial(deliver, _readable(update)))
             for update in updates:
                 offset = _next_offset(offset, update.get("update_id") if isinstance(update, Mapping) else None)
+
+
+def _readable(update: Any) -> Mapping[str, Any]:
+    """A polled update as the parser gets it, or the record of one that cannot be stored as it is."""
+    if not isinstance(update, Mapping):
+        return unreadable_frame(repr(update), "update is not an object")
+    try:
+        check_storable(update, "update")
+    except MalformedPayload as exc:
+        return unreadable_frame(repr(update), str(exc))
+    return update
 
 
 def _next_offset(offset: int | None, update_id: Any) -> int | None:
