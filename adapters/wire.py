@@ -63,6 +63,19 @@ def refuse_unreadable(payload: Mapping[str, Any]) -> None:
         raise MalformedPayload(f"unreadable frame: {payload[UNREADABLE]}")
 
 
+def text_id(value: Any, what: str) -> str:
+    """`value` when it is non-empty text, as an id, a `ts` or a name must be; raises `MalformedPayload` naming `what`
+    otherwise, rather than letting `str()` make "['C1']" or "None" an id the platform then refuses turn after turn."""
+    if not isinstance(value, str) or not value:
+        raise MalformedPayload(f"{what} is {'missing' if value is None else f'a {type(value).__name__}'}, not an id")
+    return value
+
+
+def optional_text_id(value: Any, what: str) -> str | None:
+    """As `text_id`, for a field that may be absent (null or empty)."""
+    return None if value is None or value == "" else text_id(value, what)
+
+
 def file_ref(*, file_id: Any, name: Any, mime_type: Any, size: Any) -> FileRef | None:
     """A file handle from a payload's fields, each of any type: None when the id is not one (neither text nor a
     whole number); a name made text; a content type kept only when it is text, a size only when it is a count."""

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from adapters.base import Inbound, MalformedPayload
 from adapters.slack.people import PEOPLE_KEY
-from tests.contract.chats import Chat, MattermostChat, SlackChat, TelegramChat
+from tests.contract.chats import Chat, MattermostChat, SlackChat, TelegramChat, chat_on
 from tests.fakes.mattermost import FakeMattermost
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram
@@ -102,3 +103,36 @@ async def test_a_telegram_update_holding_nan_is_kept_and_the_next_is_answered(da
             await fake.push_update(chat.bot.token, with_nan({**update, "update_id": update["update_id"] + 100}))
             await answers_next(chat)
     assert len(await rejected(database_url)) == 1
+
+
+def replaced(payload: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """`payload` with the field at `path` set to `value`, through a field that carries JSON text (Mattermost's post)."""
+    head, *rest = path
+    node = payload.get(head, {})
+    if not rest:
+        return {**payload, head: value}
+    if isinstance(node, str):
+        return {**payload, head: json.dumps(replaced(json.loads(node), tuple(rest), value))}
+    return {**payload, head: replaced(node, tuple(rest), value)}
+
+
+ID_FIELDS = {
+    "slack": [("event", "channel"), ("event", "ts"), ("event", "thread_ts"), ("team_id",)],
+    "mattermost": [("data", "post", "root_id"), ("data", "post", "channel_id")],
+    "telegram": [("message", "chat", "id"), ("message", "from", "id"), ("message", "message_id"),
+                 ("message", "message_thread_id")],
+}
+
+
+@pytest.mark.parametrize("platform", ["slack", "mattermost", "telegram"])
+async def test_an_id_of_another_type_is_malformed_never_made_into_an_id(platform: str, sqlite_url: str) -> None:
+    """`str()` would make "['C1']" a channel and the turn would fail on it three times; the message is refused."""
+    async with chat_on(platform) as chat, chat.running(sqlite_url, model=echoes()) as gateway:
+        await answers_next(chat, "hello")
+        [seed] = [row.payload for row in await inbox_rows(sqlite_url)]
+        parse = gateway.adapters[chat.bot_name].parse
+        assert isinstance(parse(seed), Inbound)
+        for path in ID_FIELDS[platform]:
+            for value in (["C1"], {"id": "C1"}, 1.5, True):
+                with pytest.raises(MalformedPayload):
+                    parse(replaced(seed, path, value))

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from adapters.base import FileRef, MalformedPayload
-from adapters.wire import file_ref, read_json, read_json_object
+from adapters.wire import file_ref, optional_text_id, read_json, read_json_object
 
 POSTED = "posted"
 FORM_FIELDS = 50
@@ -68,7 +68,8 @@ def read_posted(payload: Mapping[str, Any]) -> Posted | None:
     props = post.get("props") if isinstance(post.get("props"), Mapping) else {}
     return Posted(
         post_id=post["id"], channel_id=post["channel_id"], channel_type=str(data.get("channel_type") or ""),
-        user_id=post["user_id"], root_id=str(post.get("root_id") or ""), message=str(post.get("message") or ""),
+        user_id=post["user_id"], root_id=optional_text_id(post.get("root_id"), "posted event's root_id") or "",
+        message=str(post.get("message") or ""),
         create_at=integer(post.get("create_at")), sender_name=str(data.get("sender_name") or ""),
         mentions=frozenset(m for m in mentions if isinstance(m, str)) if isinstance(mentions, list) else frozenset(),
         trigger_word=str(data.get("trigger_word") or ""),

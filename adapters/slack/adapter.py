@@ -54,7 +54,7 @@ from adapters.slack.directory import PERSON_SUBTYPES, SlackDirectory, channel, i
 from adapters.slack.markup import compact_entities, parse_slack_text, render_slack_mrkdwn
 from adapters.slack.people import People, SlackPerson, people_of
 from adapters.slack.socket import SocketMode
-from adapters.wire import file_ref, read_json_object, refuse_unreadable
+from adapters.wire import file_ref, optional_text_id, read_json_object, refuse_unreadable, text_id
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,9 @@ class SlackAdapter:
         # Either twin must say "bot" alike, and an app_mention may lack bot_id: users.info tells as well.
         is_bot = bool(event.get("bot_id")) or event.get("subtype") == "bot_message" or bool(person and person.is_bot)
         text = str(event.get("text") or "")
-        address = self._address(payload, str(event["channel"]), str(event["ts"]), event.get("thread_ts"),
+        address = self._address(payload, text_id(event.get("channel"), "slack event.channel"),
+                                text_id(event.get("ts"), "slack event.ts"),
+                                optional_text_id(event.get("thread_ts"), "slack event.thread_ts"),
                                 event.get("channel_type"))
         mentioned = event["type"] == "app_mention" or _mentions(text, me.user_id)
         addressed: Addressed | None = "mention" if mentioned else "direct" if address.is_direct else None
@@ -193,7 +195,7 @@ class SlackAdapter:
     def _address(self, payload: Mapping[str, Any], channel: str, ts: str, thread_ts: Any,
                  channel_type: Any) -> ChatAddress:
         """A DM thread only when the person wrote in one; elsewhere always a thread, rooted at `ts` if need be."""
-        team = payload.get("team_id") or _team(payload) or self._team_id
+        team = optional_text_id(payload.get("team_id"), "slack team_id") or _team(payload) or self._team_id
         direct = channel_type == "im" or (channel_type is None and channel.startswith("D"))
         thread = str(thread_ts) if thread_ts else None
         return ChatAddress(bot_id=self.bot_id, platform="slack", channel_id=f"{team}:{channel}",
@@ -206,9 +208,10 @@ class SlackAdapter:
         if not actions or not user.get("id") or not channel.get("id") or not container.get("message_ts"):
             return None
         action = actions[0]
-        card_ts = str(container["message_ts"])
-        address = self._address(payload, str(channel["id"]), card_ts,
-                                message.get("thread_ts") or container.get("thread_ts"), None)
+        card_ts = text_id(container["message_ts"], "slack container.message_ts")
+        thread_ts = optional_text_id(message.get("thread_ts") or container.get("thread_ts"), "slack thread_ts")
+        address = self._address(payload, text_id(channel["id"], "slack channel.id"), card_ts, thread_ts, None)
+        text_id(user["id"], "slack user.id")
         person = people_of(payload).get(user["id"])
         clicker = Speaker(platform="slack", platform_user_id=str(user["id"]), workspace=_room_team(address),
                           handle=user.get("username"),
@@ -515,7 +518,7 @@ def _mentions(text: str, user_id: str) -> bool:
 
 def _team(payload: Mapping[str, Any]) -> str | None:
     team = payload.get("team")
-    return str(team["id"]) if isinstance(team, Mapping) and team.get("id") else None
+    return optional_text_id(team.get("id"), "slack team.id") if isinstance(team, Mapping) else None
 
 
 def _room_team(address: ChatAddress) -> str:

@@ -134,6 +134,9 @@ class TelegramAdapter:
         message = query.message
         if verb is None or message is None or query.from_user.is_bot:
             return None
+        _check_ids(query.from_user.id, message.chat.id, message.message_id, getattr(message, "message_thread_id", None))
+        if not isinstance(query.id, str) or not query.id:
+            raise MalformedPayload(f"callback_query.id is a {type(query.id).__name__}, not an id")
         chat = message.chat
         topic = isinstance(message, Message) and message.is_topic_message
         address = ChatAddress(bot_id=self.bot_id, platform="telegram", channel_id=str(chat.id),
@@ -149,6 +152,7 @@ class TelegramAdapter:
     def _parse_message(self, message: Message, payload: Mapping[str, Any]) -> Inbound | None:
         me = self._me()
         sender = message.from_user
+        _check_ids(sender.id, message.chat.id, message.message_id, message.message_thread_id)
         if sender is None or sender.is_bot or str(sender.id) == me.user_id:
             return None
         text = message.text or message.caption or ""
@@ -370,6 +374,14 @@ class Polling:
                     await order.submit(_chat_of(update), partial(deliver, _readable(update)))
             for update in updates:
                 offset = _next_offset(offset, update.get("update_id") if isinstance(update, Mapping) else None)
+
+
+def _check_ids(*ids: Any) -> None:
+    """Raises `MalformedPayload` unless each id is a whole number (None for an absent topic), as Telegram's are:
+    python-telegram-bot keeps whatever type came, and "[1]" made a chat id would be refused turn after turn."""
+    for value in ids:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise MalformedPayload(f"a Telegram id is a {type(value).__name__}, not a whole number")
 
 
 def _readable(update: Any) -> Mapping[str, Any]:
