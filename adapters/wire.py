@@ -3,16 +3,18 @@
 Every JSON body, frame and embedded JSON string an adapter reads goes through `read_json`, so that no
 input raises anything but `MalformedPayload`: not `RecursionError` on deep nesting, not `ValueError`
 from an integer of 5,000 digits, not `UnicodeDecodeError`. A value that passes is one the inbox can
-store and every later reader can walk.
+store (no `NaN` or `Infinity`, which PostgreSQL's `json` refuses) and every later reader can walk; values
+another library parsed (python-telegram-bot's polled updates) are checked with `check_storable`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.base import MalformedPayload
+from adapters.base import FileRef, MalformedPayload
 
 MAX_DEPTH = 32
 """Nesting levels a platform payload may have; real ones (Slack blocks, Telegram replies) stay under 15."""
@@ -28,9 +30,17 @@ def read_json(data: bytes | str, what: str) -> Any:
         value = json.loads(data)
     except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, too many digits
         raise MalformedPayload(f"{what} is not JSON") from None
-    if _deeper_than(value, MAX_DEPTH):
-        raise MalformedPayload(f"{what} nests deeper than {MAX_DEPTH} levels")
+    check_storable(value, what)
     return value
+
+
+def check_storable(value: Any, what: str) -> None:
+    """Raises `MalformedPayload` for a value nested deeper than `MAX_DEPTH`, or holding a number JSON has no word
+    for: Python reads `NaN`, `Infinity` and `1e999`, which PostgreSQL's `json` refuses, so a payload holding one
+    would fail its commit (and be redelivered) for ever. For values parsed elsewhere (python-telegram-bot's)."""
+    problem = _unstorable(value, MAX_DEPTH)
+    if problem is not None:
+        raise MalformedPayload(f"{what} {problem}")
 
 
 def read_json_object(data: bytes | str, what: str) -> dict[str, Any]:
@@ -53,15 +63,40 @@ def refuse_unreadable(payload: Mapping[str, Any]) -> None:
         raise MalformedPayload(f"unreadable frame: {payload[UNREADABLE]}")
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
+def text_id(value: Any, what: str) -> str:
+    """`value` when it is non-empty text, as an id, a `ts` or a name must be; raises `MalformedPayload` naming `what`
+    otherwise, rather than letting `str()` make "['C1']" or "None" an id the platform then refuses turn after turn."""
+    if not isinstance(value, str) or not value:
+        raise MalformedPayload(f"{what} is {'missing' if value is None else f'a {type(value).__name__}'}, not an id")
+    return value
+
+
+def optional_text_id(value: Any, what: str) -> str | None:
+    """As `text_id`, for a field that may be absent (null or empty)."""
+    return None if value is None or value == "" else text_id(value, what)
+
+
+def file_ref(*, file_id: Any, name: Any, mime_type: Any, size: Any) -> FileRef | None:
+    """A file handle from a payload's fields, each of any type: None when the id is not one (neither text nor a
+    whole number); a name made text; a content type kept only when it is text, a size only when it is a count."""
+    if isinstance(file_id, bool) or not isinstance(file_id, str | int) or file_id == "":
+        return None
+    return FileRef(file_id=str(file_id), name=name if isinstance(name, str) and name else "file",
+                   mime_type=mime_type if isinstance(mime_type, str) and mime_type else None,
+                   size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None)
+
+
+def _unstorable(value: Any, limit: int) -> str | None:
     """Walked without recursion, since the point is to refuse what recursion cannot hold."""
     pending: list[tuple[Any, int]] = [(value, 1)]
     while pending:
         node, depth = pending.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else (node,)
         for child in children:
-            if isinstance(child, (dict, list)):
+            if isinstance(child, float) and not math.isfinite(child):
+                return f"holds {child!r}, a number JSON cannot carry"
+            if isinstance(child, (dict, list)) and child is not node:
                 if depth + 1 > limit:
-                    return True
+                    return f"nests deeper than {limit} levels"
                 pending.append((child, depth + 1))
-    return False
+    return None

@@ -1,4 +1,5 @@
-"""Hypothesis strategies over real payloads: any field, at any depth, replaced by any JSON value."""
+"""Hypothesis strategies over real payloads: any field, at any depth, replaced by any JSON value, or by a value of
+another JSON type than the one the platform sends there (type confusion)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,46 @@ def mutated(draw: st.DrawFn, seeds: list[Any]) -> Any:
     return payload
 
 
+KINDS = {"null": st.none(), "bool": st.booleans(), "number": st.integers() | st.floats(),
+         "string": st.text(max_size=20), "list": st.lists(JSON_VALUES, max_size=3),
+         "object": st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=3)}
+
+
+def _kind(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return "string" if isinstance(value, str) else "list" if isinstance(value, list) else "object"
+
+
+def _at(node: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        node = json.loads(node) if isinstance(node, str) else node
+        node = node[key]
+    return node
+
+
+@st.composite
+def confused(draw: st.DrawFn, seeds: list[Any]) -> Any:
+    """A seed with one to three fields given a value of another JSON type (a list or a number where a string
+    goes, null where an object goes). Half the picks are among the fields of the outer two levels, the transport's
+    own envelope (an envelope id, an event type, an update id), which would be few among all fields."""
+    payload: Any = draw(st.sampled_from(seeds))
+    for _ in range(draw(st.integers(1, 3))):
+        slots = _slots(payload)[1:] or [()]
+        shallow = [path for path in slots if len(path) <= 2]
+        path = draw(st.sampled_from(shallow) | st.sampled_from(slots))
+        kind = _kind(_at(payload, path))
+        payload = _replaced(payload, path, draw(st.one_of(*(s for k, s in KINDS.items() if k != kind))))
+    return payload
+
+
+def any_change(seeds: list[Any]) -> st.SearchStrategy[Any]:
+    """Any value anywhere, or type confusion."""
+    return mutated(seeds) | confused(seeds)
+
+
 def in_loop(loop: asyncio.AbstractEventLoop, work: Awaitable[T]) -> T:
     """Run `work` on the test's event loop (where the gateway and the fake run) from Hypothesis's thread."""
-    return asyncio.run_coroutine_threadsafe(work, loop).result(timeout=30)  # type: ignore[arg-type]
+    return asyncio.run_coroutine_threadsafe(work, loop).result(timeout=120)  # type: ignore[arg-type]

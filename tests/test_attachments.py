@@ -56,3 +56,24 @@ def test_a_pdf_goes_as_text_note_to_a_model_that_reads_no_documents() -> None:
 
 def test_a_message_without_files_keeps_its_plain_prompt() -> None:
     assert user_content("hi", [], answers("ok")) == "hi"
+
+
+class Failing:
+    """A platform whose downloads fail with `error`."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    async def fetch_file(self, file: FileRef, *, max_bytes: int) -> bytes:
+        raise self.error
+
+
+async def test_a_failure_that_is_not_an_outage_is_named_and_not_called_worth_sending_again() -> None:
+    [fetched] = await fetch_attachments(Failing(ValueError("unexpected body")), [FileRef(file_id="x", name="a.json")])
+    assert fetched.problem is not None and "ValueError" in fetched.problem and "operator" in fetched.problem
+    assert "sending it again" not in fetched.problem
+
+
+async def test_a_download_that_got_no_answer_is_called_worth_sending_again() -> None:
+    [fetched] = await fetch_attachments(Failing(ConnectionResetError()), [FileRef(file_id="x", name="a.json")])
+    assert fetched.problem == "the platform did not answer the download just now (sending it again may work)"

@@ -257,3 +257,34 @@ async def test_a_model_that_cannot_see_pictures_is_told_what_it_was_sent(telegra
     assert binaries(seen) == []
     assert "cannot look at pictures" in texts(seen)
 
+
+
+JSON_FILE = b'{"month": "jan", "sales": 3, "note": "<b>not markup</b>"}'
+HTML_FILE = b"<!DOCTYPE html><html><body><h1>Quarterly</h1><p>sales up 5%</p></body></html>"
+
+
+async def attach(chat: Chat, name: str, content: bytes, mime_type: str) -> None:
+    """Alice sends one file to the bot in their direct chat, as her platform carries it."""
+    if isinstance(chat, TelegramChat):
+        await chat.fake.user_sends_file(chat.bot.token, chat.dm, chat.alice, content, file_name=name,
+                                        mime_type=mime_type, caption="what is in it?")
+    elif isinstance(chat, SlackChat):
+        file = chat.fake.files.add(name, content, mimetype=mime_type)
+        await chat.fake.user_says(chat.dm, chat.alice, "what is in it?", files=[file])
+    else:
+        assert isinstance(chat, MattermostChat)
+        info = chat.fake.files.add(chat.dm["id"], chat.alice["id"], name, content, mime_type=mime_type)
+        await chat.fake.user_posts(chat.dm, chat.alice, "what is in it?", file_ids=[info["id"]])
+
+
+@pytest.mark.parametrize(("name", "content", "mime_type"), [("sales.json", JSON_FILE, "application/json"),
+                                                            ("report.html", HTML_FILE, "text/html")])
+async def test_a_json_or_html_file_reaches_the_model_as_text_whatever_type_it_is_served_with(
+        chat: Chat, sqlite_url: str, name: str, content: bytes, mime_type: str) -> None:
+    seen: list[list[Any]] = []
+    async with chat.running(sqlite_url, model=receiving(seen)):
+        await attach(chat, name, content, mime_type)
+        await chat.wait_for(lambda: len(seen) >= 1)
+    assert f'name="{name}"' in texts(seen)
+    assert content.decode() in texts(seen)
+    assert "cannot see" not in texts(seen)

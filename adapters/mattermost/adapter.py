@@ -12,11 +12,13 @@ import base64
 import hashlib
 import hmac
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+import requests
 from websockets.exceptions import ConnectionClosedOK
 
 from adapters.base import (
@@ -76,6 +78,8 @@ REFUSED = frozenset({400, 403, 404})
 """Statuses of a look-up for a post or channel that asking again will not change."""
 MAX_FILE_BYTES = 100 * 2**20
 """Mattermost's default `FileSettings.MaxFileSize`; a server set lower answers 413, which `post_file` says."""
+FILE_ID = re.compile(r"[a-z0-9]{26}")
+"""A Mattermost id (`model.NewId`: 26 characters of base32, lower case)."""
 CLICKER_NAME = "gateway_clicker_name"
 """Key under which a stored button call carries the clicker's full name, looked up before it is delivered."""
 
@@ -132,6 +136,18 @@ class Streaming:
         if events:
             log.info("mattermost bot %r: read back %d post(s) from %.0f s before connecting", self._bot_id,
                      len(events), now - since)
+
+
+def _download_failure(name: str, exc: Exception) -> str:
+    """What the model is told of a download that failed: the status Mattermost answered, or that none came."""
+    status = status_of(exc)
+    if status in REFUSED or status == 401:
+        return f"{name}: Mattermost would not hand it to the bot ({status}); is the bot a member of that channel?"
+    if status is not None:
+        return f"{name}: Mattermost answered the download with an error ({status})"
+    if isinstance(exc, requests.ConnectionError | requests.Timeout):
+        return f"{name}: Mattermost did not answer the download just now (sending it again may work)"
+    return f"{name}: the download from Mattermost failed ({type(exc).__name__})"
 
 
 class NotInChannel(Exception):
@@ -374,16 +390,18 @@ class MattermostAdapter:
         return str(post["id"])
 
     async def fetch_file(self, file: FileRef, *, max_bytes: int) -> bytes:
-        """`GET /files/{id}` with the bot's token: it reads the files of channels it is a member of."""
+        """`GET /files/{id}` with the bot's token: it reads the files of channels it is a member of.
+
+        The body is the file whatever content type it comes with (a `.json` file is served as `application/json`).
+        """
         if file.size is not None and file.size > max_bytes:
             raise FileUnreadable(too_large(file.name, file.size, max_bytes))
+        if not FILE_ID.fullmatch(file.file_id):  # it goes into the request's path
+            raise FileUnreadable(f"{file.name}: the post names it by {file.file_id[:40]!r}, not a Mattermost file id")
         try:
             data = await self._api.file_content(file.file_id)
         except Exception as exc:
-            if status_of(exc) in REFUSED or status_of(exc) == 401:
-                raise FileUnreadable(f"{file.name}: Mattermost would not hand it to the bot "
-                                     f"({status_of(exc)}); is the bot a member of that channel?") from None
-            raise
+            raise FileUnreadable(_download_failure(file.name, exc)) from None
         if len(data) > max_bytes:
             raise FileUnreadable(too_large(file.name, len(data), max_bytes))
         return data

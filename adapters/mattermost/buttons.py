@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from adapters.base import ApprovalCard, ChatAddress, VerificationError
+from adapters.wire import optional_text_id, text_id
 
 Verb = Literal["approve", "deny"]
 _BUTTONS: tuple[tuple[Verb, str, str], ...] = (("approve", "Approve", "primary"), ("deny", "Deny", "danger"))
@@ -64,15 +65,19 @@ def check_click(payload: Mapping[str, Any], key: str | None) -> None:
 
 
 def read_click(payload: Mapping[str, Any]) -> Click | None:
-    """The click in `payload`, or None when its context is not one of our approval buttons."""
+    """The click in `payload`, or None when its context is not one of our approval buttons.
+
+    Raises `MalformedPayload` for a post, user or trigger id that is not text (the context alone is signed)."""
     context = payload.get("context")
     if not isinstance(context, Mapping) or context.get("verb") not in ("approve", "deny"):
         return None
     return Click(approval_id=str(context.get("approval_id") or ""), verb=context["verb"],
                  channel_id=str(context.get("channel_id") or ""), thread_id=str(context.get("thread_id") or "") or None,
-                 is_direct=context.get("direct") is True, post_id=str(payload.get("post_id") or ""),
-                 user_id=str(payload.get("user_id") or ""), user_name=str(payload.get("user_name") or ""),
-                 trigger_id=str(payload.get("trigger_id") or ""))
+                 is_direct=context.get("direct") is True,
+                 post_id=text_id(payload.get("post_id"), "button call's post_id"),
+                 user_id=text_id(payload.get("user_id"), "button call's user_id"),
+                 user_name=optional_text_id(payload.get("user_name"), "button call's user_name") or "",
+                 trigger_id=optional_text_id(payload.get("trigger_id"), "button call's trigger_id") or "")
 
 
 def _signature(context: Mapping[str, Any], key: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from adapters.base import FileRef, MalformedPayload
-from adapters.wire import read_json, read_json_object
+from adapters.wire import file_ref, optional_text_id, read_json, read_json_object
 
 POSTED = "posted"
 FORM_FIELDS = 50
@@ -68,7 +68,8 @@ def read_posted(payload: Mapping[str, Any]) -> Posted | None:
     props = post.get("props") if isinstance(post.get("props"), Mapping) else {}
     return Posted(
         post_id=post["id"], channel_id=post["channel_id"], channel_type=str(data.get("channel_type") or ""),
-        user_id=post["user_id"], root_id=str(post.get("root_id") or ""), message=str(post.get("message") or ""),
+        user_id=post["user_id"], root_id=optional_text_id(post.get("root_id"), "posted event's root_id") or "",
+        message=str(post.get("message") or ""),
         create_at=integer(post.get("create_at")), sender_name=str(data.get("sender_name") or ""),
         mentions=frozenset(m for m in mentions if isinstance(m, str)) if isinstance(mentions, list) else frozenset(),
         trigger_word=str(data.get("trigger_word") or ""),
@@ -172,7 +173,7 @@ def _files(post: Mapping[str, Any]) -> tuple[FileRef, ...]:
     files = []
     for file_id in ids:
         info = described.get(str(file_id), {})
-        size = info.get("size")
-        files.append(FileRef(file_id=str(file_id), name=str(info.get("name") or "file"),
-                             mime_type=info.get("mime_type") or None, size=size if isinstance(size, int) else None))
+        ref = file_ref(file_id=file_id, name=info.get("name"), mime_type=info.get("mime_type"), size=info.get("size"))
+        if ref is not None:
+            files.append(ref)
     return tuple(files)

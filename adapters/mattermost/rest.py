@@ -191,14 +191,16 @@ class MattermostApi:
         return dict((answer.get("file_infos") or [{}])[0])
 
     async def file_content(self, file_id: str) -> bytes:
-        """`GET /files/{id}`: the file's bytes (the driver hands the raw response back for them)."""
+        """`GET /files/{id}`: the file's bytes, whatever content type the server gives them.
+
+        `Driver.files.get_file` goes through `Client.get`, which parses any `application/json` answer, so a
+        `.json` file would come back as an API answer; `Client.make_request` sends the same authenticated
+        request, maps error statuses to the same exceptions, and leaves the body alone.
+        """
         return await self._call("GET /files/{id}", self._download, file_id)
 
     def _download(self, file_id: str) -> bytes:
-        answer = self._driver.files.get_file(file_id)
-        if not isinstance(answer, requests.Response):  # a JSON answer is an error body, never a file's content
-            raise NotMattermost("GET /files/{id} answered with JSON, not the file")
-        return answer.content
+        return bytes(self._driver.client.make_request("get", f"/files/{file_id}").content)
 
     # -- plumbing ------------------------------------------------------------------------------------
 

@@ -54,7 +54,7 @@ from adapters.slack.directory import PERSON_SUBTYPES, SlackDirectory, channel, i
 from adapters.slack.markup import compact_entities, parse_slack_text, render_slack_mrkdwn
 from adapters.slack.people import People, SlackPerson, people_of
 from adapters.slack.socket import SocketMode
-from adapters.wire import read_json_object, refuse_unreadable
+from adapters.wire import file_ref, optional_text_id, read_json_object, refuse_unreadable, text_id
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,9 @@ class SlackAdapter:
         # Either twin must say "bot" alike, and an app_mention may lack bot_id: users.info tells as well.
         is_bot = bool(event.get("bot_id")) or event.get("subtype") == "bot_message" or bool(person and person.is_bot)
         text = str(event.get("text") or "")
-        address = self._address(payload, str(event["channel"]), str(event["ts"]), event.get("thread_ts"),
+        address = self._address(payload, text_id(event.get("channel"), "slack event.channel"),
+                                text_id(event.get("ts"), "slack event.ts"),
+                                optional_text_id(event.get("thread_ts"), "slack event.thread_ts"),
                                 event.get("channel_type"))
         mentioned = event["type"] == "app_mention" or _mentions(text, me.user_id)
         addressed: Addressed | None = "mention" if mentioned else "direct" if address.is_direct else None
@@ -193,7 +195,7 @@ class SlackAdapter:
     def _address(self, payload: Mapping[str, Any], channel: str, ts: str, thread_ts: Any,
                  channel_type: Any) -> ChatAddress:
         """A DM thread only when the person wrote in one; elsewhere always a thread, rooted at `ts` if need be."""
-        team = payload.get("team_id") or _team(payload) or self._team_id
+        team = optional_text_id(payload.get("team_id"), "slack team_id") or _team(payload) or self._team_id
         direct = channel_type == "im" or (channel_type is None and channel.startswith("D"))
         thread = str(thread_ts) if thread_ts else None
         return ChatAddress(bot_id=self.bot_id, platform="slack", channel_id=f"{team}:{channel}",
@@ -206,9 +208,10 @@ class SlackAdapter:
         if not actions or not user.get("id") or not channel.get("id") or not container.get("message_ts"):
             return None
         action = actions[0]
-        card_ts = str(container["message_ts"])
-        address = self._address(payload, str(channel["id"]), card_ts,
-                                message.get("thread_ts") or container.get("thread_ts"), None)
+        card_ts = text_id(container["message_ts"], "slack container.message_ts")
+        thread_ts = optional_text_id(message.get("thread_ts") or container.get("thread_ts"), "slack thread_ts")
+        address = self._address(payload, text_id(channel["id"], "slack channel.id"), card_ts, thread_ts, None)
+        text_id(user["id"], "slack user.id")
         person = people_of(payload).get(user["id"])
         clicker = Speaker(platform="slack", platform_user_id=str(user["id"]), workspace=_room_team(address),
                           handle=user.get("username"),
@@ -340,13 +343,24 @@ class SlackAdapter:
                 raise FileUnreadable(f"{file.name}: this Slack app may not read files (it needs the files:read "
                                      "scope; the operator adds it and reinstalls the app)") from None
             raise FileUnreadable(f"{file.name}: Slack would not hand it to the bot ({error})") from None
-        url = str(info.get("url_private_download") or info.get("url_private") or "")
-        if not url:
+        except (aiohttp.ClientConnectionError, TimeoutError):
+            raise FileUnreadable(f"{file.name}: Slack did not answer files.info just now (sending it again may "
+                                 "work)") from None
+        url = info.get("url_private_download") or info.get("url_private")
+        if not isinstance(url, str) or not url:
             raise FileUnreadable(f"{file.name}: Slack gave no download address for it (an external file?)")
+        try:
+            return await self._download(file, url, info.get("mimetype"), max_bytes)
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, TimeoutError):
+            raise FileUnreadable(f"{file.name}: Slack did not answer the download just now (sending it again "
+                                 "may work)") from None
+
+    async def _download(self, file: FileRef, url: str, mimetype: Any, max_bytes: int) -> bytes:
+        """The bytes at a file's private URL, whatever their content type, but for a sign-in page in its place."""
         async with self._live_session().get(url, headers={"Authorization": f"Bearer {self._client.token}"},
                                             allow_redirects=True) as answer:
             kind = answer.headers.get("Content-Type", "")
-            if answer.status != 200 or (kind.startswith("text/html") and info.get("mimetype") != "text/html"):
+            if answer.status != 200 or (kind.startswith("text/html") and mimetype != "text/html"):
                 raise FileUnreadable(f"{file.name}: Slack answered the download with {answer.status} "
                                      f"{kind or 'no content type'}, not the file: the bot may not read it")
             data = bytearray()
@@ -504,7 +518,7 @@ def _mentions(text: str, user_id: str) -> bool:
 
 def _team(payload: Mapping[str, Any]) -> str | None:
     team = payload.get("team")
-    return str(team["id"]) if isinstance(team, Mapping) and team.get("id") else None
+    return optional_text_id(team.get("id"), "slack team.id") if isinstance(team, Mapping) else None
 
 
 def _room_team(address: ChatAddress) -> str:
@@ -513,9 +527,10 @@ def _room_team(address: ChatAddress) -> str:
 
 
 def _attachments(event: Mapping[str, Any]) -> tuple[FileRef, ...]:
-    return tuple(FileRef(file_id=str(f["id"]), name=str(f.get("name") or f.get("title") or "file"),
-                         mime_type=f.get("mimetype"), size=f.get("size"))
-                 for f in event.get("files") or [] if isinstance(f, Mapping) and f.get("id"))
+    files = event.get("files")
+    refs = (file_ref(file_id=f.get("id"), name=f.get("name") or f.get("title"), mime_type=f.get("mimetype"),
+                     size=f.get("size")) for f in (files if isinstance(files, list) else []) if isinstance(f, Mapping))
+    return tuple(ref for ref in refs if ref is not None)
 
 
 def _section(text: str) -> dict[str, Any]:

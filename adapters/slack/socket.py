@@ -10,6 +10,7 @@ Reconnecting after a failure (with backoff) belongs to the supervisor.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
@@ -85,40 +86,83 @@ async def _read(socket: aiohttp.ClientWebSocketResponse, order: InOrder, handle:
             continue
         try:
             envelope = read_json_object(message.data, "socket mode frame")
-        except MalformedPayload as exc:  # no envelope id to acknowledge: kept as rejected, and read on
-            await order.submit("", partial(handle, unreadable_frame(message.data, str(exc))))
+        except MalformedPayload as exc:  # kept as rejected, its id acknowledged if one can be read, and read on
+            await order.submit("", partial(_reject_and_ack, socket, handle, unreadable_frame(message.data, str(exc)),
+                                           _envelope_id_of(message.data)))
             continue
-        reason = await _dispatch(socket, envelope, handle, order, bot_id)
+        reason = await _dispatch(socket, message.data, envelope, handle, order, bot_id)
         if reason is not None:
             return reason
     return "closed"
 
 
-async def _dispatch(socket: aiohttp.ClientWebSocketResponse, envelope: Mapping[str, Any], handle: Handle,
-                    order: InOrder, bot_id: str) -> str | None:
+async def _dispatch(socket: aiohttp.ClientWebSocketResponse, frame: str, envelope: Mapping[str, Any],
+                    handle: Handle, order: InOrder, bot_id: str) -> str | None:
     """Handle one frame; a `disconnect` frame's reason ends the connection.
 
-    An envelope that carries no readable payload is handed on as unreadable (kept as rejected) and
-    acknowledged like any other: unacknowledged, Slack would send it again and again.
+    Every field is read as untrusted: nothing of the frame is compared, hashed or used as a key before its type
+    is checked. An envelope that cannot be read (an id, type or payload of the wrong type) is handed on as
+    unreadable, so it is kept as rejected, and its id, when it has one, is acknowledged like any other:
+    unacknowledged, Slack would send it again and again.
     """
-    kind = envelope.get("type")
+    kind, envelope_id, payload = envelope.get("type"), envelope.get("envelope_id"), envelope.get("payload")
     if kind == "hello":
         log.info("slack socket mode connected for bot %r", bot_id)
     elif kind == "disconnect":
-        reason = str(envelope.get("reason") or "disconnect")
+        reason = envelope.get("reason")
         if reason == "link_disabled":
             raise SocketModeRefused("Socket Mode is turned off for this Slack app; turn it on, or use transport: http")
-        return reason
-    elif envelope_id := envelope.get("envelope_id"):
-        payload = envelope.get("payload")
-
-        async def handle_and_ack() -> None:
-            if kind in PAYLOAD_TYPES:
-                await handle(payload if isinstance(payload, Mapping)
-                             else unreadable_frame(repr(payload), f"{kind} envelope whose payload is not an object"))
-            await socket.send_json({"envelope_id": envelope_id})
-        await order.submit(_channel_of(payload), handle_and_ack)
+        return reason if isinstance(reason, str) and reason else "disconnect"
+    elif (problem := unreadable_envelope(kind, envelope_id, payload)) is not None:
+        await order.submit(_channel_of(payload), partial(_reject_and_ack, socket, handle,
+                                                         unreadable_frame(frame, problem), envelope_id))
+    elif kind in PAYLOAD_TYPES:
+        await order.submit(_channel_of(payload), partial(_handle_and_ack, socket, handle, payload, envelope_id))
+    else:  # an envelope type this gateway does not know: nothing in it is for the bot
+        await order.submit("", partial(_acknowledge, socket, envelope_id))
     return None
+
+
+def unreadable_envelope(kind: Any, envelope_id: Any, payload: Any) -> str | None:
+    """Why an envelope (any frame but `hello` and `disconnect`) cannot be handled, or None when it can."""
+    if not isinstance(envelope_id, str) or not envelope_id:
+        return f"socket mode frame whose envelope_id is {_described(envelope_id)}, not an id"
+    if not isinstance(kind, str):
+        return f"socket mode envelope whose type is {_described(kind)}, not a name"
+    if kind in PAYLOAD_TYPES and not isinstance(payload, Mapping):
+        return f"{kind} envelope whose payload is {_described(payload)}, not an object"
+    return None
+
+
+async def _handle_and_ack(socket: aiohttp.ClientWebSocketResponse, handle: Handle, payload: Mapping[str, Any],
+                          envelope_id: str) -> None:
+    await handle(payload)
+    await _acknowledge(socket, envelope_id)
+
+
+async def _reject_and_ack(socket: aiohttp.ClientWebSocketResponse, handle: Handle, record: Mapping[str, Any],
+                          envelope_id: Any) -> None:
+    """Keep the record; acknowledge the envelope when it has an id Slack could send again."""
+    await handle(record)
+    if isinstance(envelope_id, str) and envelope_id:
+        await _acknowledge(socket, envelope_id)
+
+
+async def _acknowledge(socket: aiohttp.ClientWebSocketResponse, envelope_id: str) -> None:
+    await socket.send_json({"envelope_id": envelope_id})
+
+
+def _envelope_id_of(frame: str) -> Any:
+    """The id of an envelope `read_json_object` refused (a `NaN` in its payload, nesting too deep), if it has one."""
+    try:
+        envelope = json.loads(frame)
+    except (ValueError, RecursionError):
+        return None
+    return envelope.get("envelope_id") if isinstance(envelope, dict) else None
+
+
+def _described(value: Any) -> str:
+    return "missing" if value is None else "empty" if value == "" else f"a {type(value).__name__}"
 
 
 def _channel_of(payload: Any) -> str:

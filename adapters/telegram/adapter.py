@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeVar
 
 from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message, MessageEntity, Update
 from telegram.constants import ChatAction, ChatType, FileSizeLimit, MessageLimit, ParseMode
-from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError, TimedOut
+from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
 from telegram.warnings import PTBDeprecationWarning, PTBUserWarning
 
 from adapters.base import (
@@ -42,7 +42,7 @@ from adapters.protocols import WebhookRoute
 from adapters.telegram.clients import bot_requests
 from adapters.telegram.directory import Call, TelegramDirectory
 from adapters.telegram.markup import render_telegram_html, render_telegram_plain
-from adapters.wire import read_json_object, refuse_unreadable, unreadable_frame
+from adapters.wire import check_storable, file_ref, read_json_object, refuse_unreadable, unreadable_frame
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -134,6 +134,9 @@ class TelegramAdapter:
         message = query.message
         if verb is None or message is None or query.from_user.is_bot:
             return None
+        _check_ids(query.from_user.id, message.chat.id, message.message_id, getattr(message, "message_thread_id", None))
+        if not isinstance(query.id, str) or not query.id:
+            raise MalformedPayload(f"callback_query.id is a {type(query.id).__name__}, not an id")
         chat = message.chat
         topic = isinstance(message, Message) and message.is_topic_message
         address = ChatAddress(bot_id=self.bot_id, platform="telegram", channel_id=str(chat.id),
@@ -149,6 +152,7 @@ class TelegramAdapter:
     def _parse_message(self, message: Message, payload: Mapping[str, Any]) -> Inbound | None:
         me = self._me()
         sender = message.from_user
+        _check_ids(sender.id, message.chat.id, message.message_id, message.message_thread_id)
         if sender is None or sender.is_bot or str(sender.id) == me.user_id:
             return None
         text = message.text or message.caption or ""
@@ -257,6 +261,9 @@ class TelegramAdapter:
             if found.file_size is not None and found.file_size > cap:
                 raise FileUnreadable(too_large(file.name, found.file_size, cap))
             data = await found.download_as_bytearray()
+        except NetworkError:  # TimedOut included: no answer came
+            raise FileUnreadable(f"{file.name}: Telegram did not answer the download just now (sending it again "
+                                 "may work)") from None
         except TelegramError as exc:
             raise FileUnreadable(f"{file.name}: Telegram would not hand it to the bot ({exc.message})") from None
         if len(data) > cap:
@@ -364,11 +371,28 @@ class Polling:
                 continue
             async with InOrder() as order:  # a failure ends polling, the batch unconfirmed
                 for update in updates:
-                    readable = isinstance(update, Mapping)
-                    await order.submit(_chat_of(update), partial(
-                        deliver, update if readable else unreadable_frame(repr(update), "update is not an object")))
+                    await order.submit(_chat_of(update), partial(deliver, _readable(update)))
             for update in updates:
                 offset = _next_offset(offset, update.get("update_id") if isinstance(update, Mapping) else None)
+
+
+def _check_ids(*ids: Any) -> None:
+    """Raises `MalformedPayload` unless each id is a whole number (None for an absent topic), as Telegram's are:
+    python-telegram-bot keeps whatever type came, and "[1]" made a chat id would be refused turn after turn."""
+    for value in ids:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise MalformedPayload(f"a Telegram id is a {type(value).__name__}, not a whole number")
+
+
+def _readable(update: Any) -> Mapping[str, Any]:
+    """A polled update as the parser gets it, or the record of one that cannot be stored as it is."""
+    if not isinstance(update, Mapping):
+        return unreadable_frame(repr(update), "update is not an object")
+    try:
+        check_storable(update, "update")
+    except MalformedPayload as exc:
+        return unreadable_frame(repr(update), str(exc))
+    return update
 
 
 def _next_offset(offset: int | None, update_id: Any) -> int | None:
@@ -400,16 +424,16 @@ def _buttons(card: ApprovalCard) -> InlineKeyboardMarkup:
 
 
 def _attachments(message: Message) -> tuple[FileRef, ...]:
-    files: list[FileRef] = []
+    """python-telegram-bot checks no field's type: each is read as `file_ref` reads any payload's."""
+    files: list[FileRef | None] = []
     if message.document:
         doc = message.document
-        files.append(FileRef(file_id=doc.file_id, name=doc.file_name or "document",
-                             mime_type=doc.mime_type, size=doc.file_size))
+        files.append(file_ref(file_id=doc.file_id, name=doc.file_name or "document", mime_type=doc.mime_type,
+                              size=doc.file_size))
     if message.photo:
         photo = message.photo[-1]
-        files.append(FileRef(file_id=photo.file_id, name="photo.jpg", mime_type="image/jpeg",
-                             size=photo.file_size))
-    return tuple(files)
+        files.append(file_ref(file_id=photo.file_id, name="photo.jpg", mime_type="image/jpeg", size=photo.file_size))
+    return tuple(file for file in files if file is not None)
 
 
 def _retry_after(exc: RetryAfter) -> float:

@@ -4,7 +4,10 @@ Each attachment is downloaded through the bot's own token (`ReadsFiles.fetch_fil
 Pictures and PDFs go to the model as pydantic-ai `BinaryContent` when its profile says it takes them; text
 files (CSV, plain text, JSON, Markdown) go as text, framed as the file's content rather than as instructions.
 A file that cannot be read, or that this model cannot take, becomes a line in the prompt that names the file
-and the reason and asks the model to tell the person: it is said, never silently dropped.
+and the real reason (the platform's refusal, a size, a failure in the gateway) and asks the model to tell the
+person: it is said, never silently dropped. Only a download that got no answer is called worth sending again.
+A file is read as bytes whatever content type the platform serves it with; the type the message named decides
+how the model gets it.
 """
 
 from __future__ import annotations
@@ -65,10 +68,14 @@ async def _fetch(reader: ReadsFiles, file: FileRef, kind: str) -> Attachment:
     except FileUnreadable as exc:
         log.info("attachment %s not read: %s", file.name, exc)
         return Attachment(name=file.name, mime_type=kind, problem=str(exc))
-    except Exception as exc:  # an outage: the turn goes on, and the person hears the file was not read
+    except (TimeoutError, ConnectionError) as exc:  # no answer came: the only case where sending it again may help
         log.warning("attachment %s could not be downloaded: %s: %s", file.name, type(exc).__name__, exc)
-        return Attachment(name=file.name, mime_type=kind, problem="the platform did not hand it over just now "
-                          "(sending it again may work)")
+        return Attachment(name=file.name, mime_type=kind, problem="the platform did not answer the download just "
+                          "now (sending it again may work)")
+    except Exception as exc:  # the turn goes on, and the person hears the file was not read, and where to look
+        log.exception("attachment %s could not be read: %s: %s", file.name, type(exc).__name__, exc)
+        return Attachment(name=file.name, mime_type=kind, problem=f"reading it failed ({type(exc).__name__}); the "
+                          "gateway's operator finds the cause in its log")
     return Attachment(name=file.name, mime_type=kind, data=data)
 
 

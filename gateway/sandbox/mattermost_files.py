@@ -89,7 +89,8 @@ class MattermostFiles:
             return _error(404, "app.file_info.get.app_error", "Unable to find the file.")
         if not self.member(info["channel_id"], user_id):
             return _error(403, "api.context.permissions.app_error", "You do not have the appropriate permissions.")
-        return web.Response(body=self.content[info["id"]], content_type=info["mime_type"])
+        # Exactly the stored type, as the server sends it: a `.json` file comes as `application/json`.
+        return web.Response(body=self.content[info["id"]], headers={"Content-Type": info["mime_type"]})
 
 
 def _error(status: int, error_id: str, message: str) -> web.Response:

@@ -403,8 +403,9 @@ class TelegramSandbox(Sandbox):
         path = request.match_info["file_path"]
         if request.match_info["token"] in self._bots:
             for info, content in self._files.values():
-                if info["file_path"] == path:
-                    return web.Response(body=content, content_type="application/octet-stream")
+                if info["file_path"] == path:  # typed by its name: a download reads bytes whatever the type
+                    kind = mimetypes.guess_type(path)[0] or "application/octet-stream"
+                    return web.Response(body=content, headers={"Content-Type": kind})
         return web.json_response(ApiError(404, "Not Found").to_json(), status=404)
 
     def _method_table(self) -> dict[str, tuple[str, Handler]]:
