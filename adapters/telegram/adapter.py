@@ -152,9 +152,9 @@ class TelegramAdapter:
     def _parse_message(self, message: Message, payload: Mapping[str, Any]) -> Inbound | None:
         me = self._me()
         sender = message.from_user
-        _check_ids(sender.id, message.chat.id, message.message_id, message.message_thread_id)
         if sender is None or sender.is_bot or str(sender.id) == me.user_id:
             return None
+        _check_ids(sender.id, message.chat.id, message.message_id, message.message_thread_id)
         text = message.text or message.caption or ""
         addressed = self._addressed(message, text)
         address = ChatAddress(bot_id=self.bot_id, platform="telegram", channel_id=str(message.chat.id),
@@ -261,6 +261,8 @@ class TelegramAdapter:
             if found.file_size is not None and found.file_size > cap:
                 raise FileUnreadable(too_large(file.name, found.file_size, cap))
             data = await found.download_as_bytearray()
+        except BadRequest as exc:  # a NetworkError in python-telegram-bot's hierarchy, but an answer: a refusal
+            raise FileUnreadable(f"{file.name}: Telegram would not hand it to the bot ({exc.message})") from None
         except NetworkError:  # TimedOut included: no answer came
             raise FileUnreadable(f"{file.name}: Telegram did not answer the download just now (sending it again "
                                  "may work)") from None
