@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
@@ -32,7 +33,7 @@ from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
 from gateway.server.app import Gateway, Tuning
 from storage.db import Database
-from storage.models import ConversationRow, MessageRow, RunRow
+from storage.models import ConversationRow, InboxRow, MessageRow, RunRow
 
 DEMO_TUNING = Tuning(poll_timeout=1, idle_poll=0.2, shutdown_grace=2.0, transport_first_delay=0.5)
 
@@ -141,11 +142,26 @@ async def _converse(stage: Stage, setup: StageSetup, database_url: str, say: Cal
         await stage.says("team", "bob", "Lunch at noon, anyone?")
         await stage.says("team", "alice", f"{setup.mention} can you summarize our plan?")
         await stage.wait_for(_answered(stage, "team", 1), timeout=15)
+        if gateway.db is not None:
+            await _settled(gateway.db)
         async with httpx.AsyncClient() as client:
             metrics = (await client.get(f"{gateway.url}/metrics")).text
     _print_chat(say, "Direct message: Alice and the bot", stage.transcript("dm").lines)
     _print_chat(say, "Group 'Team' (the bot answers only when mentioned)", stage.transcript("team").lines)
     _print_metrics(say, gateway.url, metrics)
+
+
+async def _settled(db: Database) -> None:
+    """Every message's turn has ended: a turn is counted in the metrics just before its inbox row is finished,
+    a moment after its last edit reaches the chat."""
+    open_statuses = ("pending", "waiting", "running")
+    unfinished = select(func.count()).select_from(InboxRow).where(InboxRow.status.in_(open_statuses))
+    async with asyncio.timeout(15):
+        while True:
+            async with db.session() as session:
+                if not (await session.execute(unfinished)).scalar_one():
+                    return
+            await asyncio.sleep(0.05)
 
 
 def _answered(stage: Stage, room: Room, count: int) -> Callable[[], bool]:
