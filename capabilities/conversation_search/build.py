@@ -1,47 +1,27 @@
-"""`conversation_search`: find an earlier conversation of the person being answered by what was said, and open it.
-
-The corpus is theirs alone, bound server-side (`RunFacts.conversations`): their direct messages with any
-bot of this deployment through every linked identity, and the group threads they spoke in and are still a
-member of, checked with the platform when asked. In a group chat both tools refuse, since an answer from a
-personal corpus would read one person's conversations aloud to the room. Switched off deployment-wide by
-not granting the `conversations:read` scope.
-"""
+"""The tools and builder of `conversation_search`, imported with its first build; its declaration (config, tools,
+scopes) is `capabilities/conversation_search/__init__.py`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 
 from capabilities.context import BuildContext
+from capabilities.conversation_search import (
+    GROUP_REFUSAL,
+    MAX_RESULTS,
+    NOT_READABLE,
+    UNCHECKED,
+    ConversationSearchConfig,
+)
 from capabilities.corpus import ConversationCorpus, CorpusUnavailable, ThreadWindow
 from capabilities.failures import retry_or_text
-from capabilities.registry import CapabilityDef, ToolInfo
 from capabilities.tool_text import function_toolset
 from storage.fulltext import QueryProblem
-
-MAX_RESULTS = 10
-MAX_WINDOW = 100
-GROUP_REFUSAL = ("Conversation search only works in a one-to-one chat. Its results are one person's own "
-                 "conversations, and answering from them here would read those conversations aloud to everyone "
-                 "in this group. Tell the person to ask in a direct message with the bot.")
-NOT_READABLE = ("Thread {thread} is not one of this person's conversations, or they are no longer a member of the "
-                "room it was in. Use a thread number from search_conversations.")
-UNCHECKED = ("{count} more matching group thread(s) were left out: this search could not confirm with the chat "
-             "platform that this person is still a member there (it did not answer, or too many group threads "
-             "matched). A narrower query, or searching again later, may show them.")
-
-
-class ConversationSearchConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    default_results: int = Field(default=5, ge=1, le=MAX_RESULTS)
-    """Threads `search_conversations` returns when the model does not say."""
-    window: int = Field(default=30, ge=5, le=MAX_WINDOW)
-    """Turns `read_conversation` returns at a time."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,12 +127,3 @@ def build(context: BuildContext[ConversationSearchConfig]) -> Capability[Any]:
                               default_results=context.config.default_results, window=context.config.window)
     return Capability(toolsets=[function_toolset([tools.search_conversations, tools.read_conversation],
                                                  toolset_id="conversation_search")])
-
-
-CAPABILITY = CapabilityDef(
-    id="conversation_search", name="Conversation search", category="knowledge",
-    description="Finds an earlier conversation of the person being answered by what was said in it, and opens it; "
-                "one-to-one chats only.",
-    tools=(ToolInfo(id="search_conversations", summary="Finds earlier conversations by what was said in them."),
-           ToolInfo(id="read_conversation", summary="Opens one earlier conversation, a window of turns at a time.")),
-    config=ConversationSearchConfig, scopes=frozenset({"conversations:read"}), build=build)
