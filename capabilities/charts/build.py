@@ -1,12 +1,5 @@
-"""`charts`: `create_chart` draws numbers the model already has as a PNG and posts it into the thread.
-
-It fetches, computes and aggregates nothing. The numbers arrive as columns (one `x_values` list, one
-`values` list per series), which a JSON Schema can describe; a chart with nothing to draw (an empty axis,
-no series, a series whose length does not match the axis) comes back as a retry naming what is missing,
-since a frame around no data reads as "no trend" and would be kept in the conversation. Rendering is
-matplotlib's Agg canvas in a worker thread (`charts_render.py`), never on the event loop; the picture goes
-through the run's outbox, which posts it once the run answers.
-"""
+"""The tools and builder of `charts`, imported with its first build; its declaration (config, tools,
+scopes) is `capabilities/charts/__init__.py`."""
 
 from __future__ import annotations
 
@@ -23,7 +16,7 @@ from pydantic_ai.capabilities import Capability
 from capabilities.charts_render import ChartData, render_png
 from capabilities.context import BuildContext, FileRefused, Outbox
 from capabilities.failures import retry_or_text
-from capabilities.registry import CapabilityDef, NoConfig, ToolInfo
+from capabilities.registry import NoConfig
 from capabilities.tool_text import function_toolset
 
 MAX_POINTS = 500
@@ -31,7 +24,6 @@ MAX_POINTS = 500
 MAX_SERIES = 12
 MAX_TITLE = 200
 MAX_LABEL = 80
-
 ChartType = Literal["line", "bar", "pie", "area", "scatter"]
 
 
@@ -154,11 +146,3 @@ def _slug(title: str) -> str:
 def build(context: BuildContext[NoConfig]) -> Capability[Any]:
     tools = ChartTools(outbox=context.outbox)
     return Capability(toolsets=[function_toolset([tools.create_chart], toolset_id="charts")])
-
-
-CAPABILITY = CapabilityDef(
-    id="charts", name="Charts", category="analysis",
-    description="Draws charts from numbers the agent already has and posts them into the conversation as pictures.",
-    tools=(ToolInfo(id="create_chart", summary="Draw a chart from numbers you already have, so the user can see "
-                                               "them."),),
-    build=build)

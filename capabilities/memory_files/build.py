@@ -1,10 +1,5 @@
-"""`memory_files`: notes an agent keeps across conversations, with `MEMORY.md` as their index.
-
-Whose notes a run reaches is `RunFacts.owner`, decided by the server from who will hear the answer
-(`gateway/people/scope.py`) and bound into the tools at assembly; no tool takes an owner, so the model
-cannot pick another store. The index is
-injected into the instructions in one-to-one chats only, and left out whole when it is too long.
-"""
+"""The tools and builder of `memory_files`, imported with its first build; its declaration (config, tools,
+scopes) is `capabilities/memory_files/__init__.py`."""
 
 from __future__ import annotations
 
@@ -17,7 +12,7 @@ from pydantic_ai.capabilities import Capability
 
 from capabilities.context import BuildContext, MemoryOwner, NoteStore
 from capabilities.failures import retry_or_text
-from capabilities.registry import CapabilityDef, NoConfig, ToolInfo
+from capabilities.registry import NoConfig
 from capabilities.tool_text import function_toolset
 
 INDEX = "MEMORY.md"
@@ -28,7 +23,6 @@ MAX_NOTES = 200
 MAX_PATH = 100
 _PATH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]*(/[A-Za-z0-9][A-Za-z0-9 _.-]*)*$")
 _FRAME = re.compile(r"<(/?)memory-index", re.IGNORECASE)
-
 NO_STORE = ("Memory is switched off in this conversation: nothing can be saved or read here. Tell the person "
             "you cannot keep notes in this chat.")
 PERSONAL_SCOPE = ("Your memory notes here belong to the person you are talking with; nobody else reads them, "
@@ -225,14 +219,3 @@ def build(context: BuildContext[NoConfig]) -> Capability[Any]:
         return await memory_instructions(tools)
 
     return Capability(toolsets=[toolset], instructions=instructions)
-
-
-CAPABILITY = CapabilityDef(
-    id="memory_files", name="Memory files", category="knowledge",
-    description="Notes the agent keeps across conversations: a person's in one-to-one chats, the room's in groups.",
-    tools=(ToolInfo(id="list_memory", summary="List the notes in memory."),
-           ToolInfo(id="read_memory", summary="Read one note."),
-           ToolInfo(id="write_memory", summary="Create or replace a note.", side_effecting=True),
-           ToolInfo(id="edit_memory", summary="Replace one passage of a note.", side_effecting=True),
-           ToolInfo(id="delete_memory", summary="Delete a note.", side_effecting=True)),
-    build=build)

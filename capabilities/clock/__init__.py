@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, field_validator
-from pydantic_ai import RunContext
-from pydantic_ai.capabilities import AbstractCapability
 
-from capabilities.context import BuildContext
-from capabilities.registry import CapabilityDef
+from capabilities.registry import CapabilityDef, Deferred
 
 
 class ClockConfig(BaseModel):
@@ -31,20 +25,6 @@ class ClockConfig(BaseModel):
         return value
 
 
-@dataclass
-class ClockCapability(AbstractCapability[Any]):
-    timezone: str = "UTC"
-
-    def get_instructions(self) -> Any:
-        def now(_ctx: RunContext[Any]) -> str:
-            moment = datetime.now(ZoneInfo(self.timezone))
-            return f"The current date and time is {moment:%A, %d %B %Y, %H:%M} ({self.timezone})."
-        return now
-
-
-def build(context: BuildContext[ClockConfig]) -> ClockCapability:
-    return ClockCapability(timezone=context.config.timezone)
-
-
 CAPABILITY = CapabilityDef(id="clock", name="Date and time", category="utility", tools=(), config=ClockConfig,
-                           description="Puts the current date and time into the instructions.", build=build)
+                           description="Puts the current date and time into the instructions.",
+    build=Deferred("capabilities.clock.build:build"))

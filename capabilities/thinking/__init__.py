@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
-from pydantic_ai.capabilities import Thinking
 
-from capabilities.context import BuildContext
-from capabilities.registry import CapabilityDef
+from capabilities.registry import CapabilityDef, Deferred
 
 
 class ThinkingConfig(BaseModel):
@@ -19,10 +17,7 @@ class ThinkingConfig(BaseModel):
     nearest one it has, so a spec stays portable across a change of model."""
 
 
-def build(context: BuildContext[ThinkingConfig]) -> Thinking:
-    return Thinking(effort=context.config.effort or True)
-
-
 CAPABILITY = CapabilityDef(id="thinking", name="Thinking", category="reasoning", tools=(), config=ThinkingConfig,
                            description="Asks the model to think before answering: slower and more expensive, "
-                                       "better on work with several steps.", build=build)
+                                       "better on work with several steps.",
+    build=Deferred("capabilities.thinking.build:build"))

@@ -12,10 +12,8 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic_ai.capabilities import ToolSearch
 
-from capabilities.context import BuildContext
-from capabilities.registry import CapabilityDef
+from capabilities.registry import CapabilityDef, Deferred
 
 
 class ToolSearchConfig(BaseModel):
@@ -28,15 +26,8 @@ class ToolSearchConfig(BaseModel):
     """Matches the local search returns; native search ignores it."""
 
 
-def build(context: BuildContext[ToolSearchConfig]) -> ToolSearch | None:
-    """Nothing to attach when the run reached no MCP server: there is nothing deferred to find."""
-    if not context.run.mcp_servers:
-        return None
-    config = context.config
-    return ToolSearch(strategy=None if config.strategy == "auto" else config.strategy, max_results=config.max_results)
-
-
 CAPABILITY = CapabilityDef(id="tool_search", name="Tool search", category="utility", tools=(),
-                           config=ToolSearchConfig, build=build, defers_mcp_tools=True,
+                           config=ToolSearchConfig,
+    build=Deferred("capabilities.tool_search.build:build"), defers_mcp_tools=True,
                            description="Hides the MCP servers' tools until the model searches for them, so a "
                                        "large set costs nothing on requests that do not need it.")

@@ -1,20 +1,5 @@
-"""`code_execution`: `run_python` computes in Monty, a sandboxed Python interpreter with no network and no filesystem.
-
-Each call gets a fresh Monty worker subprocess (`pydantic-monty`) with the agent's time and memory limits, so
-nothing survives from one call to the next and a program that crashes its interpreter takes only that worker
-down. The worker runs off the event loop: a program spinning until its limit never stalls other chats.
-
-Monty is not CPython: it has the language, `json`, `re`, `math`, `datetime` and a few more, but no third-party
-packages, no `subprocess`, no `socket`, and a filesystem that answers every path with `PermissionError`.
-What comes back, by whose mistake it is (`capabilities/failures.py`):
-
-| The program                                   | The tool                                    |
-|-----------------------------------------------|---------------------------------------------|
-| has a syntax error or raises (name, type, …)  | a retry with the traceback                  |
-| reaches for a file, a module Monty lacks      | text saying what the sandbox does not have  |
-| runs past `timeout_secs` / `max_memory_mb`    | text naming the limit                       |
-| prints more than `OUTPUT_LIMIT` characters    | the first part, with a note of what was cut |
-"""
+"""The tools and builder of `code_execution`, imported with its first build; its declaration (config, tools,
+scopes) is `capabilities/code_execution/__init__.py`."""
 
 from __future__ import annotations
 
@@ -22,21 +7,19 @@ import reprlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 from pydantic_monty import AsyncMonty, MontyCrashedError, MontyError, MontyRuntimeError, MontySyntaxError
 
+from capabilities.code_execution import CodeExecutionConfig
 from capabilities.context import BuildContext
 from capabilities.failures import retry_or_text
-from capabilities.registry import CapabilityDef, ToolInfo
 from capabilities.tool_text import function_toolset
 
 OUTPUT_LIMIT = 8_000
 """Characters of output the model gets back; a tool return persists in the history of every later request."""
 WORKER_GRACE = 5.0
 """Seconds past `timeout_secs` after which the pool kills a worker that did not stop itself."""
-
 
 
 def _bounded_repr() -> reprlib.Repr:
@@ -50,7 +33,6 @@ def _bounded_repr() -> reprlib.Repr:
 
 
 _RESULT = _bounded_repr()
-
 NO_ACCESS = ("The sandbox refused this: {error}. run_python has no filesystem, no network, no environment and no "
              "modules beyond Python's core ones (json, re, math, datetime, …; no numpy, pandas, os.system, "
              "subprocess or socket). Put the data into the program itself, or answer without running code.")
@@ -65,15 +47,6 @@ CRASHED = ("The sandbox stopped while running the program ({error}); nothing it 
 RAISED = ("The program failed with {kind}; fix the code and call run_python again with the whole corrected "
           "program (nothing from this attempt is kept):\n{traceback}")
 NO_OUTPUT = "The program ran and printed nothing, and its last line has no value. Print what you want to see."
-
-
-class CodeExecutionConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    timeout_secs: float = Field(10, gt=0, le=120)
-    """Seconds one program may compute before it is stopped; more than 0, at most 120."""
-    max_memory_mb: int = Field(256, ge=16, le=4096)
-    """Megabytes of heap one program may hold; 16 to 4096."""
 
 
 @dataclass
@@ -189,10 +162,3 @@ def build(context: BuildContext[CodeExecutionConfig]) -> Capability[Any]:
     config = context.config
     tools = PythonTools(sandbox=Sandbox(timeout_secs=config.timeout_secs, max_memory_mb=config.max_memory_mb))
     return Capability(toolsets=[function_toolset([tools.run_python], toolset_id="code_execution")])
-
-
-CAPABILITY = CapabilityDef(
-    id="code_execution", name="Run Python", category="analysis", config=CodeExecutionConfig, build=build,
-    scopes=frozenset({"code:execute"}),
-    description="Runs small Python programs in a sandbox with no network and no filesystem, to compute exactly.",
-    tools=(ToolInfo(id="run_python", summary="Runs a small Python program to compute something."),))
