@@ -1,36 +1,24 @@
-"""`planning`: the harness's checklist tools, with a plan that belongs to the conversation.
-
-The harness keeps the plan in a store for one run; a chat message is a run here, and so is the
-continuation of a run parked on an approval. So the store is filled from the conversation's
-`conversation_state` row when the run starts and written back when it stops (a park included). A
-finished plan (every step completed or cancelled) is history: a new turn starts without it, while
-the row keeps it, and a turn that opened empty over it and added nothing writes nothing. A plan
-with a `blocked` step is outstanding work and is carried. A continuation after an approval gets the
-stored plan untouched, since by construction it is mid-plan.
-"""
+"""The tools and builder of `planning`, imported with its first build; its declaration (config, tools,
+scopes) is `capabilities/planning/__init__.py`."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability, CombinedCapability
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai_harness.planning import InMemoryPlanStore, PlanItem, Planning, TaskStatus
 
 from capabilities.context import BuildContext, ConversationState
-from capabilities.registry import CapabilityDef, ToolInfo
+from capabilities.planning import PlanningConfig, offered
 from capabilities.tool_text import ToolText
 
 STATE_KEY = "planning"
-FLAT_TOOLS = ("write_plan", "read_plan", "add_task", "update_task_status", "update_task_statuses", "remove_task")
-SUBTASK_TOOLS = ("add_subtask", "set_dependency", "get_available_tasks")
 _FINISHED = frozenset({TaskStatus.completed, TaskStatus.cancelled})
 _REJECTED = "a line saying why nothing changed (an unknown id, a status this plan does not allow)"
-
 TEXTS = {
     "write_plan": ToolText(
         summary="Lay out the whole checklist for multi-step work, or replace it. Call it first, then keep "
@@ -79,19 +67,6 @@ TEXTS = {
 }
 
 
-class PlanningConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    enable_subtasks: bool = False
-    """Adds add_subtask, set_dependency and get_available_tasks, and the `blocked` status."""
-    cache_ttl: Literal["5m", "1h"] = "5m"
-    """How long the prompt prefix before the plan reminder may be cached."""
-
-
-def offered(config: PlanningConfig) -> tuple[str, ...]:
-    return FLAT_TOOLS + SUBTASK_TOOLS if config.enable_subtasks else FLAT_TOOLS
-
-
 @dataclass
 class ConversationPlan(AbstractCapability[Any]):
     """Fills the run's plan store from the conversation and writes it back when the run stops."""
@@ -128,17 +103,3 @@ def build(context: BuildContext[PlanningConfig]) -> AbstractCapability[Any]:
         return planning
     return CombinedCapability([planning, ConversationPlan(store=store, state=context.run.state,
                                                           resuming=context.run.resuming)])
-
-
-CAPABILITY = CapabilityDef(
-    id="planning", name="Planning", category="reasoning", config=PlanningConfig, build=build, offered=offered,
-    description="A checklist the agent keeps for itself while it works, carried across the turns of a conversation.",
-    tools=(ToolInfo(id="write_plan", summary="Lays out the whole checklist, or replaces it."),
-           ToolInfo(id="read_plan", summary="Shows the steps and their ids before a fine-grained change."),
-           ToolInfo(id="add_task", summary="Adds one step without replacing the plan."),
-           ToolInfo(id="update_task_status", summary="Changes one step's status."),
-           ToolInfo(id="update_task_statuses", summary="Changes several steps' statuses at once."),
-           ToolInfo(id="remove_task", summary="Deletes a step that no longer belongs in the plan."),
-           ToolInfo(id="add_subtask", summary="Adds a subtask under a step (enable_subtasks)."),
-           ToolInfo(id="set_dependency", summary="Makes one step wait for another (enable_subtasks)."),
-           ToolInfo(id="get_available_tasks", summary="Lists the steps that can be worked on now (enable_subtasks).")))

@@ -1,19 +1,12 @@
-"""`guardrails`: the harness's ready-made detectors at the three edges of a run.
-
-Input (the user's prompt), output (the agent's answer) and tool result (what a tool returned,
-before the model reads it) can each redact secrets and personal data, and block on keywords.
-Redaction rewrites and the run goes on; a keyword block ends the run with an outcome of its own
-(`GuardrailBlocked`, a `RunRefused`), which the runtime records apart from failures and answers in the chat.
-"""
+"""The tools and builder of `guardrails`, imported with its first build; its declaration (config, tools,
+scopes) is `capabilities/guardrails/__init__.py`."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability, CombinedCapability
 from pydantic_ai.messages import AgentStreamEvent, PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
@@ -35,16 +28,8 @@ from pydantic_ai_harness.guardrails.detectors import (
 )
 
 from capabilities.context import BuildContext
-from capabilities.registry import CapabilityDef, RunRefused
-
-Edge = Literal["input", "output", "tool"]
-_SEPARATORS = re.compile(r"[,\n]")
-
-NOTICES: dict[Edge, str] = {
-    "input": "I can't work with that message: it contains a term this assistant is not allowed to handle.",
-    "output": "I stopped before answering: the answer contained a term this assistant is not allowed to send.",
-    "tool": "I stopped: a tool returned content with a term this assistant is not allowed to handle.",
-}
+from capabilities.guardrails import NOTICES, Edge, GuardrailsConfig
+from capabilities.registry import RunRefused
 
 
 class GuardrailBlocked(RunRefused, GuardrailError):
@@ -54,41 +39,6 @@ class GuardrailBlocked(RunRefused, GuardrailError):
 
     def __init__(self, edge: Edge, reason: str) -> None:
         super().__init__(f"{edge} blocked: {reason}", notice=NOTICES[edge], edge=edge)
-
-
-class GuardrailsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    redact_secrets_in: bool = False
-    """Remove API keys, tokens, JWTs and PEM blocks from the user's prompt."""
-    redact_pii_in: bool = False
-    """Remove email, IBAN (mod-97), card numbers (Luhn) and US SSNs from the user's prompt."""
-    blocked_keywords_in: str = ""
-    """Comma- or newline-separated terms; one in the user's prompt ends the run."""
-    redact_secrets_out: bool = False
-    """Remove API keys, tokens, JWTs and PEM blocks from the agent's answer."""
-    redact_pii_out: bool = False
-    """Remove email, IBAN, card numbers and US SSNs from the agent's answer."""
-    blocked_keywords_out: str = ""
-    """Comma- or newline-separated terms; one in the agent's answer ends the run."""
-    redact_secrets_tool: bool = False
-    """Remove API keys, tokens, JWTs and PEM blocks from what a tool returned, before the model reads it."""
-    redact_pii_tool: bool = False
-    """Remove email, IBAN, card numbers and US SSNs from what a tool returned, before the model reads it."""
-    blocked_keywords_tool: str = ""
-    """Comma- or newline-separated terms; one in what a tool returned ends the run."""
-
-    def redactors(self, edge: Edge) -> list[TextDetector]:
-        secrets, pii = (getattr(self, f"redact_{kind}_{_suffix(edge)}") for kind in ("secrets", "pii"))
-        return [detector for on, detector in ((secrets, redact_secrets), (pii, redact_personal_data)) if on]
-
-    def keywords(self, edge: Edge) -> list[str]:
-        text: str = getattr(self, f"blocked_keywords_{_suffix(edge)}")
-        return [term.strip() for term in _SEPARATORS.split(text) if term.strip()]
-
-
-def _suffix(edge: Edge) -> str:
-    return {"input": "in", "output": "out", "tool": "tool"}[edge]
 
 
 def _blocker(edge: Edge, terms: list[str]) -> Callable[[object], GuardrailResult]:
@@ -130,30 +80,29 @@ class HoldAnswerText(AbstractCapability[Any]):
             yield event
 
 
+def redactors(config: GuardrailsConfig, edge: Edge) -> list[TextDetector]:
+    secrets, pii = config.redacts(edge)
+    return [detector for on, detector in ((secrets, redact_secrets), (pii, redact_personal_data)) if on]
+
+
 def build(context: BuildContext[GuardrailsConfig]) -> AbstractCapability[Any] | None:
     """One harness guardrail per configured edge; nothing at all when no edge is configured."""
     config = context.config
     parts: list[AbstractCapability[Any]] = []
-    input_guards: list[Callable[[Any], Any]] = [*config.redactors("input")]
+    input_guards: list[Callable[[Any], Any]] = [*redactors(config, "input")]
     if terms := config.keywords("input"):
         input_guards.append(_blocker("input", terms))
     if input_guards:
         parts.append(InputGuardrail(guard=input_guards))
-    output_guards = [for_text(detector, on_other="allow") for detector in config.redactors("output")]
+    output_guards = [for_text(detector, on_other="allow") for detector in redactors(config, "output")]
     if terms := config.keywords("output"):
         output_guards.append(_blocker("output", terms))
     if output_guards:
         parts += [OutputGuardrail(guard=output_guards), HoldAnswerText()]
-    tool_guards = [for_tool_result_text(detector, on_other="allow") for detector in config.redactors("tool")]
+    tool_guards = [for_tool_result_text(detector, on_other="allow") for detector in redactors(config, "tool")]
     if terms := config.keywords("tool"):
         block = _blocker("tool", terms)
         tool_guards.append(lambda info: block(info.result))
     if tool_guards:
         parts.append(ToolGuardrail(result_guard=_tool_result_guard(tool_guards)))
     return CombinedCapability(parts) if parts else None
-
-
-CAPABILITY = CapabilityDef(
-    id="guardrails", name="Guardrails", category="utility", tools=(), config=GuardrailsConfig, build=build,
-    description="Redacts secrets and personal data, or blocks on keywords, in the prompt, the answer and "
-                "tool results.")
