@@ -1,13 +1,5 @@
-"""`skills`: written-down know-how the agent loads one skill at a time, from `pydantic-ai-skills` 1.x.
-
-Skills come from the skill folders the agent spec binds (`RunFacts.skill_folders`), each a folder of
-subfolders with a `SKILL.md` (YAML front matter `name` and `description`, then the instructions) and
-resource files beside it. `run_skill_script` is never offered, and scripts are dropped from the skills, so
-nothing the model reads points at a tool it does not have: running code has one path, the sandbox. The
-library's tool texts are replaced where they describe its Python rather than what the model is handed
-(`list_skills` answers JSON, not "a dictionary"). 1.x is pinned (`>=1.4,<2`): 2.x replaced `list_skills`
-and `load_skill` with pydantic-ai's `load_capability`, and the drift test reports such a change.
-"""
+"""The tools and builder of `skills`, imported with its first build; its declaration (config, tools,
+scopes) is `capabilities/skills/__init__.py`."""
 
 from __future__ import annotations
 
@@ -27,12 +19,11 @@ from pydantic_ai_skills.directory import discover_skills
 
 from capabilities.context import BuildContext, SkillFolder
 from capabilities.failures import RETRY_BUDGET, retry_or_text
-from capabilities.registry import CapabilityDef, NoConfig, ToolInfo
+from capabilities.registry import NoConfig
 from capabilities.tool_text import ToolText, described
 
 NEVER_OFFERED = frozenset({"run_skill_script"})
 """Remote code execution without a sandbox: excluded by construction, not merely left undescribed."""
-
 INSTRUCTIONS = """\
 You have skills: written-down procedures of this organization, each for one kind of task.
 
@@ -43,7 +34,6 @@ You have skills: written-down procedures of this organization, each for one kind
 When a task falls within a skill's domain, call load_skill with its exact name first and follow its
 instructions; read a resource it lists with read_skill_resource only after loading the skill, by the exact
 name it gives. Load only the skills the task needs."""
-
 TEXTS = {
     "list_skills": ToolText(
         summary="List the skills you can load, each with what it is for. The same list is in your instructions; "
@@ -147,12 +137,3 @@ def build(context: BuildContext[NoConfig]) -> Capability[Any] | None:
     library = SkillsToolset(skills=skills, exclude_tools=set(NEVER_OFFERED), instruction_template=INSTRUCTIONS,
                             max_retries=RETRY_BUDGET, id="skills")
     return Capability(toolsets=[RetriesAsText(described(library, TEXTS))])
-
-
-CAPABILITY = CapabilityDef(
-    id="skills", name="Skills", category="knowledge",
-    description="Written-down procedures the agent loads one at a time when a task calls for one.",
-    tools=(ToolInfo(id="list_skills", summary="Lists the skills that can be loaded."),
-           ToolInfo(id="load_skill", summary="Loads one skill's instructions."),
-           ToolInfo(id="read_skill_resource", summary="Reads a supplementary file of a loaded skill.")),
-    scopes=frozenset({"knowledge:read"}), build=build)
