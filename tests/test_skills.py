@@ -10,7 +10,7 @@ import pytest
 from pydantic_ai import AgentRunResult
 
 from capabilities.context import SkillFolder
-from capabilities.skills.build import SkillProblem, load_skills
+from capabilities.skills import SkillProblem, load_skills
 from tests.bound_runs import Seen, calling
 from tests.capability_runs import SKILLS, assembled, binding_with, recording, run, tool_defs
 from tests.fakes.telegram import FakeTelegram

@@ -11,7 +11,22 @@ and `load_skill` with pydantic-ai's `load_capability`, and the drift test report
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 from capabilities.registry import CapabilityDef, Deferred, ToolInfo
+
+if TYPE_CHECKING:
+    from capabilities.context import SkillFolder
+
+
+class SkillProblem(ValueError):
+    """A skill folder that cannot be used: what is wrong, and how to fix it."""
+
+
+load_skills: Deferred[Callable[[Sequence[SkillFolder]], list[Any]]] = Deferred("capabilities.skills.build:load_skills")
+"""The skills of some folders, read by pydantic-ai-skills (`build.py`), which loads when the first folder is read:
+`gateway check` of a config without skill folders does not import it. Raises `SkillProblem`."""
 
 CAPABILITY = CapabilityDef(
     id="skills", name="Skills", category="knowledge",

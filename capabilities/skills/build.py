@@ -20,6 +20,7 @@ from pydantic_ai_skills.directory import discover_skills
 from capabilities.context import BuildContext, SkillFolder
 from capabilities.failures import RETRY_BUDGET, retry_or_text
 from capabilities.registry import NoConfig
+from capabilities.skills import SkillProblem
 from capabilities.tool_text import ToolText, described
 
 NEVER_OFFERED = frozenset({"run_skill_script"})
@@ -55,10 +56,6 @@ TEXTS = {
               "resource_name": "The resource's exact name as load_skill listed it, e.g. `TEMPLATE.md`.",
               "args": "Leave it out: file resources take no arguments."}),
 }
-
-
-class SkillProblem(ValueError):
-    """A skill folder that cannot be used: what is wrong, and how to fix it."""
 
 
 def load_skills(folders: Sequence[SkillFolder]) -> list[Skill]:

@@ -8,7 +8,7 @@ folder without usable skills, and names bound where no capability would use them
 from __future__ import annotations
 
 from capabilities.context import SkillFolder
-from capabilities.skills.build import SkillProblem, load_skills
+from capabilities.skills import SkillProblem, load_skills
 from capabilities.standing_context import INJECT_LIMIT, LINK_LIMIT
 from gateway.agents.context_files import UnreadableContextFile, read_context_file
 from gateway.config.schema import AgentSpec, GatewayConfig
@@ -32,7 +32,8 @@ def resource_problems(config: GatewayConfig) -> list[str]:
         problems += unused_bindings(agent, f"agents[{i}]")
         named = [folders[name] for name in agent.skill_folders if name in folders and name not in broken]
         try:
-            load_skills(named)
+            if named:
+                load_skills(named)
         except SkillProblem as problem:
             problems.append(f"agents[{i}].skill_folders: {problem}")
     return problems
