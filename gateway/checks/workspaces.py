@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from capabilities.workspace import SandboxConfig
-from capabilities.workspace.shell import bubblewrap_missing
+from capabilities.workspace.seal import bubblewrap_missing
 from gateway.checks.entries import entries_of
 from gateway.config.schema import BubblewrapSandboxSpec, GatewayConfig, Settings
 
