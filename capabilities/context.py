@@ -17,18 +17,21 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, SecretStr
-from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.usage import RequestUsage
 
 from adapters.base import ChatAddress, Directory
-from capabilities.browser_engine import BrowserEngine
 from capabilities.corpus import ConversationCorpus
 from capabilities.mem0_client import Mem0Access
 from capabilities.url_guard import Resolver, system_resolver
 from capabilities.workspace_facts import WorkspaceFacts
+
+if TYPE_CHECKING:  # a capability's declaration reads this module; only its builder needs pydantic-ai, httpx
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.usage import RequestUsage
+
+    from capabilities.browser_engine import BrowserEngine
 
 C = TypeVar("C", bound=BaseModel)
 T = TypeVar("T")

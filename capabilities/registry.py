@@ -4,20 +4,31 @@ A `CapabilityDef[C]` is generic in its config class `C`: its builder receives a 
 (`capabilities/context.py`) whose `config` is already a validated `C`, and the run's facts and stores
 typed. A capability that ends a run on purpose raises a `RunRefused`; one that keeps something for the
 length of a run cleans it up in `on_run_end`. The gateway's core knows no particular capability.
+
+A declaration is read far more often than a capability is built: `gateway check`, the capabilities API and every
+start validate configs against all of them, and a run builds only the few its agent binds. So a capability's
+builder and hooks may be a `Deferred` reference, `Deferred("capabilities.memory_mem0.build:build")`, imported when
+first called: the declaration (`capabilities/<id>/__init__.py`: id, tools, scopes, key, config model) then imports
+neither pydantic-ai nor the SDKs its tools use, and `gateway check` starts in a fraction of a second. This module
+imports pydantic-ai for type checking only, for the same reason.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic_ai.capabilities import AbstractCapability
 
 from capabilities.config_errors import describe_errors
-from capabilities.context import BuildContext
+
+if TYPE_CHECKING:
+    from pydantic_ai.capabilities import AbstractCapability
+
+    from capabilities.context import BuildContext
 
 Category = Literal["knowledge", "research", "analysis", "reasoning", "utility", "channels"]
 ApprovalMode = Literal["default", "required", "never"]
@@ -80,7 +91,34 @@ class RunRefused(Exception):
         """Where the run was stopped (the input, the answer, a tool result): for the log."""
 
 
-Builder = Callable[[BuildContext[C]], AbstractCapability[Any] | None]
+Builder = Callable[["BuildContext[C]"], "AbstractCapability[Any] | None"]
+RunEndHook = Callable[["BuildContext[C]"], Awaitable[None]]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred(Generic[F]):
+    """A function named by where it lives, `"package.module:name"`, imported the first time it is called.
+
+    A capability's builder and hooks are deferred so that its declaration imports none of the libraries its tools
+    use (see the module docstring); `tests/test_capabilities_deferred.py` resolves every reference the catalog
+    holds, so a misspelt one fails there rather than at a run's first build."""
+
+    target: str
+    _resolved: list[F] = field(default_factory=list, init=False, repr=False, compare=False)
+    """The imported function once resolved: a one-slot cache, since the dataclass is frozen."""
+
+    def resolve(self) -> F:
+        if not self._resolved:
+            module, _, name = self.target.partition(":")
+            function = getattr(importlib.import_module(module), name)
+            if not callable(function):
+                raise TypeError(f"{self.target} is not a function")
+            self._resolved.append(function)
+        return self._resolved[0]
+
+    def __call__(self, *args: Any) -> Any:
+        return self.resolve()(*args)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,9 +131,10 @@ class CapabilityDef(Generic[C]):
     description: str
     tools: tuple[ToolInfo, ...]
     """Every tool the capability may offer; a tool-less capability says `tools=()`."""
-    build: Builder[C]
+    build: Builder[C] | Deferred[Builder[C]]
     """Returns the pydantic-ai capability for a run, or None when it has nothing to contribute. The context's
-    config is an instance of `config`, validated."""
+    config is an instance of `config`, validated. Usually `Deferred`, so the builder's libraries load with the
+    first run that binds the capability."""
     config: type[C] = NoConfig
     scopes: frozenset[str] = frozenset()
     key: KeyRequirement[C] | None = None
@@ -110,7 +149,7 @@ class CapabilityDef(Generic[C]):
     IDNA), not as written."""
     binding_only: bool = False
     """Granted per bot binding (`bots[].binding.<id>`) and refused in an agent spec."""
-    on_run_end: Callable[[BuildContext[C]], Awaitable[None]] | None = None
+    on_run_end: RunEndHook[C] | Deferred[RunEndHook[C]] | None = None
     """Called once when a run this capability was built into ends (answered, failed or refused), with the
     context it was built from; not when the run parks, since a parked run goes on. Per-run cleanup lives here."""
     defers_mcp_tools: bool = False

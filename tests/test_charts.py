@@ -10,7 +10,7 @@ import pytest
 from pydantic_ai import ModelMessage, ModelRequest
 from pydantic_ai.messages import RetryPromptPart, ToolReturnPart
 
-from capabilities.charts import MAX_POINTS, MAX_SERIES
+from capabilities.charts.build import MAX_POINTS, MAX_SERIES
 from capabilities.charts_render import ChartData, render_png
 from capabilities.context import FileRefused
 from tests.capability_runs import MemoryOutbox, assembled, binding_with, run

@@ -12,7 +12,7 @@ from pydantic_ai.messages import ModelRequest, ToolReturnPart
 from pydantic_ai.models.function import FunctionModel
 
 from capabilities import default_registry
-from capabilities.code_execution import OUTPUT_LIMIT, Sandbox
+from capabilities.code_execution.build import OUTPUT_LIMIT, Sandbox
 from tests.capability_runs import CASES, assembled, binding_with, offered_tool_defs, run
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import TelegramBot, ask, running_gateway

@@ -6,14 +6,14 @@ import base64
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 import pytest_asyncio
 from aiohttp import web
 from pydantic import SecretStr
 from pydantic_ai import DeferredToolRequests, ModelMessage
-from pydantic_ai.images import ImageGenerator, TestImageGenerationModel
+from pydantic_ai.images import ImageGenerationAspectRatio, ImageGenerator, TestImageGenerationModel
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
 from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.models.function import FunctionModel
@@ -22,7 +22,8 @@ from sqlalchemy import select
 from capabilities import default_registry
 from capabilities.context import BuildContext, FileRefused, MissingStore
 from capabilities.image_catalog import CATALOG
-from capabilities.image_generation import ImageGenerationConfig, MissingKey, image_generator
+from capabilities.image_generation import AspectRatio, ImageGenerationConfig
+from capabilities.image_generation.build import MissingKey, image_generator
 from capabilities.registry import config_for
 from storage.db import Database
 from storage.models import RunRow
@@ -332,3 +333,9 @@ async def run_rows(database_url: str) -> list[RunRow]:
             return list((await session.execute(select(RunRow).order_by(RunRow.id))).scalars())
     finally:
         await db.close()
+
+
+def test_the_declared_aspect_ratios_are_pydantic_ais() -> None:
+    """The declaration spells pydantic-ai's list out so it imports no pydantic-ai; an upgrade that changes the list
+    fails here: copy `ImageGenerationAspectRatio` from `pydantic_ai.images` into `capabilities/image_generation`."""
+    assert get_args(AspectRatio) == get_args(ImageGenerationAspectRatio)

@@ -30,6 +30,9 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
                                      "with the first server a run binds; most gateways bind none",
     "gateway/agents/models.py": "the OpenAI SDK (~20 MB of types) loads with the first OpenAI-compatible model, as "
                                 "pydantic-ai's own model strings load their provider",
+    "gateway/checks/report.py": "pydantic-ai (a second of imports) loads in `gateway check` only to infer the profile "
+                                "of a model its generated tables do not list, and only when an agent binds "
+                                "`thinking` on one: whether the setting does anything on it",
     "gateway/agents/knowledge.py": "pypdf (~10 MB) is for `gateway knowledge add`, never a running gateway",
     "gateway/cli/doctor_services.py": "Redis's client (~0.5 s of imports) loads only when the deployment being checked "
                                       "has a REDIS_URL",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic_ai.tools import ToolDefinition
 
 from capabilities.context import MemoryOwner
-from capabilities.memory_files import INDEX_LIMIT, NO_STORE, ROOM_SCOPE
+from capabilities.memory_files.build import INDEX_LIMIT, NO_STORE, ROOM_SCOPE
 from gateway.people.memory import MemoryNotes
 from storage.db import Database
 from tests.fakes.telegram import FakeTelegram

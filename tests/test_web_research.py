@@ -15,7 +15,8 @@ from pydantic_ai.capabilities import WebSearch
 from capabilities import default_registry
 from capabilities.context import BuildContext
 from capabilities.registry import config_for
-from capabilities.web_research import METHOD_LABELS, WebResearchConfig, build
+from capabilities.web_research import METHOD_LABELS, WebResearchConfig
+from capabilities.web_research.build import build
 from capabilities.web_search_providers import endpoint
 from tests.capability_runs import assembled, binding_with, run, run_facts
 from tests.fakes.duckduckgo import FakeDuckDuckGo

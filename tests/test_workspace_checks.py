@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy.engine import make_url
 
 from capabilities import default_registry
-from gateway.checks.workspaces import sandbox_problems
+from gateway.checks.workspaces import sandbox_problems, sqlite_file
 from gateway.config.schema import CapabilityEntry, GatewayConfig
 from tests.cli_process import run_gateway
 
@@ -98,3 +99,14 @@ async def test_check_accepts_workspaces_apart_from_the_gateways_files(tmp_path: 
                                env={"GATEWAY_SECRETS_FILE": str(secrets)})
     assert nested.returncode == 2
     assert any("the secrets file (GATEWAY_SECRETS_FILE)" in line for line in nested.stderr_lines)
+
+
+@pytest.mark.parametrize("url", ["sqlite:///gateway.db", "sqlite:////srv/state/gateway.db", "sqlite+aiosqlite:///./g.db",
+                                 "sqlite://", "sqlite:///:memory:", "sqlite:///g.db?mode=ro",
+                                 "postgresql+psycopg://u:p@db:5432/gateway", "sqlite+pysqlite:///a/b.db"])
+def test_the_sqlite_file_is_read_as_sqlalchemy_reads_it(url: str) -> None:
+    """`gateway check` reads a SQLite DATABASE_URL without importing SQLAlchemy, and finds the same file."""
+    parsed = make_url(url)
+    expected = (Path(parsed.database) if parsed.get_backend_name() == "sqlite"
+                and parsed.database not in (None, "", ":memory:") else None)
+    assert sqlite_file(url) == expected

@@ -10,15 +10,14 @@ harness SubAgents controls: a model menu the model picks from per delegation, an
 
 from __future__ import annotations
 
-from capabilities.registry import CapabilityDef, ToolInfo
+from capabilities.registry import CapabilityDef, Deferred, ToolInfo
 from capabilities.subagents.config import SubagentsConfig, offered
-from capabilities.subagents.delegation import build_delegation
 
 __all__ = ["CAPABILITY", "SubagentsConfig"]
 
 CAPABILITY = CapabilityDef(
-    id="subagents", name="Delegation", category="reasoning", config=SubagentsConfig, build=build_delegation,
-    offered=offered,
+    id="subagents", name="Delegation", category="reasoning", config=SubagentsConfig, offered=offered,
+    build=Deferred("capabilities.subagents.delegation:build_delegation"),
     scopes=frozenset({"agents:delegate"}),
     description="Hands self-contained work to specialists and to other agents of this gateway, each on its own "
                 "model and step limit; their usage counts into the run.",

@@ -8,10 +8,17 @@ reaches only the capabilities `share_with_delegates` lends it — a file cannot 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from pydantic_ai_harness.subagents._disk import parse_agent_markdown
+from capabilities.registry import Deferred
+
+parse_agent_markdown: Deferred[Callable[[str], Any]] = Deferred(
+    "pydantic_ai_harness.subagents._disk:parse_agent_markdown")
+"""The harness's parser, which loads (pydantic-ai behind it) with the first file read: `gateway check` of a config
+that names no agents folder does not import it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,6 +16,7 @@ refuses socket connections (Unix sockets included) is left out too.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 MOUNT = "/workspace"
@@ -73,3 +74,14 @@ def sandbox_args(host_directory: Path, *, network: bool) -> list[str]:
     """The `bwrap` arguments before `--`: the workspace at `MOUNT`, the system read-only, nothing else."""
     return [*isolation(network), *SEALED, *system_view(network), "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", "/tmp", "--bind", str(host_directory), MOUNT, "--remount-ro", "/", "--chdir", MOUNT]
+
+
+INSTALL_LINE = "apt-get install -y bubblewrap"
+
+
+def bubblewrap_missing() -> str | None:
+    """Why this host cannot run the shell backend, or None when it can (`gateway check` asks, without loading the
+    backend itself)."""
+    if shutil.which("bwrap") is None:
+        return f"bubblewrap is not installed on this host; install it with `{INSTALL_LINE}`"
+    return None

@@ -36,8 +36,6 @@ from pydantic_ai_harness.bubblewrap_sandbox._seccomp import NETWORK_FILTER_BASE6
 from capabilities.workspace.seal import MOUNT, sandbox_args
 from capabilities.workspace_facts import BubblewrapConnection
 
-INSTALL_LINE = "apt-get install -y bubblewrap"
-
 _LAUNCH = 'filter=$1; shift; printf %s "$filter" | "$0" -d | { exec 3<&0 </dev/null; exec "$@"; }'
 """Decodes the seccomp filter onto descriptor 3, where `bwrap --seccomp 3` reads it, then starts `bwrap`."""
 
@@ -113,13 +111,6 @@ def shell_workspace(connection: BubblewrapConnection, key: str) -> Workspace:
     directory = directory_for(connection, key)
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     return Workspace(SealedShell(directory, network=connection.network))
-
-
-def bubblewrap_missing() -> str | None:
-    """Why this host cannot run the shell backend, or None when it can."""
-    if shutil.which("bwrap") is None:
-        return f"bubblewrap is not installed on this host; install it with `{INSTALL_LINE}`"
-    return None
 
 
 def remove_workspace(connection: BubblewrapConnection, key: str) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from capabilities.context import ContextFile, DocumentSearch, KnowledgeScope, RunFacts, SkillFolder
-from capabilities.skills import skill_files
+from capabilities.skills.build import skill_files
 from gateway.agents.context_files import read_context_file
 from gateway.agents.knowledge import FullTextRanker, KnowledgeSearch, KnowledgeStore
 from gateway.config.schema import AgentSpec, ContextFileSpec, GatewayConfig

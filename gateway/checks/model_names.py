@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import difflib
 from functools import cache
-from typing import get_args
-
-from pydantic_ai.models import KnownModelName
 
 from capabilities.config_errors import Loc, Problem
+from gateway.checks.known_models import KNOWN_MODEL_NAMES
 from gateway.config.schema import GatewayConfig, ModelStringProfile
 
 
 @cache
 def known_models() -> dict[str, tuple[str, ...]]:
-    """pydantic-ai's known model strings, by provider prefix (`openai` → `openai:gpt-4o`, …)."""
+    """pydantic-ai's known model strings, by provider prefix (`openai` → `openai:gpt-4o`, …); read from the table
+    generated from pydantic-ai (`gateway/checks/known_models.py`), so that `gateway check` does not import it."""
     by_provider: dict[str, list[str]] = {}
-    for name in get_args(KnownModelName.__value__):
+    for name in KNOWN_MODEL_NAMES:
         provider, separator, _ = name.partition(":")
         if separator:
             by_provider.setdefault(provider, []).append(name)

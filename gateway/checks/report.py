@@ -13,9 +13,9 @@ from capabilities.config_errors import Problem
 from capabilities.mem0_client import Mem0Access, Mem0Refused, endpoint
 from capabilities.memory_mem0 import Mem0Config
 from capabilities.registry import Registry
-from gateway.agents.models import ModelResolver
 from gateway.checks.entries import entries_of
 from gateway.checks.model_names import model_name_problems
+from gateway.checks.model_setup import ModelSetup
 from gateway.checks.resources import USED_BY
 from gateway.checks.validation import apply_problems, model_references
 from gateway.checks.workspaces import placement_problems
@@ -72,7 +72,7 @@ def check_file(path: Path, *, registry: Registry, secrets: SecretSource, setting
     config, problems = validate_source(source)
     if config is None:
         return Report(source=source, config=None, errors=(*problems, *_agent_problems(source, registry)))
-    models = ModelResolver(config.models, secrets)
+    models = ModelSetup(config.models, secrets)
     wrong, unset = model_problems(config, models)
     errors = [*problems, *(parse_problem(p) for p in apply_problems(config, registry)), *wrong]
     if settings is not None:
@@ -88,7 +88,7 @@ def dev_settings(settings: Settings | None) -> list[Problem]:
     return [DEV_FETCH_LOCAL] if settings is not None and settings.dev_web_fetch_allow_local else []
 
 
-def model_problems(config: GatewayConfig, models: ModelResolver) -> tuple[list[Problem], list[Problem]]:
+def model_problems(config: GatewayConfig, models: ModelSetup) -> tuple[list[Problem], list[Problem]]:
     """Each profile and each model the config names, resolved as a turn would: (wrong names, unset keys). A model
     id its provider does not have is the one problem told of its place: a key for it would not help."""
     unknown = model_name_problems(config, model_references(config))
@@ -97,7 +97,7 @@ def model_problems(config: GatewayConfig, models: ModelResolver) -> tuple[list[P
     return ([*unknown, *(p for p in wrong if p.loc not in told)], [p for p in unset if p.loc not in told])
 
 
-def _resolution_problems(config: GatewayConfig, models: ModelResolver) -> tuple[list[Problem], list[Problem]]:
+def _resolution_problems(config: GatewayConfig, models: ModelSetup) -> tuple[list[Problem], list[Problem]]:
     wrong: list[Problem] = []
     unset: list[Problem] = []
     for name, profile in config.models.items():
@@ -167,7 +167,7 @@ def unlisted_mem0_hosts(config: GatewayConfig, access: Mem0Access | None) -> lis
     return problems
 
 
-def silent_settings(config: GatewayConfig, models: ModelResolver) -> list[Problem]:
+def silent_settings(config: GatewayConfig, models: ModelSetup) -> list[Problem]:
     """Settings that are valid but will do nothing as the config stands."""
     problems = []
     for i, agent in enumerate(config.agents):
@@ -192,18 +192,32 @@ def silent_settings(config: GatewayConfig, models: ModelResolver) -> list[Proble
 
 
 def _thinking_without_reasoning(config: GatewayConfig, agent: AgentSpec, index: int,
-                                models: ModelResolver) -> list[Problem]:
+                                models: ModelSetup) -> list[Problem]:
     entry = next(((j, e) for j, e in enumerate(agent.capabilities) if e.id == THINKING and e.enabled), None)
-    profile = models.profile(agent.model) if entry is not None else None
-    if entry is None or profile is None or models.problem(agent.model) is not None:
+    if entry is None or models.problem(agent.model) is not None:
         return []
-    if profile.get("supports_thinking") or profile.get("thinking_always_enabled"):
+    ignores = models.ignores_thinking(agent.model)
+    if ignores is None:
+        ignores = _profile_ignores_thinking(models.model_id(agent.model))
+    if not ignores:
         return []
     profile_spec = config.models.get(agent.model)
     model = agent.model if profile_spec is None else f"{agent.model} ({getattr(profile_spec, 'model', profile_spec)})"
     return [Problem(loc=("agents", index, "capabilities", entry[0]),
                     message=f"'thinking' does nothing on {model}: pydantic-ai does not know that model as "
                             "one that reasons, so no thinking setting is sent; remove it, or use a reasoning model")]
+
+
+def _profile_ignores_thinking(model: str) -> bool:
+    """pydantic-ai's profile of a model its tables do not list, inferred from the name as a run would; False when
+    it cannot say (its provider's package is missing)."""
+    from pydantic_ai.models import infer_model_profile  # only for `thinking` on an unlisted model: see the layers test
+
+    try:
+        profile = infer_model_profile(model)
+    except Exception:  # a provider whose package is missing: reported as a problem of its own
+        return False
+    return not (profile.get("supports_thinking") or profile.get("thinking_always_enabled"))
 
 
 def _bound_without_resources(agent: AgentSpec, index: int) -> list[Problem]:

@@ -32,7 +32,8 @@ def resource_problems(config: GatewayConfig) -> list[str]:
         problems += unused_bindings(agent, f"agents[{i}]")
         named = [folders[name] for name in agent.skill_folders if name in folders and name not in broken]
         try:
-            load_skills(named)
+            if named:
+                load_skills(named)
         except SkillProblem as problem:
             problems.append(f"agents[{i}].skill_folders: {problem}")
     return problems

@@ -15,7 +15,7 @@ from capabilities.config_errors import Loc
 from capabilities.registry import ALL_SCOPES, Registry
 from capabilities.subagents import SubagentsConfig
 from capabilities.subagents.agent_files import read_agent_files
-from gateway.agents.channel_context import PLACEHOLDERS, unknown_placeholders
+from gateway.agents.placeholders import PLACEHOLDERS, unknown_placeholders
 from gateway.checks.bots import bot_problems
 from gateway.checks.browsing import browser_problems
 from gateway.checks.mcp_servers import mcp_problems

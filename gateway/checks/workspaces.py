@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
 from capabilities.workspace import SandboxConfig
-from capabilities.workspace.shell import bubblewrap_missing
+from capabilities.workspace.seal import bubblewrap_missing
 from gateway.checks.entries import entries_of
 from gateway.config.schema import BubblewrapSandboxSpec, GatewayConfig, Settings
 
@@ -74,9 +72,20 @@ def _gateway_files(config_path: Path, settings: Settings) -> list[tuple[str, Pat
     """The files no workspace's directory may hold or lie beside: the SQLite database (DATABASE_URL), this
     config, and the secrets file (GATEWAY_SECRETS_FILE), each as an absolute path."""
     files = [("the config file", config_path)]
-    url = make_url(settings.database_url)
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
-        files.append(("the SQLite database (DATABASE_URL)", Path(url.database)))
+    database = sqlite_file(settings.database_url)
+    if database is not None:
+        files.append(("the SQLite database (DATABASE_URL)", database))
     if settings.secrets_file is not None:
         files.append(("the secrets file (GATEWAY_SECRETS_FILE)", settings.secrets_file))
     return [(what, path.expanduser().resolve()) for what, path in files]
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file a SQLite `DATABASE_URL` names (`sqlite:///gateway.db`, `sqlite+aiosqlite:////srv/gateway.db`), as
+    SQLAlchemy's `make_url` reads it; None for another database or an in-memory one. Read here rather than by
+    SQLAlchemy, whose import is half a second of `gateway check`."""
+    scheme, separator, rest = url.partition("://")
+    if not separator or scheme.split("+", 1)[0] != "sqlite":
+        return None
+    _, slash, database = rest.split("?", 1)[0].partition("/")
+    return Path(database) if slash and database not in ("", ":memory:") else None

@@ -17,7 +17,7 @@ import uvicorn
 from pydantic_ai_backends import CommandOutcome
 from pydantic_ai_backends.remote.server import SandboxdConfig, create_app
 
-from capabilities.workspace.shell import bubblewrap_missing
+from capabilities.workspace.seal import bubblewrap_missing
 
 TOKEN = "service-token-for-tests"
 WORK_DIR = "/tmp/work"
