@@ -5,12 +5,11 @@ the kill to the restarted process being ready and to each answer are printed (ru
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +19,10 @@ import yaml
 from aiohttp import web
 
 from tests.cli_process import gateway_env
+from tests.fakes.chat_completions import ChatCompletionsServer, last_user_text, open_stream, stream_answer, write_chunk
 from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import free_port
-from tests.loopback import serving as on_loopback
 from tests.slack_harness import SlackBot
 
 TURNS = 8
@@ -33,56 +32,36 @@ asserted: a timed assertion fails on a machine busy enough to be slow and says n
 TOKEN = "565656:crash-mid-turn-token"
 
 
-class HeldModel:
-    """An OpenAI-compatible chat-completions server. Until `release`, every request is held open: silent, or after
-    a first streamed chunk (`first_text`); after it, each request streams `echo: <what the person said>`."""
+class HeldModel(ChatCompletionsServer):
+    """Until `release`, every request is held open: silent, or after a first streamed chunk (`first_text`); after
+    it, each request streams `echo: <what the person said>`."""
 
     def __init__(self, *, first_text: bool) -> None:
+        super().__init__()
         self.held: list[str] = []
         self.all_held = asyncio.Event()
         """Set once TURNS requests are held."""
         self._first_text = first_text
         self._released = asyncio.Event()
-        self._server = AsyncExitStack()
-        self.url = ""
 
-    async def __aenter__(self) -> HeldModel:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._complete)
-        self.url = f"{await self._server.enter_async_context(on_loopback(app))}/v1"
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
+    def stop(self) -> None:
         self.release()
-        await self._server.aclose()
 
     def release(self) -> None:
         self._released.set()
 
-    async def _complete(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        said = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
-        said = said if isinstance(said, str) else json.dumps(said)
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        if not self._released.is_set():
-            self.held.append(said)
-            if len(self.held) == TURNS:
-                self.all_held.set()
-            if self._first_text:
-                await _chunk(response, {"role": "assistant", "content": f"thinking about {said}"})
-            await self._released.wait()  # the process that asked is killed meanwhile
-            return response
-        await _chunk(response, {"role": "assistant", "content": f"echo: {said}"})
-        await _chunk(response, {}, finish="stop")
-        await response.write(b"data: [DONE]\n\n")
+    async def complete(self, request: web.Request) -> web.StreamResponse:
+        said = last_user_text(await request.json())
+        if self._released.is_set():
+            return await stream_answer(request, [{"role": "assistant", "content": f"echo: {said}"}], "stop")
+        response = await open_stream(request)
+        self.held.append(said)
+        if len(self.held) == TURNS:
+            self.all_held.set()
+        if self._first_text:
+            await write_chunk(response, {"role": "assistant", "content": f"thinking about {said}"})
+        await self._released.wait()  # the process that asked is killed meanwhile
         return response
-
-
-async def _chunk(response: web.StreamResponse, delta: dict[str, Any], finish: str | None = None) -> None:
-    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "held",
-             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
 
 Connected = Callable[[], Awaitable[None]]

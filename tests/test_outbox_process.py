@@ -24,9 +24,9 @@ from sqlalchemy import select
 from storage.db import Database
 from storage.models import OutboxFileRow
 from tests.cli_process import gateway_env
+from tests.fakes.chat_completions import ChatCompletionsServer, stream_answer
 from tests.fakes.slack import FakeSlack, SlackApp
 from tests.harness import free_port
-from tests.loopback import serving as on_loopback
 
 pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 
@@ -37,43 +37,23 @@ GIVE_UP_AFTER = 90.0
 file claim, 10 s each, then one sweep)."""
 
 
-class ChartingModel:
-    """An OpenAI-compatible chat-completions server: asked for a chart, it calls `create_chart`; given the tool's
-    answer, it answers 'Done: ' and that answer word for word, so the chat shows what the tool told the model."""
+class ChartingModel(ChatCompletionsServer):
+    """Asked for a chart, it calls `create_chart`; given the tool's answer, it answers 'Done: ' and that answer word
+    for word, so the chat shows what the tool told the model."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.asked = 0
-        self._server = AsyncExitStack()
-        self.url = ""
 
-    async def __aenter__(self) -> ChartingModel:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._complete)
-        self.url = f"{await self._server.enter_async_context(on_loopback(app))}/v1"
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        await self._server.aclose()
-
-    async def _complete(self, request: web.Request) -> web.StreamResponse:
+    async def complete(self, request: web.Request) -> web.StreamResponse:
         messages = (await request.json())["messages"]
         self.asked += 1
         if messages[-1]["role"] == "tool":
-            deltas = [{"role": "assistant", "content": f"Done: {messages[-1]['content']}"}]
-            finish = "stop"
-        else:
-            call = {"name": "create_chart", "arguments": json.dumps(CHART)}
-            deltas = [{"role": "assistant",
-                       "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": call}]}]
-            finish = "tool_calls"
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        for delta, reason in [*((d, None) for d in deltas), ({}, finish)]:
-            chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "charting",
-                     "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}
-            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        await response.write(b"data: [DONE]\n\n")
-        return response
+            return await stream_answer(request, [{"role": "assistant", "content": f"Done: {messages[-1]['content']}"}],
+                                       "stop")
+        call = {"name": "create_chart", "arguments": json.dumps(CHART)}
+        return await stream_answer(request, [{"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": call}]}], "tool_calls")
 
 
 @asynccontextmanager

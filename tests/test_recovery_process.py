@@ -5,7 +5,6 @@ message; the seconds each took are printed (run with -s)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sys
@@ -22,9 +21,9 @@ import yaml
 from aiohttp import web
 
 from tests.conftest import REDIS
+from tests.fakes.chat_completions import ChatCompletionsServer, last_user_text, stream_answer
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import free_port
-from tests.loopback import serving as on_loopback
 
 pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 
@@ -34,42 +33,25 @@ GIVE_UP_AFTER = 60.0
 fail on a machine busy enough to be slow, and say nothing about correctness."""
 
 
-class StallingModel:
-    """An OpenAI-compatible chat-completions server whose first request never answers; later ones stream an echo."""
+class StallingModel(ChatCompletionsServer):
+    """A model server whose first request never answers; later ones stream an echo."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.requests: list[str] = []
         self.first_arrived = asyncio.Event()
         self._released = asyncio.Event()
-        self._server = AsyncExitStack()
-        self.url = ""
 
-    async def __aenter__(self) -> StallingModel:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._complete)
-        self.url = f"{await self._server.enter_async_context(on_loopback(app))}/v1"
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
+    def stop(self) -> None:
         self._released.set()
-        await self._server.aclose()
 
-    async def _complete(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        said = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
-        self.requests.append(said if isinstance(said, str) else json.dumps(said))
+    async def complete(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(last_user_text(await request.json()))
         if len(self.requests) == 1:
             self.first_arrived.set()
             await self._released.wait()  # the process that asked is killed meanwhile
             return web.Response(status=503)
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        for delta, finish in (({"role": "assistant", "content": f"echo: {self.requests[-1]}"}, None), ({}, "stop")):
-            chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "stalling",
-                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        await response.write(b"data: [DONE]\n\n")
-        return response
+        return await stream_answer(request, [{"role": "assistant", "content": f"echo: {self.requests[-1]}"}], "stop")
 
 
 @asynccontextmanager
