@@ -5,7 +5,7 @@
 Each user talks to the bot in a private chat and, @mentioning it, in every group; each of these sessions
 sends its share of the messages one after another, waiting for each answer (all sessions at once).
 With --burst every message is sent up front instead. Measured: the time from `user_says` to the final
-answer being visible in the sandbox, and the process RSS before and after. Prints figures; asserts nothing.
+answer being visible on the local Telegram, and the process RSS before and after. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from bench.models import TAG, instant_model
 from gateway.agents.models import ModelResolver
 from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
-from gateway.sandbox.telegram import TelegramSandbox
 from gateway.server.app import Gateway, Tuning
+from local_platforms.telegram import LocalTelegram
 
 JSON = dict[str, Any]
 BOT_USERNAME = "bench_helper_bot"
@@ -52,7 +52,7 @@ class AnswerWatch:
     the chat's current messages hold the final text (the placeholder "…" carries no tag).
     """
 
-    def __init__(self, telegram: TelegramSandbox) -> None:
+    def __init__(self, telegram: LocalTelegram) -> None:
         self._telegram = telegram
         self._expected: dict[str, tuple[int, str, asyncio.Future[float]]] = {}
         self._candidates: set[str] = set()
@@ -64,7 +64,7 @@ class AnswerWatch:
         return future
 
     def check(self) -> bool:
-        """The predicate of `TelegramSandbox.wait_for`; never true, so the watch runs until cancelled."""
+        """The predicate of `LocalTelegram.wait_for`; never true, so the watch runs until cancelled."""
         calls = self._telegram.calls
         for call in calls[self._seen:]:
             if call.method in ("sendMessage", "editMessageText"):
@@ -121,7 +121,7 @@ async def run_backend(backend: str, database_url: str, args: argparse.Namespace)
     rss_before, maxrss_before = current_rss_mib(), max_rss_mib()
     token = f"{700_000_000 + uuid.uuid4().int % 10**8}:{uuid.uuid4().hex}"
     tuning = dataclasses.replace(BENCH_TUNING, worker_concurrency=args.concurrency)
-    async with TelegramSandbox() as telegram:
+    async with LocalTelegram() as telegram:
         telegram.add_bot(token, username=BOT_USERNAME, first_name="Helper")
         users = [telegram.add_user(5000 + u, f"User{u}", username=f"user{u}") for u in range(args.users)]
         groups = [telegram.group(-100_000 - g, f"Team {g}", supergroup=True) for g in range(args.groups)]

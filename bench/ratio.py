@@ -6,7 +6,7 @@
 
 Each run starts a fresh process for one variant — the echo floor and the LLM floor (`bench/floor_bots.py`), or
 the gateway on SQLite or PostgreSQL (`bench/gateway_bot.py`) — against a fresh local server of `--platform`
-(`gateway/sandbox/`, watched by `bench/watch_*.py`) in this process, and every bot answers with the same
+(`local_platforms/`, watched by `bench/watch_*.py`) in this process, and every bot answers with the same
 scripted streaming model (`bench/models.py`). Variants run A B C D, A B C D, … so a change of the machine's
 load hits all of them alike. A platform without floors of its own runs the Telegram floors, labelled so.
 

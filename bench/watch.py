@@ -1,6 +1,6 @@
 """What `bench.ratio` notes on every local platform server, and the shape each platform's watch has.
 
-A watch is a platform's sandbox that also keeps a `Record`: per message sent, when its chat first showed a
+A watch is a platform's local server that also keeps a `Record`: per message sent, when its chat first showed a
 sign (typing or a post), its first post and its final text `answer <tag>`, and how long the platform waited
 for its acknowledgement. `bench/watch_telegram.py`, `watch_slack.py` and `watch_mattermost.py` are the three.
 """
@@ -37,7 +37,7 @@ class BenchBot:
     """Slack's app-level token (Socket Mode); empty elsewhere."""
     username: str
     account: Any
-    """The sandbox's own object for it: a Slack app, a Mattermost user, a Telegram bot's token."""
+    """The local server's own object for it: a Slack app, a Mattermost user, a Telegram bot's token."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,7 +45,7 @@ class BenchChat:
     key: str
     """The chat's id as the bot's calls name it, as text."""
     chat: Any
-    """The sandbox's chat (channel) object."""
+    """The local server's chat (channel) object."""
     speaker: Any
     """The person who writes in it."""
     private: bool
@@ -116,7 +116,7 @@ class Record:
 class Watch(Protocol):
     """A local platform server that keeps a `Record`; `bench.ratio` drives every platform through this.
 
-    It is also an async context manager (the sandbox's own): started on entry, stopped on exit.
+    It is also an async context manager (the local server's own): started on entry, stopped on exit.
     """
 
     url: str

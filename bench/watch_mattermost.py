@@ -10,12 +10,12 @@ import uuid
 from typing import Any
 
 from bench.watch import BenchBot, BenchChat, Pending, Record
-from gateway.sandbox.mattermost import MattermostSandbox
+from local_platforms.mattermost import LocalMattermost
 
 USERNAME = "helper"
 
 
-class MattermostWatch(MattermostSandbox):
+class MattermostWatch(LocalMattermost):
     def __init__(self) -> None:
         super().__init__()
         self.record = Record()

@@ -12,12 +12,12 @@ from typing import Any
 
 from bench.models import TAG
 from bench.watch import BenchBot, BenchChat, Pending, Record
-from gateway.sandbox.slack import SlackApp, SlackSandbox
+from local_platforms.slack import LocalSlack, SlackApp
 
 USERNAME = "helper"
 
 
-class SlackWatch(SlackSandbox):
+class SlackWatch(LocalSlack):
     def __init__(self) -> None:
         super().__init__()
         self.record = Record()

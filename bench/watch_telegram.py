@@ -7,12 +7,12 @@ from collections import deque
 from typing import Any
 
 from bench.watch import BenchBot, BenchChat, Pending, Record
-from gateway.sandbox.telegram import TelegramSandbox
+from local_platforms.telegram import LocalTelegram
 
 USERNAME = "bench_helper_bot"
 
 
-class TelegramWatch(TelegramSandbox):
+class TelegramWatch(LocalTelegram):
     def __init__(self) -> None:
         super().__init__()
         self.record = Record()

@@ -99,7 +99,7 @@ async def test_every_bot_signs_in_and_every_model_is_asked_with_its_key(tmp_path
     assert lines["bot tgproxy (telegram)"] == (
         f"FAIL  bot tgproxy (telegram): {catalog.url}/telegram answered HTTP 404 with an empty body: wrong API URL or "
         "proxy path — fix: set api_base_url to the Bot API's root (https://api.telegram.org)")
-    assert lines["bot sl (slack)"].startswith("ok    bot sl (slack): signed in as @helper in Sandbox")
+    assert lines["bot sl (slack)"].startswith("ok    bot sl (slack): signed in as @helper in Local Slack")
     assert lines["bot mm (mattermost)"].startswith("FAIL  bot mm (mattermost): mattermost refused the token (HTTP 401")
     assert lines["bot mm (mattermost)"].endswith("put it in MM_TOKEN")
     assert lines["model good"] == (f"ok    model good: llama3.1 at {catalog.base('ok')}: the server knows the model "

@@ -1,4 +1,4 @@
-"""The architecture's import rules hold: layers, the sandbox apart, SDKs and the web framework in their place."""
+"""The import rules hold: layers, the local platform servers apart, SDKs and the web framework in their place."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("gateway", "adapters", "capabilities", "storage")
+PACKAGES = ("gateway", "adapters", "capabilities", "storage", "local_platforms")
 
 LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     "gateway/cli/main.py": "the command line imports a command's implementation when that command runs: the "

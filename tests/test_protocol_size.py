@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PRODUCT = ("gateway", "adapters", "capabilities", "storage")
+PRODUCT = ("gateway", "adapters", "capabilities", "storage", "local_platforms")
 MAX_MEMBERS = 6
 
 

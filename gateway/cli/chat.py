@@ -22,8 +22,8 @@ from gateway.agents.models import ModelResolver
 from gateway.cli.demo import DEMO_TUNING, demo_model
 from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
-from gateway.sandbox.telegram import TelegramSandbox
 from gateway.server.app import Gateway
+from local_platforms.telegram import LocalTelegram
 from storage.db import Database
 from storage.models import InboxRow
 
@@ -52,7 +52,7 @@ async def run_chat(config: GatewayConfig, agent: str, *, secrets: SecretSource, 
                    ask: Ask, say: Callable[[str], None]) -> None:
     with tempfile.TemporaryDirectory(prefix="gateway-chat-") as workdir:
         database_url = f"sqlite+aiosqlite:///{Path(workdir) / 'chat.db'}"
-        async with TelegramSandbox() as telegram:
+        async with LocalTelegram() as telegram:
             local = chat_config(config, agent, telegram.url)
             chat_secrets = SecretSource(environ={**secrets.environ, "GATEWAY_CHAT_TOKEN": TOKEN},
                                         file_values=secrets.file_values)
@@ -72,7 +72,7 @@ async def run_chat(config: GatewayConfig, agent: str, *, secrets: SecretSource, 
 class _Conversation:
     """You, the bot, and one private chat on the local server."""
 
-    def __init__(self, telegram: TelegramSandbox, agent: str, db: Database, say: Callable[[str], None]) -> None:
+    def __init__(self, telegram: LocalTelegram, agent: str, db: Database, say: Callable[[str], None]) -> None:
         self._telegram = telegram
         self._agent = agent
         self._say = say

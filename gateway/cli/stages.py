@@ -14,9 +14,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from gateway.sandbox.mattermost import MattermostSandbox
-from gateway.sandbox.slack import SlackSandbox
-from gateway.sandbox.telegram import TelegramSandbox
+from local_platforms.mattermost import LocalMattermost
+from local_platforms.slack import LocalSlack
+from local_platforms.telegram import LocalTelegram
 
 DemoPlatform = Literal["telegram", "slack", "mattermost"]
 Room = Literal["dm", "team"]
@@ -111,67 +111,67 @@ class TelegramStage:
     TOKEN = "700000001:demo-token-for-the-local-telegram-server"
 
     def __init__(self) -> None:
-        self.sandbox = TelegramSandbox()
+        self.platform = LocalTelegram()
 
     @contextlib.asynccontextmanager
     async def start(self) -> AsyncIterator[StageSetup]:
-        async with self.sandbox:
-            self.me = self.sandbox.add_bot(self.TOKEN, username="demo_helper_bot", first_name=BOT_NAME)
-            self.people = {"alice": self.sandbox.add_user(1001, "Alice", username="alice"),
-                           "bob": self.sandbox.add_user(1002, "Bob", username="bob")}
-            self.rooms = {"dm": self.sandbox.private_chat(self.people["alice"]),
-                          "team": self.sandbox.group(-1002001, "Team", supergroup=True)}
+        async with self.platform:
+            self.me = self.platform.add_bot(self.TOKEN, username="demo_helper_bot", first_name=BOT_NAME)
+            self.people = {"alice": self.platform.add_user(1001, "Alice", username="alice"),
+                           "bob": self.platform.add_user(1002, "Bob", username="bob")}
+            self.rooms = {"dm": self.platform.private_chat(self.people["alice"]),
+                          "team": self.platform.group(-1002001, "Team", supergroup=True)}
             self.names = {p["id"]: p["first_name"] for p in self.people.values()} | {self.me["id"]: BOT_NAME}
-            yield StageSetup(platform="telegram", url=self.sandbox.url, secrets={"DEMO_BOT_TOKEN": self.TOKEN},
+            yield StageSetup(platform="telegram", url=self.platform.url, secrets={"DEMO_BOT_TOKEN": self.TOKEN},
                              bot_spec={"platform": "telegram", "token": "${DEMO_BOT_TOKEN}",
-                                       "api_base_url": self.sandbox.url, "transport": "polling"},
+                                       "api_base_url": self.platform.url, "transport": "polling"},
                              server_spec={"host": "127.0.0.1", "port": 0}, mention="@demo_helper_bot")
 
     def ready(self) -> bool:
         return True  # long polling: the updates wait on the server until the bot asks
 
     async def says(self, room: Room, person: Person, text: str) -> None:
-        await self.sandbox.user_says(self.TOKEN, self.rooms[room], self.people[person], text)
+        await self.platform.user_says(self.TOKEN, self.rooms[room], self.people[person], text)
 
     def _card(self, room: Room) -> JSON | None:
-        return next((m for m in self.sandbox.messages(self.rooms[room]["id"]) if m.get("reply_markup")), None)
+        return next((m for m in self.platform.messages(self.rooms[room]["id"]) if m.get("reply_markup")), None)
 
     async def approve(self, room: Room, person: Person) -> None:
         card = self._card(room) or {}
         [data] = [b["callback_data"] for row in card["reply_markup"]["inline_keyboard"] for b in row
                   if "Approve" in b["text"]]
-        await self.sandbox.user_clicks(self.TOKEN, card, self.people[person], data)
+        await self.platform.user_clicks(self.TOKEN, card, self.people[person], data)
 
     def transcript(self, room: Room) -> Transcript:
         return Transcript(lines=tuple(
             Line(speaker=self.names.get(m["from"]["id"], "?"), text=m.get("text", ""),
                  buttons=tuple(b["text"] for row in (m.get("reply_markup") or {}).get("inline_keyboard", [])
                                for b in row))
-            for m in self.sandbox.messages(self.rooms[room]["id"])))
+            for m in self.platform.messages(self.rooms[room]["id"])))
 
     async def wait_for(self, predicate: Callable[[], bool], *, timeout: float) -> None:  # noqa: ASYNC109
-        await self.sandbox.wait_for(predicate, timeout=timeout)
+        await self.platform.wait_for(predicate, timeout=timeout)
 
 
 class SlackStage:
     APPROVE = "approval:approve"
 
     def __init__(self) -> None:
-        self.sandbox = SlackSandbox()
+        self.platform = LocalSlack()
 
     @contextlib.asynccontextmanager
     async def start(self) -> AsyncIterator[StageSetup]:
-        async with self.sandbox:
-            self.app = self.sandbox.add_app("helper", display_name=BOT_NAME)
-            self.people = {"alice": self.sandbox.add_user("alice", real_name="Alice", display_name="Alice"),
-                           "bob": self.sandbox.add_user("bob", real_name="Bob", display_name="Bob")}
-            self.rooms = {"dm": self.sandbox.open_dm(self.people["alice"], self.app),
-                          "team": self.sandbox.add_channel("team", members=[*self.people.values(), self.app])}
+        async with self.platform:
+            self.app = self.platform.add_app("helper", display_name=BOT_NAME)
+            self.people = {"alice": self.platform.add_user("alice", real_name="Alice", display_name="Alice"),
+                           "bob": self.platform.add_user("bob", real_name="Bob", display_name="Bob")}
+            self.rooms = {"dm": self.platform.open_dm(self.people["alice"], self.app),
+                          "team": self.platform.add_channel("team", members=[*self.people.values(), self.app])}
             self.names = {p["id"]: p["real_name"] for p in self.people.values()} | {self.app.bot_user_id: BOT_NAME}
-            yield StageSetup(platform="slack", url=self.sandbox.url,
+            yield StageSetup(platform="slack", url=self.platform.url,
                              secrets={"DEMO_BOT_TOKEN": self.app.token, "DEMO_APP_TOKEN": self.app.app_token},
                              bot_spec={"platform": "slack", "token": "${DEMO_BOT_TOKEN}",
-                                       "app_token": "${DEMO_APP_TOKEN}", "api_base_url": self.sandbox.url,
+                                       "app_token": "${DEMO_APP_TOKEN}", "api_base_url": self.platform.url,
                                        "transport": "socket"},
                              server_spec={"host": "127.0.0.1", "port": 0}, mention=f"<@{self.app.bot_user_id}>")
 
@@ -179,17 +179,17 @@ class SlackStage:
         return bool(self.app.sockets)  # Socket Mode: events reach the bot once it holds a socket
 
     async def says(self, room: Room, person: Person, text: str) -> None:
-        await self.sandbox.user_says(self.rooms[room], self.people[person], text)
+        await self.platform.user_says(self.rooms[room], self.people[person], text)
 
     def _messages(self, room: Room) -> list[JSON]:
         """Every message of the room, each thread's replies right after its first message."""
         channel = self.rooms[room]
-        return [reply for top in self.sandbox.messages(channel)
-                for reply in [top, *self.sandbox.messages(channel, thread_ts=top["ts"])]]
+        return [reply for top in self.platform.messages(channel)
+                for reply in [top, *self.platform.messages(channel, thread_ts=top["ts"])]]
 
     async def approve(self, room: Room, person: Person) -> None:
         card = next((m for m in self._messages(room) if self.APPROVE in _slack_actions(m)), {})
-        await self.sandbox.user_clicks(self.app, card, self.people[person], self.APPROVE)
+        await self.platform.user_clicks(self.app, card, self.people[person], self.APPROVE)
 
     def transcript(self, room: Room) -> Transcript:
         return Transcript(lines=tuple(
@@ -199,7 +199,7 @@ class SlackStage:
             for m in self._messages(room)))
 
     async def wait_for(self, predicate: Callable[[], bool], *, timeout: float) -> None:  # noqa: ASYNC109
-        await self.sandbox.wait_for(predicate, timeout=timeout)
+        await self.platform.wait_for(predicate, timeout=timeout)
 
 
 def _slack_actions(message: JSON) -> list[str]:
@@ -210,44 +210,44 @@ class MattermostStage:
     TOKEN = "demotokenforthelocalmattermost"
 
     def __init__(self) -> None:
-        self.sandbox = MattermostSandbox()
+        self.platform = LocalMattermost()
         self.port = _free_port()  # approval buttons carry the gateway's public URL, so it is chosen first
 
     @contextlib.asynccontextmanager
     async def start(self) -> AsyncIterator[StageSetup]:
-        async with self.sandbox:
-            self.me = self.sandbox.add_bot(self.TOKEN, username="helper", display_name=BOT_NAME)
-            self.people = {"alice": self.sandbox.add_user("alice", first_name="Alice"),
-                           "bob": self.sandbox.add_user("bob", first_name="Bob")}
-            team = self.sandbox.add_team("team", members=[self.me, *self.people.values()])
-            self.rooms = {"dm": self.sandbox.direct_channel(self.people["alice"], self.me),
-                          "team": self.sandbox.add_channel(team, "team", members=[self.me, *self.people.values()])}
+        async with self.platform:
+            self.me = self.platform.add_bot(self.TOKEN, username="helper", display_name=BOT_NAME)
+            self.people = {"alice": self.platform.add_user("alice", first_name="Alice"),
+                           "bob": self.platform.add_user("bob", first_name="Bob")}
+            team = self.platform.add_team("team", members=[self.me, *self.people.values()])
+            self.rooms = {"dm": self.platform.direct_channel(self.people["alice"], self.me),
+                          "team": self.platform.add_channel(team, "team", members=[self.me, *self.people.values()])}
             self.names = {p["id"]: p["first_name"] for p in self.people.values()} | {self.me["id"]: BOT_NAME}
-            yield StageSetup(platform="mattermost", url=self.sandbox.url, secrets={"DEMO_BOT_TOKEN": self.TOKEN},
+            yield StageSetup(platform="mattermost", url=self.platform.url, secrets={"DEMO_BOT_TOKEN": self.TOKEN},
                              bot_spec={"platform": "mattermost", "token": "${DEMO_BOT_TOKEN}",
-                                       "api_base_url": self.sandbox.url, "transport": "websocket", "team": "team"},
+                                       "api_base_url": self.platform.url, "transport": "websocket", "team": "team"},
                              server_spec={"host": "127.0.0.1", "port": self.port,
                                           "public_url": f"http://127.0.0.1:{self.port}"},
                              mention="@helper")
 
     def ready(self) -> bool:
-        return self.sandbox.connected(self.me) > 0
+        return self.platform.connected(self.me) > 0
 
     async def says(self, room: Room, person: Person, text: str) -> None:
-        await self.sandbox.user_posts(self.rooms[room], self.people[person], text)
+        await self.platform.user_posts(self.rooms[room], self.people[person], text)
 
     async def approve(self, room: Room, person: Person) -> None:
-        card = next((p for p in self.sandbox.posts(self.rooms[room], user=self.me) if _mattermost_actions(p)), {})
-        await self.sandbox.click(card, self.people[person], "approve")
+        card = next((p for p in self.platform.posts(self.rooms[room], user=self.me) if _mattermost_actions(p)), {})
+        await self.platform.click(card, self.people[person], "approve")
 
     def transcript(self, room: Room) -> Transcript:
         return Transcript(lines=tuple(
             Line(speaker=self.names.get(p["user_id"], "?"), text=p["message"],
                  buttons=tuple(action["name"] for action in _mattermost_actions(p)))
-            for p in self.sandbox.posts(self.rooms[room])))
+            for p in self.platform.posts(self.rooms[room])))
 
     async def wait_for(self, predicate: Callable[[], bool], *, timeout: float) -> None:  # noqa: ASYNC109
-        await self.sandbox.wait_for(predicate, timeout=timeout)
+        await self.platform.wait_for(predicate, timeout=timeout)
 
 
 def _mattermost_actions(post: JSON) -> list[JSON]:

@@ -1,6 +1,6 @@
-"""The fake Mattermost of the test-suite: the server sandbox the product ships in `gateway/`."""
+"""The fake Mattermost of the test-suite: the local server the product ships in ``local_platforms.mattermost``."""
 
-from gateway.sandbox.mattermost import ApiCall, OutgoingWebhook
-from gateway.sandbox.mattermost import MattermostSandbox as FakeMattermost
+from local_platforms.mattermost import ApiCall, OutgoingWebhook
+from local_platforms.mattermost import LocalMattermost as FakeMattermost
 
 __all__ = ["ApiCall", "FakeMattermost", "OutgoingWebhook"]

@@ -1,6 +1,6 @@
-"""The fake Slack of the test-suite: the local workspace the product ships in ``gateway.sandbox.slack``."""
+"""The fake Slack of the test-suite: the local workspace the product ships in ``local_platforms.slack``."""
 
-from gateway.sandbox.slack import ApiCall, HttpDelivery, SlackApp
-from gateway.sandbox.slack import SlackSandbox as FakeSlack
+from local_platforms.slack import ApiCall, HttpDelivery, SlackApp
+from local_platforms.slack import LocalSlack as FakeSlack
 
 __all__ = ["ApiCall", "FakeSlack", "HttpDelivery", "SlackApp"]

@@ -1,6 +1,6 @@
-"""The fake Telegram of the test-suite: the Bot API sandbox the product ships for ``gateway demo``."""
+"""The fake Telegram of the test-suite: the local Bot API server the product ships in ``local_platforms.telegram``."""
 
-from gateway.sandbox.telegram import ApiCall
-from gateway.sandbox.telegram import TelegramSandbox as FakeTelegram
+from local_platforms.telegram import ApiCall
+from local_platforms.telegram import LocalTelegram as FakeTelegram
 
 __all__ = ["ApiCall", "FakeTelegram"]

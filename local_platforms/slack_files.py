@@ -1,4 +1,4 @@
-"""The files of the sandbox's Slack workspace: the external upload flow, and private downloads.
+"""The files of the local Slack workspace: the external upload flow, and private downloads.
 
 An app posts a file as `files_upload_v2` does: `files.getUploadURLExternal` hands out an upload URL on this
 server, the bytes are POSTed there, and `files.completeUploadExternal` shares the file into a channel or

@@ -1,7 +1,7 @@
 """A local Slack workspace: the Web API, Socket Mode, and signed Events API delivery.
 
 The fake Slack of the test-suite, kept beside the product so a demo can use it too. Any Slack client
-works against it unmodified, e.g. ``AsyncWebClient(token, base_url=f"{sandbox.url}/api/")``. Callers
+works against it unmodified, e.g. ``AsyncWebClient(token, base_url=f"{slack.url}/api/")``. Callers
 play the people (``user_says``, ``bot_says``, ``user_clicks``) and read what apps did (``calls``,
 ``messages``, ``ephemeral``). It speaks the wire protocol: Web API calls as query, form or JSON with
 ``Authorization: Bearer``, answered ``{"ok": true, ...}`` or ``{"ok": false, "error": ...}`` (HTTP 429
@@ -9,7 +9,7 @@ with ``Retry-After`` on demand); a Socket Mode WebSocket that says ``hello``, se
 ``interactive`` envelopes and sends unacknowledged ones again on the next connection; and, for apps
 with a request URL, ``v0``-signed Events API POSTs retried with ``X-Slack-Retry-Num`` when refused.
 As on Slack, a post that mentions an app reaches it twice: as ``message`` and as ``app_mention``.
-Files go both ways as on Slack (``files``, `gateway/sandbox/slack_files.py`): the external upload flow of
+Files go both ways as on Slack (``files``, `local_platforms/slack_files.py`): the external upload flow of
 ``files_upload_v2``, and private downloads with the bot token (`files:read`, else a sign-in page).
 """
 
@@ -34,10 +34,10 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import web
 
-from gateway.sandbox.server import ChangeSignal, LocalServer, Sandbox, json_object
-from gateway.sandbox.slack_files import FileRefused, SlackFiles
+from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, json_object
+from local_platforms.slack_files import FileRefused, SlackFiles
 
-__all__ = ["ApiCall", "HttpDelivery", "SlackApp", "SlackSandbox"]
+__all__ = ["ApiCall", "HttpDelivery", "LocalSlack", "SlackApp"]
 
 JSON = dict[str, Any]
 EventKind = Literal["events_api", "interactive"]
@@ -66,7 +66,7 @@ class ApiCall:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HttpDelivery:
-    """One signed POST the sandbox made to an app's request URL, and the answer it got."""
+    """One signed POST the local workspace made to an app's request URL, and the answer it got."""
 
     event_id: str | None
     retry_num: int
@@ -78,7 +78,7 @@ class HttpDelivery:
 
 @dataclass(slots=True, eq=False)
 class SlackApp:
-    """A Slack app with a bot user, installed in the sandbox's workspace."""
+    """A Slack app with a bot user, installed in the local workspace."""
 
     name: str
     app_id: str
@@ -115,10 +115,10 @@ class ApiError(Exception):
 Handler = Callable[[SlackApp, JSON], Awaitable[JSON]]
 
 
-class SlackSandbox(Sandbox):
+class LocalSlack(LocalPlatform):
     """An in-process Slack on ``host:port`` (port 0: the OS picks one), with one workspace."""
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, team_id: str = "T0SANDBOX",
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, team_id: str = "T0LOCAL",
                  retry_delays: tuple[float, ...] = (0.1, 0.2, 0.4)) -> None:
         self.url = ""
         """``http://host:port`` once started; clients use ``base_url=f"{url}/api/"``."""
@@ -276,7 +276,7 @@ class SlackSandbox(Sandbox):
         return {
             "type": "block_actions", "api_app_id": app.app_id, "token": "verification-token-unused",
             "user": {"id": user["id"], "username": user["name"], "name": user["name"], "team_id": self.team_id},
-            "team": {"id": self.team_id, "domain": "sandbox"}, "container": container,
+            "team": {"id": self.team_id, "domain": "local"}, "container": container,
             "channel": {"id": channel_id, "name": self._channels[channel_id].get("name", "directmessage")},
             "message": copy.deepcopy(posted), "trigger_id": f"{next(self._ids)}.{secrets.token_hex(8)}",
             "response_url": f"{self.url}/actions/{secrets.token_hex(8)}",
@@ -327,7 +327,7 @@ class SlackSandbox(Sandbox):
         for socket in list(app.sockets):
             with contextlib.suppress(ConnectionError):
                 await socket.send_json({"type": "disconnect", "reason": "refresh_requested",
-                                        "debug_info": {"host": "sandbox"}})
+                                        "debug_info": {"host": "local"}})
             await socket.close()
 
     def signed_headers(self, app: SlackApp, body: bytes, *, timestamp: int | None = None,
@@ -343,7 +343,7 @@ class SlackSandbox(Sandbox):
         """POST ``body`` to the app's request URL (or ``url``) with exactly these headers; returns (status, text)."""
         target = url or app.request_url
         if self._server.session is None or target is None:
-            raise RuntimeError("start the sandbox and give the app a request_url first")
+            raise RuntimeError("start the local workspace and give the app a request_url first")
         async with self._server.session.post(target, data=body, headers=headers) as answer:
             return answer.status, await answer.text()
 
@@ -372,11 +372,11 @@ class SlackSandbox(Sandbox):
 
     async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 5.0,  # noqa: ASYNC109
                        recheck: float | None = None) -> None:
-        # A timeout argument, as the Telegram sandbox's: `await slack.wait_for(lambda: ..., timeout=2)`.
+        # A timeout argument, as the local Telegram's: `await slack.wait_for(lambda: ..., timeout=2)`.
         """Return once ``predicate()`` is true, re-checked after every API call, delivery and ack.
 
         Args:
-            recheck: Also re-check every so many seconds, for a condition the sandbox cannot see change
+            recheck: Also re-check every so many seconds, for a condition the local workspace cannot see change
                 (an app that has read the answer to its last call).
 
         Raises:
@@ -461,7 +461,7 @@ class SlackSandbox(Sandbox):
         app.connected_at.append(time.monotonic())
         try:
             await socket.send_json({"type": "hello", "num_connections": len(app.sockets),
-                                    "debug_info": {"host": "sandbox", "approximate_connection_time": 18060},
+                                    "debug_info": {"host": "local", "approximate_connection_time": 18060},
                                     "connection_info": {"app_id": app.app_id}})
             await self._flush(app)
             await self._notify()
@@ -564,7 +564,7 @@ class SlackSandbox(Sandbox):
         }
 
     async def _auth_test(self, app: SlackApp, params: JSON) -> JSON:
-        return {"url": "https://sandbox.slack.com/", "team": "Sandbox", "user": app.name, "team_id": self.team_id,
+        return {"url": "https://local.slack.com/", "team": "Local Slack", "user": app.name, "team_id": self.team_id,
                 "user_id": app.bot_user_id, "bot_id": app.bot_id, "is_enterprise_install": False}
 
     async def _connections_open(self, app: SlackApp, params: JSON) -> JSON:

@@ -1,7 +1,7 @@
 """A local Telegram Bot API server: the fake Telegram of the test-suite and of ``gateway demo``.
 
 Any Bot API client works against it unmodified, e.g.
-``telegram.Bot(token, base_url=f"{sandbox.url}/bot")``. Callers play the users
+``telegram.Bot(token, base_url=f"{telegram.url}/bot")``. Callers play the users
 (``user_says``, ``user_sends_file``, ``user_clicks``) and read what bots did (``calls``,
 ``bot_messages``, ``transcript``, ``file_content``: what ``sendPhoto``/``sendDocument`` uploaded).
 Requests may be JSON, urlencoded or multipart; like the Bot API, form fields
@@ -26,10 +26,10 @@ from typing import Any, Literal
 import aiohttp
 from aiohttp import web
 
-from gateway.sandbox.server import ChangeSignal, LocalServer, Sandbox, json_object
-from gateway.sandbox.telegram_html import RejectedContent, detect_entities, inline_keyboard, message_text
+from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, json_object
+from local_platforms.telegram_html import RejectedContent, detect_entities, inline_keyboard, message_text
 
-__all__ = ["ApiCall", "ApiError", "TelegramSandbox"]
+__all__ = ["ApiCall", "ApiError", "LocalTelegram"]
 
 JSON = dict[str, Any]
 MemberStatus = Literal["creator", "administrator", "member"]
@@ -123,7 +123,7 @@ class _Bot:
 Handler = Callable[[_Bot, JSON], Awaitable[Any]]
 
 
-class TelegramSandbox(Sandbox):
+class LocalTelegram(LocalPlatform):
     """An in-process Bot API server on ``host:port`` (port 0: the OS picks one).
 
     Everything a user does is delivered to one bot: queued for ``getUpdates``, or POSTed to its
@@ -171,7 +171,7 @@ class TelegramSandbox(Sandbox):
 
     # -- the world: bots, users, chats, files --------------------------------------------------
 
-    def add_bot(self, token: str, *, username: str, first_name: str = "Sandbox Bot") -> JSON:
+    def add_bot(self, token: str, *, username: str, first_name: str = "Local Bot") -> JSON:
         """Register a bot; its id is the number before the token's colon. Returns its User JSON."""
         user = {"id": int(token.split(":")[0]), "is_bot": True, "first_name": first_name, "username": username}
         self._users[user["id"]] = user
@@ -446,7 +446,7 @@ class TelegramSandbox(Sandbox):
 
     async def _push(self, bot: _Bot, update: JSON) -> bool:
         if self._server.session is None:
-            raise RuntimeError("start the TelegramSandbox before it pushes to a webhook")
+            raise RuntimeError("start the LocalTelegram before it pushes to a webhook")
         headers = {"Content-Type": "application/json"}
         if bot.secret_token:
             headers["X-Telegram-Bot-Api-Secret-Token"] = bot.secret_token

@@ -1,4 +1,4 @@
-"""The Telegram sandbox speaks the Bot API closely enough for the real python-telegram-bot client."""
+"""The local Telegram speaks the Bot API closely enough for the real python-telegram-bot client."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from telegram.error import BadRequest, Conflict, InvalidToken, RetryAfter
 from tests.fakes.telegram import FakeTelegram
 from tests.loopback import serving
 
-TOKEN = "123456:sandbox-test-token"
+TOKEN = "123456:local-test-token"
 SECRET = "s3cret_token-1"
 
 
 @pytest.fixture
 async def telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as sandbox:
-        sandbox.add_bot(TOKEN, username="gateway_bot", first_name="Gateway")
-        yield sandbox
+    async with FakeTelegram() as server:
+        server.add_bot(TOKEN, username="gateway_bot", first_name="Gateway")
+        yield server
 
 
 @pytest.fixture

@@ -237,7 +237,7 @@ def parse_html(markup: str) -> tuple[str, list[dict[str, Any]]]:
     Raises:
         EntityParseError: an unsupported, unclosed or mismatched tag, or a ``<`` / ``&`` that
             starts neither a tag nor one of ``&lt; &gt; &amp; &quot;`` or a numeric reference.
-            Telegram itself keeps an unknown ``&`` literally; the sandbox is stricter than
+            Telegram itself keeps an unknown ``&`` literally; the local server is stricter than
             Telegram here because the Bot API documentation requires escaping it.
     """
     return _HtmlParser(markup).run()
@@ -275,7 +275,7 @@ def message_text(text: Any, parse_mode: Any, entities: Any) -> tuple[str, list[d
         except EntityParseError as error:
             raise RejectedContent(f"Bad Request: can't parse entities: {error}") from None
     elif mode in {"markdown", "markdownv2"}:
-        raise RejectedContent("Bad Request: can't parse entities: the sandbox implements parse_mode HTML only")
+        raise RejectedContent("Bad Request: can't parse entities: the local server implements parse_mode HTML only")
     elif mode:
         raise RejectedContent("Bad Request: unsupported parse_mode")
     else:

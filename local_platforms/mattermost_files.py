@@ -1,4 +1,4 @@
-"""The files of the sandbox's Mattermost server: `POST /api/v4/files` (multipart) and `GET /api/v4/files/{id}`.
+"""The files of the local Mattermost server: `POST /api/v4/files` (multipart) and `GET /api/v4/files/{id}`.
 
 A file belongs to the channel it was uploaded into; only that channel's members may upload into it or
 read it back (403 otherwise), as the real server checks. A post names files by `file_ids`, and clients see

@@ -1,4 +1,4 @@
-"""The Slack sandbox speaks the Web API, Socket Mode and signed Events API closely enough for slack-sdk."""
+"""The local Slack speaks the Web API, Socket Mode and signed Events API closely enough for slack-sdk."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from tests.loopback import serving
 
 @pytest.fixture
 async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as sandbox:
-        yield sandbox
+    async with FakeSlack() as server:
+        yield server
 
 
 @pytest.fixture

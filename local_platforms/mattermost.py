@@ -26,10 +26,10 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import web
 
-from gateway.sandbox.mattermost_files import MattermostFiles
-from gateway.sandbox.server import ChangeSignal, LocalServer, Sandbox
+from local_platforms.mattermost_files import MattermostFiles
+from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer
 
-__all__ = ["ApiCall", "MattermostSandbox", "OutgoingWebhook"]
+__all__ = ["ApiCall", "LocalMattermost", "OutgoingWebhook"]
 
 JSON = dict[str, Any]
 API = "/api/v4"
@@ -90,7 +90,7 @@ PENDING_POST_ID_WINDOW = 30.0
 """Seconds the server remembers a `pending_post_id` (mattermost-server `PendingPostIDsCacheTTL`)."""
 
 
-class MattermostSandbox(Sandbox):
+class LocalMattermost(LocalPlatform):
     """An in-process Mattermost server on ``host:port`` (port 0: the OS picks one)."""
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, webhook_timeout: float = 10.0) -> None:
@@ -250,7 +250,7 @@ class MattermostSandbox(Sandbox):
                 "channel_name": channel["name"], "team_id": channel["team_id"], "team_domain": team.get("name", ""),
                 "post_id": stored["id"], "trigger_id": _new_id(), "type": "", "data_source": "",
                 "context": action["integration"].get("context", {}) if context is None else context}
-        assert self._server.session is not None, "the sandbox is not started"
+        assert self._server.session is not None, "the local Mattermost is not started"
         try:
             async with self._server.session.post(action["integration"]["url"], json=body) as response:
                 result = (response.status, await response.text())
@@ -360,7 +360,7 @@ class MattermostSandbox(Sandbox):
             await self._notify()
             if self._failures.get(route):
                 status, headers = self._failures[route].pop(0)
-                return _json(ApiError(status, "sandbox.injected", "Injected failure.").to_json(), status, headers)
+                return _json(ApiError(status, "local.injected", "Injected failure.").to_json(), status, headers)
             try:
                 result = await handler(user_id, request, body)
             except ApiError as error:
@@ -544,7 +544,7 @@ class MattermostSandbox(Sandbox):
                 "id": "api.web_socket_router.not_authenticated.app_error", "message": "No websocket session."}})
             return None
         await socket.send_json({"status": "OK", "seq_reply": seq})
-        await socket.send_json({"event": "hello", "data": {"server_version": "10.0.0.sandbox",
+        await socket.send_json({"event": "hello", "data": {"server_version": "10.0.0.local",
                                                            "connection_id": _new_id()},
                                 "broadcast": {"user_id": user_id, "channel_id": "", "team_id": ""}, "seq": 0})
         return user_id
@@ -607,7 +607,7 @@ class MattermostSandbox(Sandbox):
                 await self.deliver_webhook(hook, post, trigger_word=trigger or "")
 
     async def _post_webhook(self, hook: OutgoingWebhook, url: str, fields: JSON, post: JSON) -> tuple[int, str]:
-        assert self._server.session is not None, "the sandbox is not started"
+        assert self._server.session is not None, "the local Mattermost is not started"
         if hook.content_type == "application/json":
             request = self._server.session.post(url, json=fields)
         else:

@@ -1,4 +1,4 @@
-"""What the local platform servers (Telegram, Slack, Mattermost sandboxes) share: listening, and waiting."""
+"""What the local platform servers (the local Telegram, Slack and Mattermost) share: listening, and waiting."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from aiohttp import web
 
 
 class ChangeSignal:
-    """Wakes waiters on every change of a sandbox's state.
+    """Wakes waiters on every change of a local server's state.
 
     An event per generation rather than an `asyncio.Condition`: there is no lock that a cancelled waiter
     could still hold while the server needs it.
@@ -72,8 +72,8 @@ class LocalServer:
         self.session, self._runner = None, None
 
 
-class Sandbox(ABC):
-    """A local platform server used as `async with sandbox:`, which starts and stops it."""
+class LocalPlatform(ABC):
+    """A local platform server used as `async with server:`, which starts and stops it."""
 
     @abstractmethod
     async def start(self) -> None:
