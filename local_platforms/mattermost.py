@@ -315,7 +315,7 @@ class LocalMattermost(LocalPlatform):
     def route_calls(self, route: str) -> list[ApiCall]:
         return [call for call in self.calls if call.route == route]
 
-    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 30.0) -> None:  # noqa: ASYNC109
         """Return once ``predicate()`` is true, re-checked after every call, post and connection change.
 
         Raises:

@@ -370,7 +370,7 @@ class LocalSlack(LocalPlatform):
         user_id = by.bot_user_id if isinstance(by, SlackApp) else by["id"]
         return [m["text"] for m in self.messages(channel, thread_ts=thread_ts) if m.get("user") == user_id]
 
-    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 5.0,  # noqa: ASYNC109
+    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 30.0,  # noqa: ASYNC109
                        recheck: float | None = None) -> None:
         # A timeout argument, as the local Telegram's: `await slack.wait_for(lambda: ..., timeout=2)`.
         """Return once ``predicate()`` is true, re-checked after every API call, delivery and ack.

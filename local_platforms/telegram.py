@@ -358,7 +358,7 @@ class LocalTelegram(LocalPlatform):
         """(sender's first and last name, current text) of every message in the chat, in order."""
         return [(_display_name(m["from"]), m.get("text", "")) for m in self.messages(chat_id)]
 
-    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 30.0) -> None:  # noqa: ASYNC109
         # A timeout argument rather than the caller's asyncio.timeout, as asyncio.wait_for takes one:
         # tests read `await telegram.wait_for(lambda: ..., timeout=2)`.
         """Return once ``predicate()`` is true, re-checked after every API call and delivery.

@@ -45,8 +45,9 @@ async def test_the_polling_transport_moves_to_the_surviving_replica(telegram: Fa
         await first.abort()  # the replica holding the poller dies; its lease runs out
         await telegram.user_says(bot.token, chat, alice, "two")
         await telegram.wait_for(lambda: texts(telegram, chat["id"]) == ["echo: one", "echo: two"], timeout=10)
-        assert [(lease(gateway, "acquired"), lease(gateway, "lost")) for gateway in (first, second)] == [
-            (1, 1), (1, 0)], "the handover shows in both replicas' lease changes"
+        # The survivor may lose and win its one-second lease again on a loaded machine; it won it at least once.
+        assert (lease(first, "acquired"), lease(first, "lost"), (lease(second, "acquired") or 0) >= 1) == (
+            1, 1, True), "the handover shows in both replicas' lease changes"
 
 
 async def test_a_turn_longer_than_its_lease_is_not_run_twice(telegram: FakeTelegram, database_url: str) -> None:

@@ -72,7 +72,7 @@ class Chat(Protocol):
         """The card, as the platform holds it now, says who approved it and has no buttons left."""
         ...
 
-    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 5.0) -> None: ...  # noqa: ASYNC109
+    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 30.0) -> None: ...  # noqa: ASYNC109
 
 
 class TelegramChat:
@@ -131,7 +131,7 @@ class TelegramChat:
         [now] = [m for m in self.fake.bot_messages(card["chat"]["id"]) if m["message_id"] == card["message_id"]]
         return now["text"].startswith("Approved by Alice") and not now.get("reply_markup")
 
-    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 30.0) -> None:  # noqa: ASYNC109
         await self.fake.wait_for(predicate, timeout=timeout)
 
 
@@ -193,7 +193,7 @@ class SlackChat:
                    if e.get("type") == "button"]
         return now["text"].startswith("*Approved* by Alice") and buttons == []
 
-    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 30.0) -> None:  # noqa: ASYNC109
         await self.fake.wait_for(predicate, timeout=timeout)
 
 
@@ -256,7 +256,7 @@ class MattermostChat:
         [now] = [p for p in self.fake.posts(self.group) if p["id"] == card["id"]]
         return now["message"].startswith("**Approved** by @alice") and not now["props"].get("attachments")
 
-    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+    async def wait_for(self, predicate: Callable[[], bool], *, timeout: float = 30.0) -> None:  # noqa: ASYNC109
         await self.fake.wait_for(predicate, timeout=timeout)
 
 
