@@ -43,6 +43,7 @@ from adapters.base import (
     MalformedPayload,
     MessageRef,
     OutgoingFile,
+    Platform,
     PlatformConfigError,
     PlatformLimits,
     Speaker,
@@ -92,7 +93,7 @@ class SlackAdapter:
     It has no `show_typing`: Slack shows bots typing only in assistant threads; the placeholder shows work instead.
     """
 
-    platform = "slack"
+    platform: Platform = "slack"
     limits = PlatformLimits(max_text=PIECE_LIMIT, max_edit_text=PIECE_LIMIT, max_file_bytes=MAX_FILE_BYTES)
 
     def __init__(self, *, bot_id: str, token: str, transport: Literal["socket", "http"] = "socket",

@@ -31,6 +31,7 @@ from adapters.base import (
     MalformedPayload,
     MessageRef,
     OutgoingFile,
+    Platform,
     PlatformConfigError,
     PlatformLimits,
     Speaker,
@@ -74,7 +75,7 @@ class TelegramAdapter:
     It has no `read_thread`: the Bot API cannot read a chat's earlier messages.
     """
 
-    platform = "telegram"
+    platform: Platform = "telegram"
     limits = PlatformLimits(max_text=MessageLimit.MAX_TEXT_LENGTH, max_edit_text=MessageLimit.MAX_TEXT_LENGTH,
                             max_file_bytes=FileSizeLimit.FILESIZE_UPLOAD)
 

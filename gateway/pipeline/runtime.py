@@ -51,7 +51,7 @@ from gateway.pipeline.notices import EXPLAINED_FAILURES, failure_notice, setup_f
 from gateway.pipeline.outbox import CLAIM, RunOutbox, turn_key
 from gateway.pipeline.outbox_posting import FileChat
 from storage.db import Database
-from storage.models import RunRow, utcnow
+from storage.models import RunRow, table_of, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -375,7 +375,7 @@ class Runtime:
         await self._db.run(lambda connection: set_run(connection, run_id, status=status, usage=usage, error=error))
 
 
-RUNS = RunRow.__table__
+RUNS = table_of(RunRow)
 _OPEN_RUN = insert(RUNS).returning(RUNS.c.id)
 
 
