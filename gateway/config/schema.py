@@ -636,7 +636,7 @@ def validate_source(source: ConfigSource) -> tuple[GatewayConfig | None, list[Pr
 
 def _listing_agents(data: dict[str, Any]) -> Callable[[Problem], Problem]:
     """A bot without `agent` is told which agents there are."""
-    agents = data.get("agents") if isinstance(data.get("agents"), list) else []
+    agents = given if isinstance(given := data.get("agents"), list) else []
     names = _names(a["name"] for a in agents if isinstance(a, dict) and isinstance(a.get("name"), str))
 
     def listed(problem: Problem) -> Problem:
