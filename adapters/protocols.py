@@ -58,8 +58,12 @@ class Connection(Protocol):
     bot_id: str
     identity: BotIdentity | None
     """Set by `open`; `None` until the bot is connected."""
-    transport: Transport | None
-    """`None` where events arrive over a webhook instead."""
+
+    @property
+    def transport(self) -> Transport | None:
+        """`None` where events arrive over a webhook instead; read-only here, so an adapter may hold its own
+        transport class."""
+        ...
 
     async def open(self) -> BotIdentity:
         """Connect the client and learn the bot's own identity (needed before `parse`)."""

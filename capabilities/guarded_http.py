@@ -46,7 +46,9 @@ class GuardedBackend(AsyncNetworkBackend):
         self._proxy = urlsplit(proxy) if proxy else None
         self._trusted = frozenset(host.lower() for host in trusted)
         self._allow_private = allow_private
-        self._inner = httpcore2.AnyIOBackend()
+        # httpcore2 also declares a method-less stand-in `AnyIOBackend` for when anyio is missing, and pyright
+        # reads that one; anyio is a dependency, so this is the real backend.
+        self._inner: AsyncNetworkBackend = httpcore2.AnyIOBackend()  # pyright: ignore[reportAttributeAccessIssue]
 
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None,  # noqa: ASYNC109 - httpcore's
                           local_address: str | None = None,  # signature, which passes its connect timeout here

@@ -15,12 +15,15 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
+import ddgs
 import httpx
-from ddgs import DDGS
 from ddgs.exceptions import DDGSException
+
+if TYPE_CHECKING:  # `ddgs.DDGS` is a lazy-loading proxy; the class it stands for is this one
+    from ddgs.ddgs import DDGS
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +48,15 @@ class SearchUnavailable(Exception):
 
 
 class SearchProvider(Protocol):
-    label: str
-    """The service's name as a person reads it."""
-    no_hits_note: str
-    """Said after "no results" where the service answers a refusal the same way; "" elsewhere."""
+    @property
+    def label(self) -> str:
+        """The service's name as a person reads it."""
+        ...
+
+    @property
+    def no_hits_note(self) -> str:
+        """Said after "no results" where the service answers a refusal the same way; "" elsewhere."""
+        ...
 
     async def search(self, query: str, *, max_results: int) -> list[Hit]:
         """Up to `max_results` hits, best first; [] when there are none. Raises `SearchUnavailable`."""
@@ -63,7 +71,7 @@ def endpoint(service: str, environ: Mapping[str, str] | None = None) -> str:
 def ddgs_client(environ: Mapping[str, str] | None = None) -> DDGS:
     """`ddgs` as this deployment runs it: through `DDGS_PROXY` when set, trusting `GATEWAY_DDGS_CA_FILE` when set."""
     env = environ if environ is not None else os.environ
-    return DDGS(proxy=env.get("DDGS_PROXY") or None, verify=env.get("GATEWAY_DDGS_CA_FILE") or True)
+    return ddgs.DDGS(proxy=env.get("DDGS_PROXY") or None, verify=env.get("GATEWAY_DDGS_CA_FILE") or True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

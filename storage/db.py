@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, create_engine, event
+from sqlalchemy import Connection, CursorResult, Result, create_engine, event
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine, make_url
@@ -212,6 +212,14 @@ async def _retried(once: Callable[[], Awaitable[T]]) -> T:
             delay = _CONNECTION_BACKOFF * 2 ** (attempt - 1) if lost else _CONFLICT_BACKOFF * attempt
         await asyncio.sleep(delay)
     raise AssertionError("unreachable")
+
+
+def rows_changed(result: Result[Any]) -> int:
+    """How many rows an UPDATE or DELETE touched. `AsyncSession.execute` is typed to return a `Result`, which has
+    no `rowcount`; for such a statement it is a `CursorResult`."""
+    if not isinstance(result, CursorResult):
+        raise TypeError(f"a {type(result).__name__} counts no changed rows")
+    return result.rowcount
 
 
 def insert_for(dialect: str) -> Callable[..., Any]:

@@ -139,7 +139,8 @@ def parse(query: str) -> list[list[Term]]:
             negate_next = True
             continue
         excluded = negate_next or bool(minus) or (bare is not None and bare.startswith("-"))
-        words = tuple(w.lower() for w in _WORD.findall(phrase if phrase is not None else bare))
+        # the token pattern matches a phrase or a bare word, so one of the two is set
+        words = tuple(w.lower() for w in _WORD.findall(phrase if phrase is not None else bare or ""))
         if words:
             groups[-1].append(Term(words=words, excluded=excluded))
         after_term, negate_next = True, False
@@ -180,14 +181,21 @@ class Match:
     """Higher is better, on either dialect."""
 
 
+def _dialect(session: AsyncSession) -> str:
+    """The database the session talks to; every session of the product is bound to its engine."""
+    if session.bind is None:
+        raise RuntimeError("a full-text search needs a session bound to an engine")
+    return session.bind.dialect.name
+
+
 async def matching_messages(session: AsyncSession, query: str, conversation_ids: Collection[int], *,
                             limit: int = 2000) -> list[Match]:
     """Turns of these conversations whose words match `query`, best first (raises `QueryProblem`)."""
-    match = match_query(session.bind.dialect.name, query)
+    match = match_query(_dialect(session), query)
     if not conversation_ids:
         return []
     ids = bindparam("ids", list(conversation_ids), expanding=True)
-    if session.bind.dialect.name == "postgresql":
+    if _dialect(session) == "postgresql":
         statement = text(
             "SELECT m.id, m.conversation_id, ts_rank_cd(to_tsvector('simple', m.text), q.query) AS rank "
             "FROM messages m, websearch_to_tsquery('simple', :query) AS q(query) "
@@ -208,7 +216,7 @@ async def passages(session: AsyncSession, query: str, message_ids: Collection[in
     if not message_ids:
         return {}
     ids = bindparam("ids", list(message_ids), expanding=True)
-    if session.bind.dialect.name == "postgresql":
+    if _dialect(session) == "postgresql":
         statement = text(
             "SELECT m.id, ts_headline('simple', m.text, websearch_to_tsquery('simple', :query), "
             "'StartSel=**, StopSel=**, MaxWords=35, MinWords=12') "
@@ -217,5 +225,5 @@ async def passages(session: AsyncSession, query: str, message_ids: Collection[in
         statement = text(
             "SELECT rowid, snippet(messages_fts, 0, '**', '**', '…', 32) FROM messages_fts "
             "WHERE messages_fts MATCH :query AND rowid IN :ids").bindparams(ids)
-    rows = await session.execute(statement, {"query": match_query(session.bind.dialect.name, query)})
+    rows = await session.execute(statement, {"query": match_query(_dialect(session), query)})
     return {int(r[0]): str(r[1]) for r in rows}

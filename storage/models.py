@@ -15,6 +15,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    Table,
     Text,
     UniqueConstraint,
     event,
@@ -50,6 +51,15 @@ Id = BigInteger().with_variant(Integer, "sqlite")
 
 class Base(AsyncAttrs, DeclarativeBase):
     type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: UTCDateTime}
+
+
+def table_of(row: type[Base]) -> Table:
+    """A mapped class's table for Core statements: `__table__` is declared as any `FromClause`, which
+    `update`/`delete`/`insert` do not take."""
+    table = row.__table__
+    if not isinstance(table, Table):
+        raise TypeError(f"{row.__name__} is mapped to {type(table).__name__}, not a table")
+    return table
 
 
 class AgentRow(Base):

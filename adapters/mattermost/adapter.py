@@ -37,6 +37,7 @@ from adapters.base import (
     MalformedPayload,
     MessageRef,
     OutgoingFile,
+    Platform,
     PlatformLimits,
     Speaker,
     VerificationError,
@@ -160,7 +161,7 @@ class MattermostAdapter:
     It has no `close`: the driver opens a connection per call, so nothing is held between them.
     """
 
-    platform = "mattermost"
+    platform: Platform = "mattermost"
     limits = PlatformLimits(max_text=16_000, max_edit_text=16_000, max_file_bytes=MAX_FILE_BYTES)
     """A little under `POST_MAX_RUNES`, which counts code points as `len` does."""
 

@@ -65,7 +65,7 @@ def read_posted(payload: Mapping[str, Any]) -> Posted | None:
                                                 for k in ("id", "channel_id", "user_id")):
         raise MalformedPayload("posted event whose post lacks id, channel_id or user_id")
     mentions = _decoded(data.get("mentions") or "[]", "data.mentions")
-    props = post.get("props") if isinstance(post.get("props"), Mapping) else {}
+    props = found if isinstance(found := post.get("props"), Mapping) else {}
     return Posted(
         post_id=post["id"], channel_id=post["channel_id"], channel_type=str(data.get("channel_type") or ""),
         user_id=post["user_id"], root_id=optional_text_id(post.get("root_id"), "posted event's root_id") or "",
@@ -166,10 +166,10 @@ def integer(value: Any) -> int:
 
 
 def _files(post: Mapping[str, Any]) -> tuple[FileRef, ...]:
-    metadata = post.get("metadata") if isinstance(post.get("metadata"), Mapping) else {}
-    infos = metadata.get("files") if isinstance(metadata.get("files"), list) else []
+    metadata = found if isinstance(found := post.get("metadata"), Mapping) else {}
+    infos = listed if isinstance(listed := metadata.get("files"), list) else []
     described = {str(f.get("id")): f for f in infos if isinstance(f, Mapping)}
-    ids = post.get("file_ids") if isinstance(post.get("file_ids"), list) else list(described)
+    ids = given if isinstance(given := post.get("file_ids"), list) else list(described)
     files = []
     for file_id in ids:
         info = described.get(str(file_id), {})

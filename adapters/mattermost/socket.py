@@ -77,7 +77,7 @@ async def _authenticate(socket: ClientConnection, token: str) -> None:
             if reply.get("seq_reply") == 1:
                 if reply.get("status") == "OK":
                     return
-                error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+                error = found if isinstance(found := reply.get("error"), dict) else {}
                 raise SocketRefused(f"authentication challenge refused ({error.get('id') or reply.get('status')})")
             if reply.get("event") == "hello":
                 return

@@ -43,6 +43,7 @@ from adapters.base import (
     MalformedPayload,
     MessageRef,
     OutgoingFile,
+    Platform,
     PlatformConfigError,
     PlatformLimits,
     Speaker,
@@ -92,7 +93,7 @@ class SlackAdapter:
     It has no `show_typing`: Slack shows bots typing only in assistant threads; the placeholder shows work instead.
     """
 
-    platform = "slack"
+    platform: Platform = "slack"
     limits = PlatformLimits(max_text=PIECE_LIMIT, max_edit_text=PIECE_LIMIT, max_file_bytes=MAX_FILE_BYTES)
 
     def __init__(self, *, bot_id: str, token: str, transport: Literal["socket", "http"] = "socket",
@@ -346,6 +347,8 @@ class SlackAdapter:
         except (aiohttp.ClientConnectionError, TimeoutError):
             raise FileUnreadable(f"{file.name}: Slack did not answer files.info just now (sending it again may "
                                  "work)") from None
+        if not isinstance(info, Mapping):
+            raise FileUnreadable(f"{file.name}: Slack answered files.info without the file")
         url = info.get("url_private_download") or info.get("url_private")
         if not isinstance(url, str) or not url:
             raise FileUnreadable(f"{file.name}: Slack gave no download address for it (an external file?)")
@@ -445,7 +448,8 @@ class SlackAdapter:
             if exc.response.get("error") in ("user_not_found", "user_not_visible"):
                 return None
             raise
-        return SlackPerson.from_user(response["user"])
+        user = response["user"]
+        return SlackPerson.from_user(user) if isinstance(user, Mapping) else None
 
     async def _call(self, method: str, request: Any, *, setting: str = "token") -> Any:
         """Await one Web API call; a refused credential becomes a `PlatformConfigError` naming the setting.

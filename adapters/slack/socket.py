@@ -174,4 +174,4 @@ def _channel_of(payload: Any) -> str:
         return event["channel"]
     if isinstance(channel, Mapping) and isinstance(channel.get("id"), str):
         return channel["id"]
-    return payload.get("channel_id") if isinstance(payload.get("channel_id"), str) else ""
+    return named if isinstance(named := payload.get("channel_id"), str) else ""

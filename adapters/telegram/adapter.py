@@ -31,6 +31,7 @@ from adapters.base import (
     MalformedPayload,
     MessageRef,
     OutgoingFile,
+    Platform,
     PlatformConfigError,
     PlatformLimits,
     Speaker,
@@ -74,7 +75,7 @@ class TelegramAdapter:
     It has no `read_thread`: the Bot API cannot read a chat's earlier messages.
     """
 
-    platform = "telegram"
+    platform: Platform = "telegram"
     limits = PlatformLimits(max_text=MessageLimit.MAX_TEXT_LENGTH, max_edit_text=MessageLimit.MAX_TEXT_LENGTH,
                             max_file_bytes=FileSizeLimit.FILESIZE_UPLOAD)
 
@@ -138,9 +139,10 @@ class TelegramAdapter:
         if not isinstance(query.id, str) or not query.id:
             raise MalformedPayload(f"callback_query.id is a {type(query.id).__name__}, not an id")
         chat = message.chat
-        topic = isinstance(message, Message) and message.is_topic_message
+        # an inaccessible (too old) message carries no thread; only a topic message's thread is the conversation's
+        topic = message.message_thread_id if isinstance(message, Message) and message.is_topic_message else None
         address = ChatAddress(bot_id=self.bot_id, platform="telegram", channel_id=str(chat.id),
-                              thread_id=str(message.message_thread_id) if topic else None,  # type: ignore[union-attr]
+                              thread_id=str(topic) if topic is not None else None,
                               is_direct=chat.type == ChatType.PRIVATE)
         user = query.from_user
         clicker = Speaker(platform="telegram", platform_user_id=str(user.id), handle=user.username,

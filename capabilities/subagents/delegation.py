@@ -38,7 +38,7 @@ from pydantic_ai import (
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, UsageLimitExceeded
 from pydantic_ai.settings import ModelSettings
-from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.tools import DeferredToolApprovalResult, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 from pydantic_ai_harness.subagents import ModelOption
 from subagents_pydantic_ai import (
@@ -410,10 +410,11 @@ class Delegation(AbstractCapability[Any]):
         handle = next((h for h in reversed(self.library.task_manager.handles.values())
                        if h.parent_run_id == ctx.run_id and h.subagent_name == delegate.name
                        and h.description == description and h.deferred_requests is not None), None)
-        if handle is None or not (handle.deferred_requests.approvals or questions_of(handle.deferred_requests)):
+        requests = handle.deferred_requests if handle is not None else None
+        if handle is None or requests is None or not (requests.approvals or questions_of(requests)):
             return None
         self.library.task_manager.handles.pop(handle.task_id, None)
-        return suspension_state(delegate, handle.message_history or "[]", handle.deferred_requests,
+        return suspension_state(delegate, handle.message_history or "[]", requests,
                                 self._menu_key(option))
 
     def _menu_key(self, option: ModelOption | None) -> str | None:
@@ -425,7 +426,8 @@ class Delegation(AbstractCapability[Any]):
         if delegate is None:
             return f"{state['delegate']!r} is no longer a delegate of this agent; its approved call was not run."
         option = self.menu.get(state["model"]) if state.get("model") else None
-        approvals = {call["tool_call_id"]: True for call in state["calls"]}
+        approvals: dict[str, DeferredToolApprovalResult | bool] = {
+            call["tool_call_id"]: True for call in state["calls"]}
         metadata = {call["tool_call_id"]: call["metadata"] for call in state["calls"] if call.get("metadata")}
         try:
             with self._on_model(delegate, option):

@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
 from capabilities.registry import CapabilityDef, Deferred, KeyRequirement, ToolInfo
 
 Method = Literal["duckduckgo", "native", "tavily", "brave", "exa"]
 PAID: frozenset[str] = frozenset({"tavily", "brave", "exa"})
-METHOD_LABELS = {"duckduckgo": "DuckDuckGo", "native": "The model provider's own search", "tavily": "Tavily",
+METHOD_LABELS: JsonDict = {"duckduckgo": "DuckDuckGo", "native": "The model provider's own search", "tavily": "Tavily",
                  "brave": "Brave Search", "exa": "Exa"}
 """What a form shows for each stored value (`x-enum-labels` in the JSON Schema)."""
 

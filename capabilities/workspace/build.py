@@ -22,7 +22,7 @@ from capabilities.workspace.deliveries import OUTPUT, UPLOADS, Deliveries
 from capabilities.workspace.documents import StoredDocument
 from capabilities.workspace.refusals import refusals
 from capabilities.workspace.seal import MOUNT
-from capabilities.workspace.service import service_workspace
+from capabilities.workspace.service import service_backend, service_workspace
 from capabilities.workspace.shell import remove_workspace, shell_workspace
 from capabilities.workspace.texts import TEXTS
 from capabilities.workspace_facts import (
@@ -147,4 +147,4 @@ async def end_run(context: BuildContext[SandboxConfig]) -> None:
     if isinstance(connection, BubblewrapConnection):
         remove_workspace(connection, key)
     else:
-        await service_workspace(connection, key, runtime=config.runtime, tenant=context.run.agent_name).backend.purge()
+        await service_backend(connection, key, runtime=config.runtime, tenant=context.run.agent_name).purge()

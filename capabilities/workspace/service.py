@@ -20,9 +20,14 @@ def session_name(key: str) -> str:
     return "gw-" + hashlib.sha256(key.encode()).hexdigest()[:40]
 
 
+def service_backend(connection: SandboxServiceConnection, key: str, *, runtime: str | None,
+                    tenant: str) -> SandboxdWorkspaceBackend:
+    """The session itself; beyond what a `Workspace` offers it can be purged (`forget`)."""
+    return SandboxdWorkspaceBackend(connection.url, token=connection.token.get_secret_value(),
+                                    provider=f"sandboxd:{connection.name}", runtime=runtime, tenant=tenant,
+                                    session_name=session_name(key))
+
+
 def service_workspace(connection: SandboxServiceConnection, key: str, *, runtime: str | None,
                       tenant: str) -> Workspace:
-    backend = SandboxdWorkspaceBackend(connection.url, token=connection.token.get_secret_value(),
-                                       provider=f"sandboxd:{connection.name}", runtime=runtime, tenant=tenant,
-                                       session_name=session_name(key))
-    return Workspace(backend)
+    return Workspace(service_backend(connection, key, runtime=runtime, tenant=tenant))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import SecretStr
 from pydantic_ai import Agent, DeferredToolRequests
@@ -34,14 +34,9 @@ from gateway.agents.mcp_servers import NO_SERVERS, ConnectedServers
 from gateway.agents.models import ModelResolver
 from gateway.agents.tool_policy import ToolPolicy
 from gateway.config.schema import AgentSpec, CapabilityEntry, ConfigError, secret_name
+from gateway.config.secrets import SecretLookup
 
 Output = str | DeferredToolRequests
-
-
-class SecretLookup(Protocol):
-    """Where a capability entry's `secret_id` is looked up (`gateway/config/secrets.SecretSource`)."""
-
-    def get(self, name: str) -> str | None: ...
 
 
 ResourceBinder = Callable[[AgentSpec, RunFacts], RunFacts]

@@ -42,7 +42,7 @@ def binding_instructions(text: str, directory: Directory | None,
 
 async def fill(text: str, directory: Directory | None, channel_id: str | None) -> str:
     wanted = set(PLACEHOLDER.findall(text))
-    values = dict.fromkeys(PLACEHOLDERS, UNAVAILABLE)
+    values: dict[str, str] = dict.fromkeys(PLACEHOLDERS, UNAVAILABLE)
     if directory is not None and channel_id is not None:
         values |= await _values(wanted, directory, channel_id)
     return FRAME + "\n" + PLACEHOLDER.sub(lambda match: values[match[1]], text)

@@ -67,8 +67,9 @@ class DeadlineModel(WrapperModel):
         opening = self.wrapped.request_stream(messages, model_settings, model_request_parameters, run_context)
         async with AsyncExitStack() as stack:
             # A scope opened and closed here, never held across the yield: the stream may be read from another task.
+            response: StreamedResponse | None = None
             with anyio.CancelScope(deadline=anyio.current_time() + self.deadlines.first_token) as scope:
                 response = await stack.enter_async_context(opening)
-            if scope.cancelled_caught:
+            if scope.cancelled_caught or response is None:
                 raise FirstTokenTimeout(self.model_name, self.deadlines.first_token)
             yield response

@@ -20,7 +20,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
@@ -29,15 +29,12 @@ from capabilities.registry import CALLABLE_NAME
 from capabilities.url_guard import Resolver, system_resolver
 from gateway.agents.tool_policy import ToolPolicy
 from gateway.config.schema import AgentSpec, McpBinding, McpServerSpec
+from gateway.config.secrets import SecretLookup
 
 if TYPE_CHECKING:
     from pydantic_ai.mcp import MCPToolset
 
 log = logging.getLogger(__name__)
-
-class SecretLookup(Protocol):
-    def get(self, name: str) -> str | None: ...
-
 
 def secret_values(servers: Sequence[McpServerSpec], secrets: SecretLookup) -> list[str]:
     """The values the servers' references resolve to: for the log redactor."""

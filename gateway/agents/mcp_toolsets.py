@@ -19,7 +19,7 @@ from pydantic_ai.mcp import MCPToolset
 from capabilities.guarded_http import guarded_client
 from capabilities.url_guard import Resolver, system_resolver
 from gateway.config.schema import McpServerSpec, resolve_template
-from gateway.config.secrets import SecretSource
+from gateway.config.secrets import SecretLookup
 
 DEFAULT_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 """The MCP SDK's own client timeouts, for a transport that names none."""
@@ -44,7 +44,7 @@ def http_transport(url: str, headers: dict[str, str], resolver: Resolver,
     return StreamableHttpTransport(url=url, headers=headers, httpx_client_factory=factory)
 
 
-def build_toolset(server: McpServerSpec, secrets: SecretSource,
+def build_toolset(server: McpServerSpec, secrets: SecretLookup,
                   resolver: Resolver = system_resolver) -> MCPToolset[Any]:
     """The pydantic-ai toolset of one server, its `${ENV_VAR}` references filled in; raises `ConfigError`
     naming the field when one is unset."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic_ai import ConversationTypeAdapter, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai.tools import DeferredToolApprovalResult
 
 from adapters.base import ApprovalClick, ApprovalOutcome, ChatAddress, MessageRef, joined_names
 from adapters.protocols import Chat
@@ -39,15 +40,19 @@ class Wait(Protocol):
 
     async def ask(self, adapter: Chat, deps: TurnDeps, parked_run_id: int, outcome: Parked) -> None:
         """Store what this run waits on and put it to the people in the chat."""
+        ...
 
     async def waiting(self, parked_run_id: int) -> bool:
         """True while something of this parked run is still open."""
+        ...
 
     async def results(self, parked_run_id: int, requests: DeferredToolRequests) -> DeferredToolResults:
         """The results of the parked calls this wait held, once nothing is open."""
+        ...
 
     async def expire_due(self) -> list[int]:
         """Close what nobody answered in time; returns the parked runs to resume."""
+        ...
 
 
 class ApprovalFlow:
@@ -251,7 +256,9 @@ class ApprovalFlow:
         return adapter, deps_from_snapshot(parked.turn).address
 
     async def _close_card(self, adapter: Chat, card: MessageRef, decided: Approval) -> None:
-        outcome = ApprovalOutcome(card=decided.card, verdict=decided.status,  # type: ignore[arg-type]
+        if decided.status == "pending":  # only a decided approval closes its card
+            return
+        outcome = ApprovalOutcome(card=decided.card, verdict=decided.status,
                                   decided_by=decided.decided_by, decided_at=decided.decided_at or utcnow())
         try:
             await adapter.update_approval(card, outcome)
@@ -283,8 +290,8 @@ def _results(requests: DeferredToolRequests, approvals: list[Approval]) -> Defer
     shown = {call.tool_call_id: args_hash(shown_call(call.tool_name, call.args_as_dict(),
                                                      metadata.get(call.tool_call_id))[2])
              for call in requests.approvals}
-    decisions: dict[str, ToolApproved | ToolDenied] = {}
-    carried: dict[str, object] = {}
+    decisions: dict[str, DeferredToolApprovalResult | bool] = {}
+    carried: dict[str, dict[str, Any]] = {}
     for approval in approvals:
         if shown.get(approval.tool_call_id) != approval.args_hash:
             decisions[approval.tool_call_id] = ToolDenied(CHANGED_RESULT)

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import Speaker
 from storage.db import Database
-from storage.models import DelegateQuestionRow, utcnow
+from storage.models import DelegateQuestionRow, table_of, utcnow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,7 +121,7 @@ def _question(row: Any) -> Question:
                     answer=row.answer, expires_at=row.expires_at)
 
 
-QUESTIONS = DelegateQuestionRow.__table__
+QUESTIONS = table_of(DelegateQuestionRow)
 _PENDING = (select(QUESTIONS).where(QUESTIONS.c.conversation_key == bindparam("key"),
                                     QUESTIONS.c.requester_id == bindparam("requester"),
                                     QUESTIONS.c.status == "pending", QUESTIONS.c.expires_at > bindparam("now"))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai.tools import DeferredToolApprovalResult
 from sqlalchemy import Connection
 
 from adapters.base import Inbound
@@ -52,11 +54,11 @@ class QuestionFlow:
     async def results(self, parked_run_id: int, requests: DeferredToolRequests) -> DeferredToolResults:
         """Each asked call approved either way: the delegate continues in place, told the answer or that nobody
         gave one. A call that no longer asks what was shown is denied."""
-        decisions: dict[str, ToolApproved | ToolDenied] = {}
-        carried: dict[str, object] = {}
+        decisions: dict[str, DeferredToolApprovalResult | bool] = {}
+        carried: dict[str, dict[str, Any]] = {}
         for question in await self._questions.of_run(parked_run_id):
             metadata = requests.metadata.get(question.tool_call_id)
-            if asked(metadata) != (question.specialist, question.question):
+            if metadata is None or asked(metadata) != (question.specialist, question.question):
                 decisions[question.tool_call_id] = ToolDenied(CHANGED_RESULT)
                 continue
             decisions[question.tool_call_id] = ToolApproved()

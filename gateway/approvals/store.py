@@ -21,6 +21,8 @@ from storage.db import Database, insert_for
 from storage.models import ApprovalRow, ApprovalVoteRow, ParkedRunRow, utcnow
 
 Verdict = Literal["approved", "denied", "expired"]
+Status = Literal["pending", "approved", "denied", "expired"]
+STATUSES: tuple[Status, ...] = ("pending", "approved", "denied", "expired")
 ARGUMENTS_SHOWN = 1500
 
 
@@ -37,7 +39,7 @@ class Approval:
     requester_id: str
     requester_name: str
     policy: ApprovalPolicy
-    status: str
+    status: Status
     decided_by: str | None
     decided_at: datetime | None
     expires_at: datetime
@@ -264,6 +266,14 @@ def _approval(row: ApprovalRow, approved_by: tuple[str, ...] = ()) -> Approval:
     return Approval(id=row.id, parked_run_id=row.parked_run_id, conversation_key=row.conversation_key,
                     tool_call_id=row.tool_call_id, tool_id=row.tool_id, tool_name=row.tool_name, args=row.args,
                     args_hash=row.args_hash, requester_id=row.requester_id, requester_name=row.requester_name,
-                    policy=ApprovalPolicy.model_validate(row.policy), status=row.status,
+                    policy=ApprovalPolicy.model_validate(row.policy), status=_status(row.status),
                     decided_by=row.decided_by, decided_at=row.decided_at, expires_at=row.expires_at,
                     card_message_id=row.card_message_id, card_closed_at=row.card_closed_at, approved_by=approved_by)
+
+
+def _status(value: str) -> Status:
+    """A stored status as its literal; the column holds only what `Approvals` writes, so anything else is corrupt."""
+    for status in STATUSES:
+        if value == status:
+            return status
+    raise ValueError(f"unknown approval status {value!r}")

@@ -36,7 +36,8 @@ def apply_problems(config: GatewayConfig, registry: Registry) -> list[str]:
     for i, bot in enumerate(config.bots):
         path = f"bots[{i}].binding"
         grant = bot.binding.channel_tools or {}
-        tools = grant.get("tools") if isinstance(grant.get("tools"), list) else []
+        listed = grant.get("tools")
+        tools = listed if isinstance(listed, list) else []
         supported = CHANNEL_LOOKUPS.get(bot.platform, frozenset())
         unanswerable = [tool for tool in tools if tool in get_args(ChannelLookup) and tool not in supported]
         if unanswerable:

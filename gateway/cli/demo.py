@@ -177,8 +177,8 @@ def _print_chat(say: Callable[[str], None], title: str, lines: Sequence[Line]) -
     for line in lines:
         first, *rest = line.text.splitlines() or [""]
         say(f"{line.speaker:>8}: {first}")
-        for line in rest:
-            say(f"{'':>8}  {line}")
+        for more in rest:
+            say(f"{'':>8}  {more}")
     say("")
 
 

@@ -28,6 +28,7 @@ from gateway.server.logs import LogFormat, configure_logging, default_format
 
 if TYPE_CHECKING:
     from capabilities.registry import Registry
+    from gateway.agents.bindings import ApplyReport
     from gateway.checks.report import Report
     from gateway.config.schema import GatewayConfig, Settings
 
@@ -377,7 +378,7 @@ def _registry(settings: Settings) -> Registry:
         raise typer.Exit(2) from None
 
 
-async def _apply(config: GatewayConfig, settings: Settings) -> object:
+async def _apply(config: GatewayConfig, settings: Settings) -> ApplyReport:
     from gateway.agents.bindings import BindingStore
     from gateway.cli.database import database_errors
     from storage.db import Database

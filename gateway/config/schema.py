@@ -26,7 +26,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from capabilities.config_errors import Problem, describe_errors
 from capabilities.mem0_client import Mem0Access, allowed_hosts
 from gateway.config.errors import ConfigError
-from gateway.config.secrets import SecretSource
+from gateway.config.secrets import SecretLookup
 from gateway.config.source import ConfigSource, SourceError
 from gateway.config.urls import check_server_url
 
@@ -636,7 +636,7 @@ def validate_source(source: ConfigSource) -> tuple[GatewayConfig | None, list[Pr
 
 def _listing_agents(data: dict[str, Any]) -> Callable[[Problem], Problem]:
     """A bot without `agent` is told which agents there are."""
-    agents = data.get("agents") if isinstance(data.get("agents"), list) else []
+    agents = given if isinstance(given := data.get("agents"), list) else []
     names = _names(a["name"] for a in agents if isinstance(a, dict) and isinstance(a.get("name"), str))
 
     def listed(problem: Problem) -> Problem:
@@ -716,7 +716,7 @@ def mcp_tool_problem(server: McpServerSpec, tool_id: str) -> str | None:
 
 
 
-def resolve_secret(reference: str, secrets: SecretSource, *, field: str) -> SecretStr:
+def resolve_secret(reference: str, secrets: SecretLookup, *, field: str) -> SecretStr:
     """Look up a `${ENV_VAR}` reference; raises `ConfigError` naming the field and the variable."""
     name = _REFERENCE.match(reference)
     if name is None:
@@ -738,7 +738,7 @@ def capability_secrets(config: GatewayConfig) -> list[tuple[tuple[str | int, ...
     return [(("agents", i, "capabilities", j, "secret_id"), secret_name(entry.secret_id))
             for i, agent in enumerate(config.agents) for j, entry in enumerate(agent.capabilities)
             if entry.secret_id and entry.enabled]
-def resolve_template(template: str, secrets: SecretSource, *, field: str) -> str:
+def resolve_template(template: str, secrets: SecretLookup, *, field: str) -> str:
     """A header or environment value with each `${ENV_VAR}` filled in; `ConfigError` naming the field and the
     variable when one is unset (never the value)."""
     def value(match: re.Match[str]) -> str:

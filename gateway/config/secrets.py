@@ -6,8 +6,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from dotenv import dotenv_values
+
+
+class SecretLookup(Protocol):
+    """What reading a secret needs: `SecretSource`, or a mapping-like stand-in."""
+
+    def get(self, name: str) -> str | None: ...
 
 
 class SecretsFileMissing(Exception):

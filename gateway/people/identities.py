@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capabilities.context import MemoryOwner
 from gateway.people.memory import move_notes
-from storage.db import Database
+from storage.db import Database, rows_changed
 from storage.models import IdentityRow, LinkCodeRow, PersonRow, utcnow
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTVWXYZ23456789"
@@ -110,9 +110,9 @@ class Identities:
             issued = await _live_code(session, normalize_code(code), now)
             if issued is not None and issued.identity_id == identity_id:
                 return Refused(reason="own_code")
-            used = issued is not None and (await session.execute(
+            used = issued is not None and rows_changed(await session.execute(
                 update(LinkCodeRow).where(LinkCodeRow.id == issued.id, LinkCodeRow.used_at.is_(None))
-                .values(used_at=now))).rowcount == 1
+                .values(used_at=now))) == 1
             if issued is None or not used:
                 return _count_failure(redeemer, now)
             redeemer.failed_link_attempts, redeemer.link_locked_until = 0, None

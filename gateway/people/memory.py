@@ -8,7 +8,7 @@ from sqlalchemy import ColumnElement, delete, false, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capabilities.context import MemoryOwner, NoteInfo
-from storage.db import Database
+from storage.db import Database, rows_changed
 from storage.models import MemoryNoteRow, utcnow
 
 MERGE_SEPARATOR = "\n\n"
@@ -66,7 +66,7 @@ class MemoryNotes:
         async def work(session: AsyncSession) -> bool:
             result = await session.execute(delete(MemoryNoteRow)
                                            .where(*_of(agent_name, owner), MemoryNoteRow.path == path))
-            return bool(result.rowcount)
+            return bool(rows_changed(result))
         return await self._db.transaction(work)
 
     async def count_owned(self, owners: Iterable[MemoryOwner]) -> int:
@@ -79,14 +79,14 @@ class MemoryNotes:
     async def delete_owned(self, owners: Iterable[MemoryOwner]) -> int:
         """Every note of these owners, for every agent: what forgetting a person means."""
         async def work(session: AsyncSession) -> int:
-            return int((await session.execute(delete(MemoryNoteRow).where(_owned_by(owners)))).rowcount)
+            return rows_changed(await session.execute(delete(MemoryNoteRow).where(_owned_by(owners))))
         return await self._db.transaction(work)
 
     async def clear_agent(self, agent_name: str) -> int:
         """Every note one agent keeps, whoever it belongs to."""
         async def work(session: AsyncSession) -> int:
             result = await session.execute(delete(MemoryNoteRow).where(MemoryNoteRow.agent_name == agent_name))
-            return int(result.rowcount)
+            return rows_changed(result)
         return await self._db.transaction(work)
 
 

@@ -79,8 +79,10 @@ async def _fetch(reader: ReadsFiles, file: FileRef, kind: str) -> Attachment:
     return Attachment(name=file.name, mime_type=kind, data=data)
 
 
-def user_content(prompt: str, attachments: Sequence[Attachment], model: Model | str) -> str | list[UserContent]:
-    """The turn's prompt with its attachments, as far as `model` takes them."""
+def user_content(prompt: str, attachments: Sequence[Attachment],
+                 model: Model | str | None) -> str | list[UserContent]:
+    """The turn's prompt with its attachments, as far as `model` takes them (all of them when only its name, or
+    nothing, is known)."""
     if not attachments:
         return prompt
     profile = model.profile if isinstance(model, Model) else {}

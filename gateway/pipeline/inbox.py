@@ -11,8 +11,8 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.db import Database, insert_for
-from storage.models import InboxRow, utcnow
+from storage.db import Database, insert_for, rows_changed
+from storage.models import InboxRow, table_of, utcnow
 
 MAX_ATTEMPTS = 3
 """The turn's own failures an item may have before it is given up; dependency faults do not count."""
@@ -24,7 +24,7 @@ REJECT_ERROR = 1_000
 """Characters of the reason a payload was unreadable."""
 REJECTED_RETENTION = timedelta(days=3)
 """How long a rejected payload is kept: long enough to look into, shorter than answered items."""
-INBOX = InboxRow.__table__
+INBOX = table_of(InboxRow)
 """Statements on the turn's path name the table, not the mapped class: Core statements skip the ORM's bulk
 persistence (its attribute evaluation and synchronisation), which cost more than the statements themselves."""
 
@@ -153,7 +153,7 @@ class Inbox:
             result = await session.execute(delete(InboxRow).where(or_(
                 and_(InboxRow.status.in_(("done", "failed")), InboxRow.finished_at < finished_before),
                 and_(InboxRow.status == "rejected", InboxRow.finished_at < rejected_before))))
-            return int(result.rowcount or 0)
+            return rows_changed(result)
         return await self._db.transaction(work)
 
     async def _finish(self, worker_id: str, item_id: int, *, status: str, error: str | None,

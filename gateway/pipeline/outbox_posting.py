@@ -27,12 +27,12 @@ from adapters.base import ChatAddress, FileUnreadable, OutgoingFile, PlatformCon
 from adapters.protocols import ChatOutput, PostsFiles
 from gateway.people.conversations import record_answer
 from storage.db import Database
-from storage.models import OutboxFileRow, RunRow, utcnow
+from storage.models import OutboxFileRow, RunRow, table_of, utcnow
 
 log = logging.getLogger(__name__)
 
-OUTBOX = OutboxFileRow.__table__
-RUNS = RunRow.__table__
+OUTBOX = table_of(OutboxFileRow)
+RUNS = table_of(RunRow)
 
 
 class FileChat(PostsFiles, ChatOutput, Protocol):

@@ -44,6 +44,7 @@ from gateway.agents.resources import BoundResources, Resources
 from gateway.agents.run_state import RunSpills, StoredConversationState
 from gateway.agents.workspaces import StoredWorkspaces, WorkspaceWiring, workspace_keys
 from gateway.config.schema import AgentSpec, BindingSpec
+from gateway.config.secrets import SecretSource
 from gateway.people.conversation_search import PersonalConversations
 from gateway.pipeline.attachments import Attachment, user_content
 from gateway.pipeline.live_reply import LiveReply
@@ -51,7 +52,7 @@ from gateway.pipeline.notices import EXPLAINED_FAILURES, failure_notice, setup_f
 from gateway.pipeline.outbox import CLAIM, RunOutbox, turn_key
 from gateway.pipeline.outbox_posting import FileChat
 from storage.db import Database
-from storage.models import RunRow, utcnow
+from storage.models import RunRow, table_of, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +190,7 @@ class Runtime:
         self._resources = resources
         self._mem0 = mem0
         """The deployment's mem0 settings (its name, the hosts a key may go to), for `memory_mem0`."""
-        self._mcp = mcp or McpServers(servers={}, secrets={})
+        self._mcp = mcp or McpServers(servers={}, secrets=SecretSource(environ={}))
         self._files = dict(files or {})
         self._workspaces = workspaces or WorkspaceWiring()
         self._workspace_documents = StoredWorkspaces(db)
@@ -375,7 +376,7 @@ class Runtime:
         await self._db.run(lambda connection: set_run(connection, run_id, status=status, usage=usage, error=error))
 
 
-RUNS = RunRow.__table__
+RUNS = table_of(RunRow)
 _OPEN_RUN = insert(RUNS).returning(RUNS.c.id)
 
 
