@@ -19,7 +19,7 @@ import importlib
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -114,7 +114,7 @@ class Deferred(Generic[F]):
             function = getattr(importlib.import_module(module), name)
             if not callable(function):
                 raise TypeError(f"{self.target} is not a function")
-            self._resolved.append(function)
+            self._resolved.append(cast(F, function))  # its type is what `target` names; only a call checks it
         return self._resolved[0]
 
     def __call__(self, *args: Any) -> Any:
@@ -135,7 +135,7 @@ class CapabilityDef(Generic[C]):
     """Returns the pydantic-ai capability for a run, or None when it has nothing to contribute. The context's
     config is an instance of `config`, validated. Usually `Deferred`, so the builder's libraries load with the
     first run that binds the capability."""
-    config: type[C] = NoConfig
+    config: type[C] = NoConfig  # pyright: ignore[reportAssignmentType] - a def without config is a CapabilityDef[NoConfig]
     scopes: frozenset[str] = frozenset()
     key: KeyRequirement[C] | None = None
     offered: Callable[[C], Iterable[str]] | None = None

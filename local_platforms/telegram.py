@@ -560,7 +560,7 @@ class LocalTelegram(LocalPlatform):
 
     async def _delete_message(self, bot: _Bot, params: JSON) -> bool:
         chat = self._target_chat(params)
-        message = self._messages.get(chat["id"], {}).get(params.get("message_id"))
+        message = self._messages.get(chat["id"], {}).get(params.get("message_id", 0))
         if message is None:
             raise ApiError(400, "Bad Request: message to delete not found")
         is_admin = self._members[chat["id"]].get(bot.user["id"]) in {"creator", "administrator"}
@@ -684,7 +684,7 @@ class LocalTelegram(LocalPlatform):
         if "inline_message_id" in params:
             raise ApiError(400, "Bad Request: message to edit not found")
         chat = self._target_chat(params)
-        message = self._messages.get(chat["id"], {}).get(params.get("message_id"))
+        message = self._messages.get(chat["id"], {}).get(params.get("message_id", 0))
         if message is None:
             raise ApiError(400, "Bad Request: message to edit not found")
         if message["from"]["id"] != bot.user["id"]:
@@ -699,7 +699,7 @@ class LocalTelegram(LocalPlatform):
             }
         if not isinstance(reply, dict):
             return None
-        chat_id = reply.get("chat_id") if isinstance(reply.get("chat_id"), int) else chat["id"]
+        chat_id = reply["chat_id"] if isinstance(reply.get("chat_id"), int) else chat["id"]
         quoted = self._quoted(chat_id, reply.get("message_id"))
         if quoted is None and not reply.get("allow_sending_without_reply"):
             raise ApiError(400, "Bad Request: message to be replied not found")
@@ -747,7 +747,8 @@ async def _read_params(request: web.Request) -> JSON:
     elif request.content_type in {"application/x-www-form-urlencoded", "multipart/form-data"}:
         for key, value in (await request.post()).items():
             params[key] = (
-                value if isinstance(value, str) else {"file_name": value.filename, "content": value.file.read()}
+                {"file_name": value.filename, "content": value.file.read()}
+                if isinstance(value, web.FileField) else value
             )
     return {name: _decode_param(name, value) for name, value in params.items()}
 

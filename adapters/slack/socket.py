@@ -14,7 +14,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 
@@ -117,9 +117,11 @@ async def _dispatch(socket: aiohttp.ClientWebSocketResponse, frame: str, envelop
         await order.submit(_channel_of(payload), partial(_reject_and_ack, socket, handle,
                                                          unreadable_frame(frame, problem), envelope_id))
     elif kind in PAYLOAD_TYPES:
-        await order.submit(_channel_of(payload), partial(_handle_and_ack, socket, handle, payload, envelope_id))
+        # `unreadable_envelope` found a string id and an object payload: pyright does not follow that check
+        await order.submit(_channel_of(payload), partial(_handle_and_ack, socket, handle,
+                                                         cast(Mapping[str, Any], payload), cast(str, envelope_id)))
     else:  # an envelope type this gateway does not know: nothing in it is for the bot
-        await order.submit("", partial(_acknowledge, socket, envelope_id))
+        await order.submit("", partial(_acknowledge, socket, cast(str, envelope_id)))
     return None
 
 

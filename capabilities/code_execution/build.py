@@ -9,7 +9,14 @@ from typing import Any, Literal
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
-from pydantic_monty import AsyncMonty, MontyCrashedError, MontyError, MontyRuntimeError, MontySyntaxError
+from pydantic_monty import (
+    AsyncMonty,
+    MontyCrashedError,
+    MontyError,
+    MontyRuntimeError,
+    MontySyntaxError,
+    ResourceLimits,
+)
 
 from capabilities.code_execution import CodeExecutionConfig
 from capabilities.context import BuildContext
@@ -87,7 +94,7 @@ class Sandbox:
 
     async def run(self, code: str) -> Program:
         output = CappedOutput()
-        limits = {"max_feed_duration_secs": self.timeout_secs, "max_memory": self.max_memory_mb * 2**20}
+        limits: ResourceLimits = {"max_feed_duration_secs": self.timeout_secs, "max_memory": self.max_memory_mb * 2**20}
         try:
             async with AsyncMonty(min_processes=1, max_processes=1,
                                   request_timeout=self.timeout_secs + WORKER_GRACE) as pool, \

@@ -36,7 +36,7 @@ def build(context: BuildContext[CompactionConfig]) -> AbstractCapability[Any]:
 def _strategy(config: CompactionConfig, notice: Notice | None) -> AbstractCapability[Any]:
     window: dict[str, Any] = {"context_window": config.context_window,
                               "fallback_context_window": config.fallback_context_window}
-    prompt = {"summary_prompt": config.summary_prompt} if config.summary_prompt else {}
+    prompt: dict[str, Any] = {"summary_prompt": config.summary_prompt} if config.summary_prompt else {}
     match config.strategy:
         case "summarize":
             return AnnouncedSummary(max_fraction=config.max_fraction, keep_messages=config.keep_messages,

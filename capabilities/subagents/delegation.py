@@ -163,7 +163,10 @@ class Delegation(AbstractCapability[Any]):
         kept = self.facts.specialists
         for name, spec in list(kept.items()):
             mode, model = spec.get("mode"), str(spec.get("model", ""))
-            restored = mode in ("sync", "async") and self._refuse_dynamic(name, model) is None
+            if mode != "sync" and mode != "async":
+                log.warning("specialist %r of a resumed run was not restored", name)
+                continue
+            restored = self._refuse_dynamic(name, model) is None
             if restored and not self.library.registry.exists(name):
                 created = await self.library.create_agent(
                     ctx, name=name, description=str(spec.get("description", "")),
@@ -550,6 +553,6 @@ def _dynamic_factory(builder: DelegateBuilder) -> Callable[[SubAgentConfig], Any
     """A model-written specialist, built like an inline one: on a configured profile, metered, nothing shared."""
 
     def build(sub: SubAgentConfig) -> Any:
-        return builder.build_specialist(name=sub["name"], instructions=sub["instructions"], model=str(sub["model"]),
+        return builder.build_specialist(name=sub["name"], instructions=sub["instructions"], model=str(sub.get("model")),
                                         share=(), extra=[DelegateMeter(charge=builder.charge)]).agent
     return build

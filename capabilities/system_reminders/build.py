@@ -6,9 +6,10 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pydantic_ai import RunContext
+from pydantic_ai.models import Model
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai_harness.system_reminders import SystemReminders
 from pydantic_ai_harness.system_reminders._capability import GoalReanchor, LLMReminder, Reminder
@@ -62,7 +63,8 @@ class ConversationReminders(SystemReminders[Any]):
         clone._fire_counts = {id(r): int(n) for r, n in zip(clone.reminders, stored.get("fixed", []), strict=False)}
         clone.dynamic_fires = {name: int(n) for name, n in stored.get("dynamic", {}).items()}
         sources: dict[str, Callable[[RunContext[Any]], Any]] = {
-            "goal_reanchor": GoalReanchor(), "llm_reminder": LLMReminder(model=ctx.model)}
+            "goal_reanchor": GoalReanchor(),
+            "llm_reminder": LLMReminder(model=cast(Model, ctx.model))}  # the run's own model, typed as its base
         clone.dynamic_reminders = tuple(_Cadenced(name, cadence, sources[name], clone)
                                         for name, cadence in self.dynamic.items())
         return clone

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic_ai.toolsets import AgentToolset
+from pydantic_ai.toolsets import AbstractToolset, AgentToolset
 from pydantic_ai_harness.tool_output_limits import (
     READ_TOOL_NAME,
     Band,
@@ -47,6 +47,8 @@ class DescribedToolOutputLimits(ToolOutputLimits[Any]):
         toolset = super().get_toolset()
         if toolset is None or not self.offers_reader:
             return None
+        if not isinstance(toolset, AbstractToolset):  # built per run: its tools are not known here to describe
+            return toolset
         return described(toolset, {READ_TOOL_NAME: READ_TEXT})
 
 
@@ -55,7 +57,7 @@ def build(context: BuildContext[ToolOutputLimitsConfig]) -> ToolOutputLimits[Any
     truncate = Truncate(strategy=TruncationStrategy(config.truncation_strategy), max_chars=config.max_chars)
     action = {"truncate": truncate, "spill": Spill(then=truncate),
               "summarize": Summarize(then=Spill(then=truncate))}[config.action]
-    prompt = {"summary_prompt": config.summary_prompt} if config.summary_prompt else {}
+    prompt: dict[str, Any] = {"summary_prompt": config.summary_prompt} if config.summary_prompt else {}
     return DescribedToolOutputLimits(bands=[Band(over=config.threshold, action=action)], store=context.spills,
                                      over_tokens=config.over_tokens, strip_ansi=config.strip_ansi,
                                      offers_reader=bool(offered(config)), **prompt)

@@ -70,7 +70,7 @@ def builder(*, allow_local: bool) -> Any:
         if config.method == "local":
             tool = fetch_tool(config, context.run.resolver, allow_local=allow_local)
             return Capability(toolsets=[function_toolset([tool.function], toolset_id="web_fetch")])
-        domains = {"allowed_domains": spellings(config.allowed_domains),
+        domains: dict[str, Any] = {"allowed_domains": spellings(config.allowed_domains),
                    "blocked_domains": spellings(config.blocked_domains)}
         local = fetch_tool(config, context.run.resolver, allow_local=allow_local) if config.method == "auto" else None
         return WebFetch(native=True, local=local, **domains)

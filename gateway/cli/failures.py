@@ -51,7 +51,7 @@ def explain(exc: BaseException) -> Failure:
 class GatewayGroup(TyperGroup):
     """The top-level command group: a command's exception becomes `explain`'s line unless `--debug` is given."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride] - typer's Context is its Click's
         try:
             return super().invoke(ctx)
         except (typer.TyperException, typer.Exit, typer.Abort):

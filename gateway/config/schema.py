@@ -401,7 +401,7 @@ class SlackBotSpec(_BotSpecBase):
 class MattermostBotSpec(_BotSpecBase):
     platform: Literal["mattermost"]
     """The chat platform."""
-    api_base_url: str
+    api_base_url: str  # pyright: ignore[reportIncompatibleVariableOverride,reportGeneralTypeIssues] - required here
     """The Mattermost server's URL; required, since no default server exists."""
     transport: Literal["websocket", "webhook"] = "websocket"
     """`websocket` (the bot's event stream) or `webhook` (an outgoing webhook; needs `webhook_token`)."""
@@ -413,7 +413,7 @@ class MattermostBotSpec(_BotSpecBase):
 
     @field_validator("api_base_url")
     @classmethod
-    def _http_url(cls, value: str) -> str:
+    def _http_url(cls, value: str) -> str:  # pyright: ignore[reportIncompatibleMethodOverride] - never None here
         """Replaces the base check: private and loopback servers pass, cloud metadata addresses do not."""
         if value.rstrip("/").endswith("/api/v4"):
             raise ValueError("give the server's URL without /api/v4, e.g. https://chat.example.org")

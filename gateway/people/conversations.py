@@ -149,7 +149,7 @@ def _get_or_insert(connection: Connection, table: Any, values: dict[str, Any], k
     return int(connection.execute(lookup, params).scalar_one())
 
 
-def _as_model_message(row: Row[Any], name_speakers: bool) -> ModelMessage:
+def _as_model_message(row: Row[Any, Any, Any, Any], name_speakers: bool) -> ModelMessage:
     if row.role == "assistant":
         return ModelResponse(parts=[TextPart(row.text)], timestamp=row.created_at)
     return ModelRequest(parts=[UserPromptPart(speaker_line(row.speaker_name, row.text, name_speakers),

@@ -11,7 +11,7 @@ from storage.models import Base
 
 def run_on(connection: Connection) -> None:
     context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True,
-                      compare_type=True, include_name=modelled)
+                      compare_type=True, include_name=modelled)  # pyright: ignore[reportArgumentType] - Alembic's Literal keys
     with context.begin_transaction():
         context.run_migrations()
 
