@@ -2,31 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from pydantic_ai.exceptions import UserError
-from pydantic_ai.models import Model, infer_model, infer_model_profile, parse_model_id
-from pydantic_ai.providers import infer_provider_class
+from pydantic_ai.models import Model, infer_model, infer_model_profile
 
 from gateway.agents.deadlines import DeadlineModel
-from gateway.config.schema import ModelDeadlines, ModelStringProfile, OpenAIChatProfile, reference_name, resolve_secret
+from gateway.config.schema import ModelDeadlines, ModelStringProfile, OpenAIChatProfile, resolve_secret
 from gateway.config.secrets import SecretSource
-
-_VARIABLE = re.compile(r"`([A-Z][A-Z0-9_]*)`")
-"""How pydantic-ai names the environment variable a provider reads (`Set the `OPENAI_API_KEY` …`)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelProblem:
-    """Why a model name does not resolve to a model."""
-
-    message: str
-    environmental: bool
-    """True when it depends on this machine (an unset key): `gateway serve` refuses, `gateway check` on another
-    machine only warns. False: the name itself is wrong, wherever it runs."""
 
 
 class ModelResolver:
@@ -62,19 +45,6 @@ class ModelResolver:
             self._resolved[name] = model
         return self._resolved[name]
 
-    def problem(self, name: str) -> ModelProblem | None:
-        """What would stop `name` from resolving on this machine, found without connecting anywhere."""
-        if name in self._fixed:
-            return None
-        profile = self._profiles.get(name, name)
-        if isinstance(profile, OpenAIChatProfile):
-            variable = reference_name(profile.api_key) if profile.api_key else None
-            if variable is not None and not self._secrets.get(variable):
-                return ModelProblem(message=f"{variable} is not set in the environment or the secrets file",
-                                    environmental=True)
-            return None
-        return _model_string_problem(profile)
-
     def profile(self, name: str) -> Mapping[str, Any] | None:
         """What pydantic-ai knows of the model behind `name` (`supports_thinking`, …); None when it cannot say."""
         if name in self._fixed:
@@ -95,34 +65,3 @@ class ModelResolver:
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
         return OpenAIChatModel(profile.model, provider=OpenAIProvider(base_url=profile.base_url, api_key=api_key))
-
-
-def is_model_string(name: str) -> bool:
-    """True when pydantic-ai knows the provider `name` starts with (or `name` is its `test` model)."""
-    provider, _ = parse_model_id(name)
-    if provider is None:
-        return name == "test"
-    try:
-        infer_provider_class(provider)
-    except ValueError:
-        return False
-    except ImportError:  # known, but its package is not installed
-        return True
-    return True
-
-
-def _model_string_problem(model: str) -> ModelProblem | None:
-    try:
-        infer_model(model)
-    except ImportError as exc:
-        return ModelProblem(message=f"pydantic-ai cannot use {model!r}: {exc}", environmental=False)
-    except UserError as exc:
-        if not is_model_string(model):
-            return ModelProblem(message=str(exc), environmental=False)
-        variable = _VARIABLE.search(str(exc))
-        needs = f"{variable.group(1)}, which is not set in the environment" if variable else str(exc)
-        return ModelProblem(message=f"{model!r} needs {needs}", environmental=True)
-    except Exception as exc:  # a provider that reads credentials of this machine (cloud SDKs)
-        return ModelProblem(message=f"{model!r} cannot be set up here: {type(exc).__name__}: {exc}",
-                            environmental=True)
-    return None

@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 
 from gateway.agents.models import ModelResolver
+from gateway.checks.model_setup import ModelSetup
 from gateway.cli.doctor_bots import check_bot
 from gateway.cli.doctor_check import TIMEOUT, Check, shorten
 from gateway.cli.doctor_models import check_model
@@ -48,12 +49,13 @@ async def run_doctor(config: GatewayConfig, secrets: SecretSource, settings: Set
 async def all_checks(config: GatewayConfig, secrets: SecretSource, settings: Settings) -> list[Check]:
     """Every check, run side by side, in the order they are printed: bots, models, MCP servers, keys, storage."""
     models = ModelResolver(config.models, secrets)
+    setup = ModelSetup(config.models, secrets)
     names = list(dict.fromkeys([*(agent.model for agent in config.agents), *config.models]))
     async with httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as client:
         pending: list[tuple[str, Awaitable[Check]]] = [
             *((f"bot {bot.name} ({bot.platform})", check_bot(client, index, bot, secrets))
               for index, bot in enumerate(config.bots)),
-            *((f"model {name}", check_model(client, name, models, config.models)) for name in names),
+            *((f"model {name}", check_model(client, name, models, setup, config.models)) for name in names),
             *((f"mcp {server.name}", check_mcp_server(server, secrets)) for server in config.mcp_servers),
             ("redis", check_redis(settings)),
             ("database", check_database(settings)),

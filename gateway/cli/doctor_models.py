@@ -20,6 +20,7 @@ from pydantic_ai.models import Model, parse_model_id
 
 from adapters.unreachable import describe_unreachable
 from gateway.agents.models import ModelResolver
+from gateway.checks.model_setup import ModelSetup
 from gateway.cli.doctor_check import Check, Status, json_object, not_the_api, server_error, shorten
 from gateway.config.schema import ModelStringProfile, OpenAIChatProfile, reference_name
 
@@ -39,10 +40,10 @@ class Lookup:
     params: Mapping[str, str] = field(default_factory=dict)
 
 
-async def check_model(client: httpx.AsyncClient, name: str, models: ModelResolver,
+async def check_model(client: httpx.AsyncClient, name: str, models: ModelResolver, setup: ModelSetup,
                       profiles: Mapping[str, str | OpenAIChatProfile | ModelStringProfile]) -> Check:
     subject = f"model {name}"
-    problem = models.problem(name)
+    problem = setup.problem(name)
     if problem is not None:  # an unknown provider, an unset key: in the words `gateway check` uses
         fix = "set it in the environment or in GATEWAY_SECRETS_FILE" if problem.environmental else "see gateway check"
         return Check(name=subject, status="fail", reason=problem.message, fix=fix)
