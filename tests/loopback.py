@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,3 +22,19 @@ async def serving(app: web.Application, *, ssl_context: ssl.SSLContext | None = 
         yield f"{'https' if ssl_context else 'http'}://{host}:{port}"
     finally:
         await runner.cleanup()
+
+
+@asynccontextmanager
+async def counting_listener() -> AsyncIterator[tuple[int, list[int]]]:
+    """A loopback port and the count of connections offered to it: where a refused fetch must never arrive."""
+    seen: list[int] = []
+
+    def accepted(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(1)
+        writer.close()
+
+    server = await asyncio.start_server(accepted, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1], seen
+    finally:
+        server.close()

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import pytest
@@ -22,7 +20,7 @@ from gateway.agents.assembly import assemble
 from gateway.agents.models import ModelResolver
 from gateway.config.secrets import SecretSource
 from tests.capability_runs import ROOM, binding_with, deps_for
-from tests.loopback import serving
+from tests.loopback import counting_listener, serving
 from tests.scripted import calls_then_answers
 
 NAMES = {"intranet.guard.test": ["10.0.0.7"], "loopback.guard.test": ["127.0.0.1"]}
@@ -60,20 +58,6 @@ class BrowserBehindProxy:
             self.answers[target] = await through(request.proxy, head)
         return BrowseResult(text="looked around", steps=(BrowseStep(input_tokens=1, output_tokens=1),))
 
-
-@asynccontextmanager
-async def counting_listener() -> AsyncIterator[tuple[int, list[int]]]:
-    seen: list[int] = []
-
-    def accepted(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        seen.append(1)
-        writer.close()
-
-    server = await asyncio.start_server(accepted, "127.0.0.1", 0)
-    try:
-        yield server.sockets[0].getsockname()[1], seen
-    finally:
-        server.close()
 
 
 async def test_a_browser_behind_the_tasks_proxy_reaches_nothing_inside(caplog: pytest.LogCaptureFixture) -> None:

@@ -4,14 +4,12 @@ answers with a cloud metadata address is never connected to, and the server is s
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import pytest
 
 from tests.capability_runs import recording, tool_defs
+from tests.loopback import counting_listener
 from tests.mcp_fakes.http_server import TOKEN, http_mcp_server
 from tests.mcp_runs import mcp_binding, run_once
 from tests.scripted import calls_then_answers
@@ -23,21 +21,6 @@ NAMES = {"mcp.corp.test": ["127.0.0.1"], "rebound.corp.test": ["::ffff:0:a9fe:a9
 async def table_resolver(host: str) -> list[str]:
     return NAMES[host]
 
-
-@asynccontextmanager
-async def counting_listener() -> AsyncIterator[tuple[int, list[int]]]:
-    """A loopback port and the count of connections offered to it."""
-    seen: list[int] = []
-
-    def accepted(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        seen.append(1)
-        writer.close()
-
-    server = await asyncio.start_server(accepted, "127.0.0.1", 0)
-    try:
-        yield server.sockets[0].getsockname()[1], seen
-    finally:
-        server.close()
 
 
 async def test_the_configured_host_is_reached_at_the_address_the_gateways_resolver_answered() -> None:
