@@ -10,7 +10,7 @@ import pytest
 
 from capabilities import default_registry
 from capabilities.config_errors import Problem
-from gateway.agents.models import ModelResolver
+from gateway.checks.model_setup import ModelSetup
 from gateway.checks.report import model_problems
 from gateway.checks.validation import apply_problems
 from gateway.config.schema import GatewayConfig
@@ -120,7 +120,7 @@ def test_a_delegate_on_a_model_nobody_configured_is_refused(subagents: dict[str,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # pydantic-ai reads provider keys from the environment
     applied = config(subagents)
-    assert model_problems(applied, ModelResolver(applied.models, SecretSource(environ={}))) == ([problem], [])
+    assert model_problems(applied, ModelSetup(applied.models, SecretSource(environ={}))) == ([problem], [])
 
 
 def test_an_ungranted_delegation_scope_refuses_every_spec_that_delegates() -> None:
