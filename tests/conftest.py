@@ -15,9 +15,9 @@ from pydantic_ai import models
 from storage.cache import LocalCache
 from storage.db import Database
 from storage.redis_cache import RedisCache
-from tests.fakes.mattermost import FakeMattermost
-from tests.fakes.slack import FakeSlack
-from tests.fakes.telegram import FakeTelegram
+from tests.support.fakes.mattermost import FakeMattermost
+from tests.support.fakes.slack import FakeSlack
+from tests.support.fakes.telegram import FakeTelegram
 
 models.ALLOW_MODEL_REQUESTS = False
 

@@ -12,12 +12,11 @@ from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 from pydantic_ai.usage import RunUsage
 
-from capabilities.browser_engine import INSTALL_LINE, BrowserEngine, BrowseRequest, EngineFailed
 from capabilities.browser_use import MAX_TASK, BrowserUseConfig
-from capabilities.context import BuildContext
-from capabilities.egress_proxy import guarded_proxy
-from capabilities.failures import retry_or_text
-from capabilities.tool_text import function_toolset
+from capabilities.browser_use.egress_proxy import guarded_proxy
+from capabilities.browser_use.engine import INSTALL_LINE, BrowserEngine, BrowseRequest, EngineFailed
+from capabilities.run import BuildContext
+from capabilities.tool_replies import function_toolset, retry_or_text
 
 log = logging.getLogger(__name__)
 NO_ENGINE = ("Browsing is not available: this deployment has no browser engine installed. Tell the person it cannot "

@@ -18,9 +18,8 @@ from capabilities.channel_tools import (
     flatten,
     person_line,
 )
-from capabilities.context import BuildContext
-from capabilities.failures import retry_or_text
-from capabilities.tool_text import function_toolset
+from capabilities.run import BuildContext
+from capabilities.tool_replies import function_toolset, retry_or_text
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

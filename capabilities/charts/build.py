@@ -13,11 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 
-from capabilities.charts_render import ChartData, render_png
-from capabilities.context import BuildContext, FileRefused, Outbox
-from capabilities.failures import retry_or_text
+from capabilities.charts.render import ChartData, render_png
 from capabilities.registry import NoConfig
-from capabilities.tool_text import function_toolset
+from capabilities.run import BuildContext, FileRefused, Outbox
+from capabilities.tool_replies import function_toolset, retry_or_text
 
 MAX_POINTS = 500
 """Points on the axis, per chart."""

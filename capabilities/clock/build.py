@@ -12,7 +12,7 @@ from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 
 from capabilities.clock import ClockConfig
-from capabilities.context import BuildContext
+from capabilities.run import BuildContext
 
 
 @dataclass

@@ -23,7 +23,7 @@ from pydantic_ai_harness.compaction import (
 )
 
 from capabilities.compaction import CompactionConfig
-from capabilities.context import BuildContext
+from capabilities.run import BuildContext
 
 Notice = Callable[[str], None]
 

@@ -10,7 +10,6 @@ from pydantic import Field
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 
-from capabilities.context import BuildContext
 from capabilities.conversation_search import (
     GROUP_REFUSAL,
     MAX_RESULTS,
@@ -18,9 +17,9 @@ from capabilities.conversation_search import (
     UNCHECKED,
     ConversationSearchConfig,
 )
-from capabilities.corpus import ConversationCorpus, CorpusUnavailable, ThreadWindow
-from capabilities.failures import retry_or_text
-from capabilities.tool_text import function_toolset
+from capabilities.conversation_search.corpus import ConversationCorpus, CorpusUnavailable, ThreadWindow
+from capabilities.run import BuildContext
+from capabilities.tool_replies import function_toolset, retry_or_text
 from storage.fulltext import QueryProblem
 
 

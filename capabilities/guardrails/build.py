@@ -27,9 +27,9 @@ from pydantic_ai_harness.guardrails.detectors import (
     redact_secrets,
 )
 
-from capabilities.context import BuildContext
 from capabilities.guardrails import NOTICES, Edge, GuardrailsConfig
 from capabilities.registry import RunRefused
+from capabilities.run import BuildContext
 
 
 class GuardrailBlocked(RunRefused, GuardrailError):

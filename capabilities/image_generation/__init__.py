@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
-from capabilities.image_catalog import CATALOG, SETTINGS, Setting
+from capabilities.image_generation.catalog import CATALOG, SETTINGS, Setting
 from capabilities.registry import CapabilityDef, Deferred, KeyRequirement, ToolInfo
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ _OLD_PROVIDERS = {"openai": "openai", "openai-responses": "openai", "google": "g
 AspectRatio = Literal["1:1", "1:2", "1:4", "1:8", "2:1", "2:3", "3:2", "3:4", "4:1", "4:3", "4:5", "5:4", "8:1", "9:16",
                       "9:19.5", "9:20", "16:9", "19.5:9", "20:9", "21:9"]
 """pydantic-ai's `ImageGenerationAspectRatio`, spelt out so the declaration does not import pydantic-ai;
-`tests/test_image_generation.py` holds the two equal."""
+`tests/capabilities/test_image_generation.py` holds the two equal."""
 
 
 class ImageGenerationConfig(BaseModel):
@@ -37,7 +37,7 @@ class ImageGenerationConfig(BaseModel):
     provider: str = "openai"
     """Who draws: `openai`, or `google` where the `pydantic-ai-slim[google]` extra is installed."""
     model: str = "gpt-image-2"
-    """That provider's image model, from the catalog (`capabilities/catalog/image_models.json`); left out
+    """That provider's image model, from the catalog (`capabilities/image_generation/image_models.json`); left out
     with a `provider` set, that provider's first model."""
     quality: Literal["low", "medium", "high", "auto"] | None = None
     """OpenAI only; unset: the provider's default."""

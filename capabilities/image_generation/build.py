@@ -18,10 +18,9 @@ from pydantic_ai.images import (
 from pydantic_ai.providers import Provider, infer_provider_class
 from pydantic_ai.usage import RequestUsage
 
-from capabilities.context import BuildContext, FileRefused, Outbox
-from capabilities.failures import retry_or_text
 from capabilities.image_generation import ImageGenerationConfig
-from capabilities.tool_text import function_toolset
+from capabilities.run import BuildContext, FileRefused, Outbox
+from capabilities.tool_replies import function_toolset, retry_or_text
 
 MAX_PROMPT = 4_000
 """Characters of description; longer ones are refused before anything is spent."""

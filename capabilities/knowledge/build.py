@@ -9,10 +9,9 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 
-from capabilities.context import BuildContext, KnowledgeScope, Passage, SearchUnavailable
-from capabilities.failures import retry_or_text
 from capabilities.knowledge import MAX_TOP_K, KnowledgeConfig
-from capabilities.tool_text import function_toolset
+from capabilities.run import BuildContext, KnowledgeScope, Passage, SearchUnavailable
+from capabilities.tool_replies import function_toolset, retry_or_text
 from storage.fulltext import QueryProblem
 
 UNAVAILABLE = ("The document search is temporarily unavailable (the database did not answer). Try the same "

@@ -10,10 +10,9 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 
-from capabilities.context import BuildContext, MemoryOwner, NoteStore
-from capabilities.failures import retry_or_text
 from capabilities.registry import NoConfig
-from capabilities.tool_text import function_toolset
+from capabilities.run import BuildContext, MemoryOwner, NoteStore
+from capabilities.tool_replies import function_toolset, retry_or_text
 
 INDEX = "MEMORY.md"
 INDEX_LIMIT = 6_000

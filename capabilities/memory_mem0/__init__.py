@@ -4,7 +4,7 @@ Whose memories a run reaches is `RunFacts.owner`, the same rule as `memory_files
 one-to-one chat, the room in a group, nobody where no store is allowed), given to mem0 as the whole
 `user_id` `{deployment}:{agent}:{owner kind}:{owner key}`, so one mem0 account never mixes up two
 deployments, agents or people. Nothing is stored here; mem0 bills its own embeddings, which the
-deployment's usage figures do not see. Where the key may be sent is vetted in `capabilities/mem0_client.py`.
+deployment's usage figures do not see. Where the key may be sent is vetted in `capabilities/memory_mem0/access.py`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from capabilities.mem0_client import Dialect, url_problem
+from capabilities.memory_mem0.access import Dialect, url_problem
 from capabilities.registry import CapabilityDef, Deferred, KeyRequirement, ToolInfo
 
 if TYPE_CHECKING:
-    from capabilities.context import MemoryOwner
+    from capabilities.run import MemoryOwner
 
 MAX_TEXT = 2_000
 MAX_RESULTS = 20

@@ -10,12 +10,11 @@ from pydantic import Field
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 
-from capabilities.context import BuildContext
-from capabilities.failures import retry_or_text
-from capabilities.mem0_client import Mem0Refused, Mem0Unavailable, endpoint
 from capabilities.memory_mem0 import MAX_RESULTS, MAX_TEXT, NO_STORE, REFUSED, ROOM_SCOPE, Mem0Config, user_id
+from capabilities.memory_mem0.access import Mem0Refused, Mem0Unavailable, endpoint
 from capabilities.memory_mem0.client import Mem0Client
-from capabilities.tool_text import function_toolset
+from capabilities.run import BuildContext
+from capabilities.tool_replies import function_toolset, retry_or_text
 
 log = logging.getLogger(__name__)
 

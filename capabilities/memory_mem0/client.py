@@ -1,4 +1,4 @@
-"""The mem0 client: the three calls of `capabilities/mem0_client.py`'s table, to a host `endpoint` vetted, with
+"""The mem0 client: the three calls of `capabilities/memory_mem0/access.py`'s table, to a host `endpoint` vetted, with
 the key in a header and redirects never followed."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import httpx
 from pydantic import SecretStr
 
 from adapters.unreachable import describe_unreachable
-from capabilities.mem0_client import Dialect, Mem0Refused, Mem0Unavailable, Memory
+from capabilities.memory_mem0.access import Dialect, Mem0Refused, Mem0Unavailable, Memory
 
 
 @dataclass(kw_only=True)

@@ -12,9 +12,9 @@ from pydantic_ai.capabilities import AbstractCapability, CombinedCapability
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai_harness.planning import InMemoryPlanStore, PlanItem, Planning, TaskStatus
 
-from capabilities.context import BuildContext, ConversationState
 from capabilities.planning import PlanningConfig, offered
-from capabilities.tool_text import ToolText
+from capabilities.run import BuildContext, ConversationState
+from capabilities.tool_replies import ToolText
 
 STATE_KEY = "planning"
 _FINISHED = frozenset({TaskStatus.completed, TaskStatus.cancelled})

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from capabilities.registry import CapabilityDef, Deferred, ToolInfo
 
 if TYPE_CHECKING:
-    from capabilities.context import SkillFolder
+    from capabilities.run import SkillFolder
 
 
 class SkillProblem(ValueError):

@@ -17,11 +17,10 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_ai_skills import Skill, SkillsToolset
 from pydantic_ai_skills.directory import discover_skills
 
-from capabilities.context import BuildContext, SkillFolder
-from capabilities.failures import RETRY_BUDGET, retry_or_text
 from capabilities.registry import NoConfig
+from capabilities.run import BuildContext, SkillFolder
 from capabilities.skills import SkillProblem
-from capabilities.tool_text import ToolText, described
+from capabilities.tool_replies import RETRY_BUDGET, ToolText, described, retry_or_text
 
 NEVER_OFFERED = frozenset({"run_skill_script"})
 """Remote code execution without a sandbox: excluded by construction, not merely left undescribed."""
@@ -117,7 +116,7 @@ def _shown(message: str, root: Path) -> str:
 @dataclass
 class RetriesAsText(WrapperToolset[Any]):
     """The library raises a retry for an unknown name on every attempt; the last one answers with the text, so a
-    mistaken name never ends the run (`capabilities/failures.py`)."""
+    mistaken name never ends the run (`capabilities/tool_replies.py`)."""
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any],
                         tool: ToolsetTool[Any]) -> Any:

@@ -49,8 +49,7 @@ from subagents_pydantic_ai import (
     current_subagent_state,
 )
 
-from capabilities.context import BuildContext, BuiltDelegate, DelegateBuilder, Delegates, DelegationFacts, RunDeps
-from capabilities.failures import retry_or_text
+from capabilities.run import BuildContext, BuiltDelegate, DelegateBuilder, Delegates, DelegationFacts, RunDeps
 from capabilities.subagents import texts as delegation_text
 from capabilities.subagents.agent_files import read_agent_files
 from capabilities.subagents.config import (
@@ -62,7 +61,7 @@ from capabilities.subagents.config import (
     background_reachable,
 )
 from capabilities.subagents.questions import ASK_PARENT, answers_for, questions_of
-from capabilities.tool_text import described, function_toolset
+from capabilities.tool_replies import described, function_toolset, retry_or_text
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic_ai_harness.subagents import ModelOption
 
 from capabilities.subagents.config import SubagentsConfig
-from capabilities.tool_text import ToolText
+from capabilities.tool_replies import ToolText
 
 MODE_SENTENCES = {
     "sync": "`task` waits for the delegate and returns its answer.",

@@ -14,7 +14,7 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai_harness.system_reminders import SystemReminders
 from pydantic_ai_harness.system_reminders._capability import GoalReanchor, LLMReminder, Reminder
 
-from capabilities.context import BuildContext, ConversationState
+from capabilities.run import BuildContext, ConversationState
 from capabilities.system_reminders import Cadence, SystemRemindersConfig
 
 STATE_KEY = "system_reminders"

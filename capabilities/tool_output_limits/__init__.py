@@ -18,7 +18,7 @@ from capabilities.registry import CapabilityDef, Deferred, ToolInfo
 
 READ_TOOL = "read_tool_result"
 """pydantic-ai-harness's `READ_TOOL_NAME`, spelt out so the declaration does not import the harness; the drift
-test (`tests/test_registry_drift.py`) holds what the builder offers to it."""
+test (`tests/capabilities/test_registry_drift.py`) holds what the builder offers to it."""
 
 
 class ToolOutputLimitsConfig(BaseModel):

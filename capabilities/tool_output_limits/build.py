@@ -17,9 +17,9 @@ from pydantic_ai_harness.tool_output_limits import (
     TruncationStrategy,
 )
 
-from capabilities.context import BuildContext
+from capabilities.run import BuildContext
 from capabilities.tool_output_limits import ToolOutputLimitsConfig, offered
-from capabilities.tool_text import ToolText, described
+from capabilities.tool_replies import ToolText, described
 
 READ_TEXT = ToolText(
     summary="Read part of a tool result that was too large to show in full and was stored instead. Use it with "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic_ai.capabilities import ToolSearch
 
-from capabilities.context import BuildContext
+from capabilities.run import BuildContext
 from capabilities.tool_search import ToolSearchConfig
 
 

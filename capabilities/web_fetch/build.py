@@ -11,16 +11,15 @@ from pydantic_ai import BinaryContent, ModelRetry, RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability, Capability, WebFetch
 from pydantic_ai.common_tools.web_fetch import WebFetchResult
 
-from capabilities.context import BuildContext
-from capabilities.failures import RETRY_BUDGET, retry_or_text
-from capabilities.guarded_http import guarded_client
-from capabilities.page_reader import DomainRules, Unreadable, read_page
-from capabilities.tool_text import function_toolset
-from capabilities.url_guard import REFUSAL, Refused, Resolver
+from capabilities.egress.guarded_http import guarded_client
+from capabilities.egress.url_guard import REFUSAL, Refused, Resolver
+from capabilities.run import BuildContext
+from capabilities.tool_replies import RETRY_BUDGET, function_toolset, retry_or_text
 from capabilities.web_fetch import (
     WebFetchConfig,
     spellings,
 )
+from capabilities.web_fetch.page_reader import DomainRules, Unreadable, read_page
 
 TIMEOUT_SECONDS = 30
 

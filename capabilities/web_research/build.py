@@ -10,11 +10,10 @@ from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability, Capability, WebSearch
 
 from capabilities.channel_tools import flatten
-from capabilities.context import BuildContext
-from capabilities.failures import retry_or_text
-from capabilities.tool_text import function_toolset
+from capabilities.run import BuildContext
+from capabilities.tool_replies import function_toolset, retry_or_text
 from capabilities.web_research import WebResearchConfig
-from capabilities.web_search_providers import Hit, SearchProvider, SearchUnavailable, provider_for
+from capabilities.web_research.providers import Hit, SearchProvider, SearchUnavailable, provider_for
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -26,8 +26,8 @@ from pydantic_ai.capabilities import AbstractCapability, Instrumentation
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RequestUsage, RunUsage
 
-from capabilities.context import BuildContext, BuiltDelegate, Delegates, DelegationFacts, RunFacts
 from capabilities.registry import CapabilityDef, Registry, config_for, provider_gate_problems
+from capabilities.run import BuildContext, BuiltDelegate, Delegates, DelegationFacts, RunFacts
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.channel_context import binding_instructions
 from gateway.agents.mcp_servers import NO_SERVERS, ConnectedServers
@@ -175,7 +175,7 @@ class CapabilityBuilder:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GatewayDelegates:
-    """`capabilities.context.DelegateBuilder` for one delegating agent of one run."""
+    """`capabilities.run.DelegateBuilder` for one delegating agent of one run."""
 
     parent: AgentSpec
     pins: Mapping[str, int] = field(default_factory=dict)

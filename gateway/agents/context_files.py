@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from capabilities.context import ContextFile
+from capabilities.run import ContextFile
 from gateway.config.schema import ConfigError, ContextFileSpec
 
 

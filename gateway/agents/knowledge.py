@@ -22,7 +22,7 @@ from sqlalchemy import bindparam, delete, func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capabilities.context import Passage, SearchUnavailable
+from capabilities.run import Passage, SearchUnavailable
 from storage.db import Database
 from storage.fulltext import match_query
 from storage.models import KnowledgeChunkRow, KnowledgeDocumentRow
@@ -46,7 +46,7 @@ class Ranker(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class KnowledgeSearch:
-    """`capabilities.context.DocumentSearch`: the rankers' lists fused by reciprocal rank."""
+    """`capabilities.run.DocumentSearch`: the rankers' lists fused by reciprocal rank."""
 
     rankers: tuple[Ranker, ...]
 

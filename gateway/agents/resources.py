@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from capabilities.context import ContextFile, DocumentSearch, KnowledgeScope, RunFacts, SkillFolder
+from capabilities.run import ContextFile, DocumentSearch, KnowledgeScope, RunFacts, SkillFolder
 from capabilities.skills.build import skill_files
 from gateway.agents.context_files import read_context_file
 from gateway.agents.knowledge import FullTextRanker, KnowledgeSearch, KnowledgeStore

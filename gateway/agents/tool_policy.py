@@ -11,7 +11,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 
-from capabilities.context import RunDeps
+from capabilities.run import RunDeps
 
 BACKGROUND_REFUSAL = ("Not run: this tool needs a person's approval, and a background delegation cannot stop to "
                       "ask one. Say so in your answer; the agent that delegated to you can hand this work over "

@@ -12,7 +12,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Speaker
-from capabilities.workspace_facts import (
+from capabilities.sandbox.facts import (
     DEFAULT_STATE_MAX_BYTES,
     BubblewrapConnection,
     SandboxConnection,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 from functools import cache
 
-from capabilities.config_errors import Loc, Problem
+from capabilities.registry.config_errors import Loc, Problem
 from gateway.checks.known_models import KNOWN_MODEL_NAMES
 from gateway.config.schema import GatewayConfig, ModelStringProfile
 

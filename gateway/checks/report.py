@@ -9,10 +9,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from capabilities.config_errors import Problem
-from capabilities.mem0_client import Mem0Access, Mem0Refused, endpoint
 from capabilities.memory_mem0 import Mem0Config
+from capabilities.memory_mem0.access import Mem0Access, Mem0Refused, endpoint
 from capabilities.registry import Registry
+from capabilities.registry.config_errors import Problem
 from gateway.checks.entries import entries_of
 from gateway.checks.model_names import model_name_problems
 from gateway.checks.model_setup import ModelSetup

@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from adapters.base import CHANNEL_LOOKUPS, ChannelLookup
 from capabilities import default_registry
-from capabilities.config_errors import Loc
 from capabilities.registry import ALL_SCOPES, Registry
+from capabilities.registry.config_errors import Loc
 from capabilities.subagents import SubagentsConfig
 from capabilities.subagents.agent_files import read_agent_files
 from gateway.agents.placeholders import PLACEHOLDERS, unknown_placeholders

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from capabilities.workspace import SandboxConfig
-from capabilities.workspace.seal import bubblewrap_missing
+from capabilities.sandbox import SandboxConfig
+from capabilities.sandbox.seal import bubblewrap_missing
 from gateway.checks.entries import entries_of
 from gateway.config.schema import BubblewrapSandboxSpec, GatewayConfig, Settings
 

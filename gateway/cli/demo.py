@@ -25,8 +25,8 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls
 from sqlalchemy import func, select
 
 from capabilities import default_registry
-from capabilities.context import BuildContext
 from capabilities.registry import CapabilityDef, ToolInfo
+from capabilities.run import BuildContext
 from gateway.agents.models import ModelResolver
 from gateway.cli.stages import PLACEHOLDER, DemoPlatform, Line, Room, Stage, StageSetup, build_stage
 from gateway.config.schema import GatewayConfig, Settings

@@ -2,7 +2,7 @@
 
 A command imports what it runs when it runs: the config schema, the capability catalog, pydantic-ai, the
 database and the server stack take seconds of CPU to import, and `gateway --version`, `--help` or a usage
-error should answer at once (`tests/test_cli_startup.py` holds that).
+error should answer at once (`tests/cli/test_cli_startup.py` holds that).
 """
 
 from __future__ import annotations

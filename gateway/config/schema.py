@@ -23,8 +23,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from capabilities.config_errors import Problem, describe_errors
-from capabilities.mem0_client import Mem0Access, allowed_hosts
+from capabilities.memory_mem0.access import Mem0Access, allowed_hosts
+from capabilities.registry.config_errors import Problem, describe_errors
 from gateway.config.errors import ConfigError
 from gateway.config.secrets import SecretLookup
 from gateway.config.source import ConfigSource, SourceError

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from capabilities.config_errors import Loc, Problem
+from capabilities.registry.config_errors import Loc, Problem
 
 _PATH = re.compile(r"^(\(top level\)|[A-Za-z_][\w-]*(?:\.[\w${}-]+|\[\d+\])*): (.+)$", re.DOTALL)
 _PART = re.compile(r"\.?([\w${}-]+)|\[(\d+)\]")

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import Directory, DirectoryRefused, Speaker
 from capabilities.channel_tools import flatten
-from capabilities.corpus import CorpusUnavailable, Found, ThreadHit, ThreadTurn, ThreadWindow
+from capabilities.conversation_search.corpus import CorpusUnavailable, Found, ThreadHit, ThreadTurn, ThreadWindow
 from storage.db import Database
 from storage.fulltext import Match, matching_messages, passages
 from storage.models import ConversationRow, IdentityRow, MessageRow
@@ -49,7 +49,7 @@ class _Thread:
 
 
 class PersonalConversations:
-    """`capabilities.corpus.ConversationCorpus` for the person behind `speaker`."""
+    """`capabilities.conversation_search.corpus.ConversationCorpus` for the person behind `speaker`."""
 
     def __init__(self, db: Database, directories: Mapping[str, Directory], *, speaker: Speaker,
                  current_conversation: str | None = None) -> None:

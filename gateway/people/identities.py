@@ -11,7 +11,7 @@ from typing import Literal
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capabilities.context import MemoryOwner
+from capabilities.run import MemoryOwner
 from gateway.people.memory import move_notes
 from storage.db import Database, rows_changed
 from storage.models import IdentityRow, LinkCodeRow, PersonRow, utcnow

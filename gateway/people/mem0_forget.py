@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
-from capabilities.context import MemoryOwner
-from capabilities.mem0_client import Mem0Access, Mem0Refused, Mem0Unavailable, endpoint
 from capabilities.memory_mem0 import Mem0Config, user_id
+from capabilities.memory_mem0.access import Mem0Access, Mem0Refused, Mem0Unavailable, endpoint
 from capabilities.memory_mem0.client import Mem0Client
+from capabilities.run import MemoryOwner
 
 log = logging.getLogger(__name__)
 

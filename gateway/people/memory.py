@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from sqlalchemy import ColumnElement, delete, false, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capabilities.context import MemoryOwner, NoteInfo
+from capabilities.run import MemoryOwner, NoteInfo
 from storage.db import Database, rows_changed
 from storage.models import MemoryNoteRow, utcnow
 
@@ -16,7 +16,7 @@ MERGE_SEPARATOR = "\n\n"
 
 
 class MemoryNotes:
-    """`capabilities.context.NoteStore` on the `memory_notes` table, and what forgetting and linking need."""
+    """`capabilities.run.NoteStore` on the `memory_notes` table, and what forgetting and linking need."""
 
     def __init__(self, db: Database) -> None:
         self._db = db

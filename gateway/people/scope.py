@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapters.base import ChatAddress
-from capabilities.context import MemoryOwner
+from capabilities.run import MemoryOwner
 
 
 def memory_owner(address: ChatAddress, *, identity_id: int, person_id: int | None,

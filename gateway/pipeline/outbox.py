@@ -1,6 +1,6 @@
 """The durable per-run outbox: files a run produces are stored with its turn, then posted into the thread once.
 
-A capability's `post_file` only stores (the `Outbox` protocol of `capabilities/context.py`): it returns once the
+A capability's `post_file` only stores (the `Outbox` protocol of `capabilities/run.py`): it returns once the
 file is committed, so a tool that says a file is on its way says it of a stored file. The runtime calls `deliver`
 when the run answers, parks for a person, or fails. Every file of the turn not yet posted is claimed by
 compare-and-swap and posted (`outbox_posting.py`), so:
@@ -24,7 +24,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, too_large
-from capabilities.context import FileRefused
+from capabilities.run import FileRefused
 from gateway.pipeline.outbox_posting import FileChat, FilePosting
 from storage.db import Database, insert_for
 from storage.models import OutboxFileRow, utcnow

@@ -29,13 +29,13 @@ from sqlalchemy import Connection, insert, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Directory, Speaker
-from capabilities.browser_engine import BrowserEngine
-from capabilities.context import MemoryOwner, NoteStore, RunFacts
-from capabilities.mem0_client import Mem0Access
+from capabilities.browser_use.engine import BrowserEngine
+from capabilities.egress.url_guard import Resolver, system_resolver
+from capabilities.memory_mem0.access import Mem0Access
 from capabilities.registry import Registry, RunRefused
+from capabilities.run import MemoryOwner, NoteStore, RunFacts
+from capabilities.sandbox.facts import UploadedFile, WorkspaceFacts
 from capabilities.subagents.questions import ask_in_chat, asked
-from capabilities.url_guard import Resolver, system_resolver
-from capabilities.workspace_facts import UploadedFile, WorkspaceFacts
 from gateway.agents.assembly import AssembledAgent, SecretLookup, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.mcp_servers import ConnectedServers, McpServers

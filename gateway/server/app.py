@@ -21,9 +21,9 @@ from sqlalchemy import text
 
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Closable, PostsFiles
-from capabilities.browser_engine import HttpBrowserEngine
+from capabilities.browser_use.engine import HttpBrowserEngine
+from capabilities.egress.url_guard import Resolver, system_resolver
 from capabilities.registry import Registry
-from capabilities.url_guard import Resolver, system_resolver
 from gateway.agents.bindings import BindingStore
 from gateway.agents.mcp_servers import McpServers
 from gateway.agents.mcp_servers import secret_values as mcp_secret_values

@@ -16,10 +16,10 @@ from pydantic_ai.models import Model
 
 from capabilities.registry import Registry
 from gateway.server.app import Gateway
-from tests import harness, mattermost_harness, slack_harness
-from tests.fakes.mattermost import FakeMattermost
-from tests.fakes.slack import FakeSlack
-from tests.fakes.telegram import FakeTelegram
+from tests.support import harness, mattermost_harness, slack_harness
+from tests.support.fakes.mattermost import FakeMattermost
+from tests.support.fakes.slack import FakeSlack
+from tests.support.fakes.telegram import FakeTelegram
 
 JSON = dict[str, Any]
 

@@ -20,13 +20,13 @@ import pytest_asyncio
 from adapters.base import Inbound, MalformedPayload
 from gateway.server.app import Gateway
 from tests.contract.chats import Chat, MattermostChat, SlackChat, TelegramChat, chat_on
-from tests.fakes.mattermost import FakeMattermost
-from tests.fakes.slack import FakeSlack
-from tests.fakes.telegram import FakeTelegram
-from tests.gated_tools import deploy_registry
-from tests.mattermost_harness import hook_up, webhook_url
-from tests.records import inbox_rows
-from tests.scripted import answers, calls_then_answers, echoes, scripted
+from tests.support.fakes.mattermost import FakeMattermost
+from tests.support.fakes.slack import FakeSlack
+from tests.support.fakes.telegram import FakeTelegram
+from tests.support.gated_tools import deploy_registry
+from tests.support.mattermost_harness import hook_up, webhook_url
+from tests.support.records import inbox_rows
+from tests.support.scripted import answers, calls_then_answers, echoes, scripted
 
 PLATFORMS = ["telegram", "slack", "mattermost"]
 DEPLOY = [{"id": "deploy"}]

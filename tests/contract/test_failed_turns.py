@@ -16,8 +16,8 @@ from gateway.pipeline.live_reply import PLACEHOLDER
 from storage.db import Database
 from storage.models import RunRow
 from tests.contract.chats import Chat, chat_on
-from tests.gated_tools import deploy_registry
-from tests.scripted import calls_then_answers, fails
+from tests.support.gated_tools import deploy_registry
+from tests.support.scripted import calls_then_answers, fails
 
 PLATFORMS = ["telegram", "slack", "mattermost"]
 DETAILS = "The operator can find the details in the gateway's log."

@@ -1,0 +1,386 @@
+"""What a capability's builder receives for one run: its own config, and the run's facts and stores, typed.
+
+The gateway decides every fact here server-side and wires every store (`gateway/pipeline/runtime.py`);
+a builder never opens a database session, never looks a store up by name, and never reads the run's
+deps for something the gateway knew at assembly. A store a capability needs and the run lacks is a
+wiring bug: `BuildContext` raises `MissingStore` naming both, and the run does not start with the
+capability silently missing. What is legitimately absent is typed `... | None` and says when.
+
+The entry's `secret` is resolved at assembly from the variable its `secret_id` names (environment, then
+secrets file); a running gateway has registered every such value with its log redactor. What an agent spec
+binds by name for `knowledge`, `context` and `skills` arrives in fields of its own, and the run's `outbox`
+takes the files a capability posts into the chat (`charts`, `image_generation`, the workspace's `output/`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, SecretStr
+
+from adapters.base import ChatAddress, Directory
+from capabilities.conversation_search.corpus import ConversationCorpus
+from capabilities.egress.url_guard import Resolver, system_resolver
+from capabilities.memory_mem0.access import Mem0Access
+from capabilities.sandbox.facts import WorkspaceFacts
+
+if TYPE_CHECKING:  # a capability's declaration reads this module; only its builder needs pydantic-ai, httpx
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.usage import RequestUsage
+
+    from capabilities.browser_use.engine import BrowserEngine
+
+C = TypeVar("C", bound=BaseModel)
+T = TypeVar("T")
+
+OwnerKind = Literal["person", "identity", "room"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryOwner:
+    """The one store a run reads and writes: a person's, an unlinked identity's, or a room's."""
+
+    kind: OwnerKind
+    key: str
+    """The person or identity id, or the room's `ChatAddress.room_key`."""
+
+    @property
+    def personal(self) -> bool:
+        """Only the person it belongs to hears answers drawn from it."""
+        return self.kind != "room"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoteInfo:
+    path: str
+    size: int
+    """Characters of content."""
+    updated_at: datetime
+
+
+class NoteStore(Protocol):
+    """One agent's memory notes in one owner's store (`gateway/people/memory.py`)."""
+
+    async def list(self, agent_name: str, owner: MemoryOwner) -> list[NoteInfo]: ...
+
+    async def read(self, agent_name: str, owner: MemoryOwner, path: str) -> str | None: ...
+
+    async def write(self, agent_name: str, owner: MemoryOwner, path: str, content: str) -> bool:
+        """Create or replace a note; True when it was created."""
+        ...
+
+    async def change(self, agent_name: str, owner: MemoryOwner, path: str,
+                     edit: Callable[[str], str]) -> str | None:
+        """Apply `edit` under a lock; None when there is no such note. `edit` may raise to change nothing."""
+        ...
+
+    async def delete(self, agent_name: str, owner: MemoryOwner, path: str) -> bool: ...
+
+
+class SpillStore(Protocol):
+    """Oversized tool returns of one run, kept whole (the harness's `OverflowStore`, plus `discard`)."""
+
+    async def write(self, key: str, data: bytes) -> str:
+        """Keeps `data` and returns the handle the model reads it back by."""
+        ...
+
+    async def read(self, handle: str) -> bytes:
+        """The data behind `handle`; raises `FileNotFoundError` for a handle that is not stored."""
+        ...
+
+    async def discard(self) -> None:
+        """Deletes everything this run spilled."""
+        ...
+
+
+class ConversationState(Protocol):
+    """One JSON object per capability, kept with the conversation between its turns."""
+
+    async def load(self, capability: str) -> dict[str, Any] | None: ...
+
+    async def save(self, capability: str, data: dict[str, Any]) -> None: ...
+
+
+class FileRefused(Exception):
+    """The chat cannot take a file (larger than the platform takes, or a chat that takes no files). The message
+    says why in words fit for the model and for people; nothing was stored."""
+
+
+class Outbox(Protocol):
+    """Files a run posts into the chat, delivered once across parks, resumes and crashes (DESIGN §11).
+
+    `post_file` stores the file durably with the run's turn and returns; the gateway posts it into the
+    conversation's thread when the run answers, parks for a person, or fails, each stored file exactly once:
+    a resume on another replica finds it posted, and a turn retried after a worker died between store and post
+    posts the file the dead attempt stored (the same name and bytes stored again are the same file). A worker that
+    died mid-upload leaves the file to any replica once its claim runs out: never lost, at most posted twice where
+    the platform had taken the first upload. Tell the model a file is on its way once `post_file` returned."""
+
+    async def post_file(self, *, name: str, data: bytes, mime_type: str | None, caption: str | None = None) -> None:
+        """Store `data` as `name` for the chat, shown with `caption` (Markdown); `mime_type` None: guessed from
+        the name.
+
+        Raises:
+            FileRefused: the chat cannot take it (the message says why; tell the model as text).
+        """
+        ...
+
+
+class RunDeps(Protocol):
+    """What capabilities read of a run's deps (`ctx.deps`, the gateway's `TurnDeps`) while the run goes on.
+
+    Only what changes during a run lives here; what the gateway knew at assembly reaches a builder
+    through `RunFacts`.
+    """
+
+    @property
+    def background(self) -> bool:
+        """True inside a background delegation: a gated tool there is refused, since nobody can be asked."""
+        ...
+
+    def for_background(self) -> RunDeps:
+        """These deps for a background delegation started from this run."""
+        ...
+
+    def clone_for_subagent(self, max_depth: int = 0) -> RunDeps:
+        """A delegate's deps: the same server-side facts (subagents-pydantic-ai calls this)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuiltDelegate:
+    """A delegate agent built for one run: its own capabilities and approval gates, on this run's budget."""
+
+    agent: Any
+    """A pydantic-ai `Agent` whose output is `str | DeferredToolRequests`."""
+    stable_id: Callable[[str], str]
+    """The stable tool id behind a name the delegate's model sees (approval cards name the real call)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DelegationFacts:
+    """What the gateway decided about one agent's delegation in one run: plain data, read by `subagents`."""
+
+    parent_model: str
+    """The delegating agent's own model (profile name or model string): what an agent file inherits."""
+    model_names: frozenset[str]
+    """The model profiles this deployment configures: all a model-written specialist may name."""
+    depth_left: int | None = None
+    """Levels of delegation the tree above leaves this agent; `None` for the agent a chat admitted."""
+    ask_user: Callable[[str], Awaitable[str]] | None = field(default=None, compare=False)
+    """Puts a synchronous delegate's question to the person holding the run; `None`: nobody to ask."""
+    pinned: tuple[str, ...] = ()
+    """The other agents of this gateway the delegating agent names in its spec's top-level `subagents`."""
+    specialists: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+    """The specialists the model wrote with `create_agent` in this run, by name (name, description,
+    instructions, model, mode): carried across an approval park and registered again on resume.
+
+    The one mutable part of these facts, and shared on purpose: for the agent a chat admitted it is the
+    run's own dict (`AssembledAgent.specialists`), which `create_agent` adds to and a resume drops a
+    specialist from when it no longer passes, so that what a park carries is what the model kept. A
+    delegate's own delegation gets a fresh one that nothing carries."""
+
+
+class DelegateBuilder(Protocol):
+    """How `subagents` gets its delegates from the gateway: built through the same assembly as the agent a
+    chat admitted, on the deployment's models, with their approval gates, counted into the run's usage."""
+
+    def resolve_model(self, name: str) -> Any:
+        """A pydantic-ai model for a profile name or model string, as the agent's own model resolves."""
+        ...
+
+    def agent_description(self, name: str) -> str | None:
+        """The description of another agent of this gateway, or None when there is no such agent."""
+        ...
+
+    def build_agent(self, name: str, *, depth_left: int, share: Sequence[str],
+                    extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
+        """Another agent of this gateway, from its own spec (its capabilities, its gates) plus `share`."""
+        ...
+
+    def build_specialist(self, *, name: str, instructions: str, model: str, model_settings: Any = None,
+                         share: Sequence[str], extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
+        """A specialist with `instructions` on the model profile or string `model`, plus `share`."""
+        ...
+
+    def charge(self, usage: Any) -> None:
+        """Adds one delegate model response's usage to the run's accounting."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delegates:
+    """What `subagents` needs from the gateway for one delegating agent: the facts of its delegation, and
+    the builder of its delegates."""
+
+    facts: DelegationFacts
+    builder: DelegateBuilder
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Passage:
+    """One chunk of a document that matched a knowledge search, as the search ranks it."""
+
+    collection: str
+    document: str
+    """The document's title (its first Markdown heading, else its file name)."""
+    source: str
+    """Where the document came from when it was added (its path), for the answer to name."""
+    chunk: int
+    """The chunk's place in its document, from 1."""
+    chunks: int
+    """How many chunks the document was cut into."""
+    text: str
+    """The passage, with the words that matched in `**bold**`."""
+
+
+class DocumentSearch(Protocol):
+    """Searches the chunks of the given collections (`gateway/agents/knowledge.py`): one seam for every ranker."""
+
+    async def search(self, collections: Sequence[str], query: str, *, limit: int) -> list[Passage]:
+        """The best `limit` passages for `query`, best first; raises `storage.fulltext.QueryProblem` for a query
+        that can match nothing, `SearchUnavailable` when the store behind it cannot answer."""
+        ...
+
+
+class SearchUnavailable(Exception):
+    """The store behind a search did not answer (an outage, a timeout): worth one more try, never "nothing found"."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KnowledgeScope:
+    """What one run may search: the collections its agent spec binds, decided by the server, and the search."""
+
+    collections: tuple[str, ...]
+    search: DocumentSearch
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextFile:
+    """A standing context file an agent spec binds by name, its text read for the run."""
+
+    name: str
+    description: str
+    mode: Literal["inject", "link"]
+    """`inject`: placed in the instructions; `link`: reached through `read_context`."""
+    format: str
+    """What the text is written in (`markdown`, `text`, `yaml`, …), for the model to read it right."""
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillFolder:
+    """A folder of `SKILL.md` skills an agent spec binds by name."""
+
+    name: str
+    path: str
+
+
+class MissingStore(LookupError):
+    """A capability needs a store this run was not wired with: a bug in the gateway's wiring, not in the spec."""
+
+    def __init__(self, capability: str, store: str) -> None:
+        super().__init__(f"capability {capability!r} needs the run's {store}, and this run was assembled "
+                         f"without one; wire it into RunFacts.{store} where the run is assembled")
+        self.capability = capability
+        self.store = store
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFacts:
+    """What the server decided and wired for one run: the same for every capability entry of it."""
+
+    address: ChatAddress
+    """The room of the message that admitted the run (`address.is_direct`: a one-to-one chat)."""
+    agent_name: str
+    """The agent the chat admitted: memory notes are kept per agent, delegates reach the same ones."""
+    owner: MemoryOwner | None = None
+    """Whose memory this run reaches (`gateway/people/scope.py`); None: nobody's, as in a one-to-one chat of a
+    bot with personal memory switched off."""
+    notes: NoteStore | None = None
+    spills: SpillStore | None = None
+    directory: Directory | None = None
+    """The bot's own channel lookups on its platform."""
+    state: ConversationState | None = None
+    """This conversation's capability state between turns; None for a delegate, whose state lasts its run."""
+    notice: Callable[[str], None] | None = field(default=None, compare=False)
+    """Puts a short status line into the live reply (a summary being written); "" clears it. None: no chat."""
+    resuming: bool = False
+    """True when the run continues one that was parked for an approval."""
+    delegates: Delegates | None = None
+    """How `subagents` builds this agent's delegates; None where nothing can be delegated to (a specialist)."""
+    outbox: Outbox | None = None
+    """Where a run's files go to be posted into the chat (`gateway/pipeline/outbox.py`); None where there is no
+    chat to post into (a run outside any conversation)."""
+    knowledge: KnowledgeScope | None = None
+    """The document collections the agent spec binds that hold something to search, with the search over them;
+    None when it binds none, or none with a document in it (`knowledge` is then not attached)."""
+    context_files: tuple[ContextFile, ...] = ()
+    """The standing context files the agent spec binds, read for this run (`context`)."""
+    skill_folders: tuple[SkillFolder, ...] = ()
+    """The skill folders the agent spec binds (`skills`)."""
+    conversations: ConversationCorpus | None = None
+    """The earlier conversations of the person this run answers (`conversation_search`), bound to them by the
+    server; None where a run answers nobody in particular."""
+    mem0: Mem0Access | None = None
+    """The deployment's mem0 settings (`memory_mem0`): its name for `user_id`s and the hosts a key may go to."""
+    mcp_servers: tuple[str, ...] = ()
+    """The MCP servers this run reached, by name (each prefixes its tools): empty when the agent binds none or
+    none answered. `tool_search` has nothing to find without them."""
+    workspace: WorkspaceFacts | None = None
+    """The workspace keys, store and sandbox connections `sandbox` opens its workspace from; None for a delegate
+    the parent did not share its workspace with, which then works in memory for its run."""
+    browser: BrowserEngine | None = None
+    """The out-of-process browser engine `browser_use` hands tasks to; None: none installed here."""
+    resolver: Resolver = field(default=system_resolver, compare=False)
+    """Where the names an outbound fetch reaches are looked up (`capabilities/egress/url_guard.py`); tests answer from a
+    table of their own."""
+    charge: Callable[[RequestUsage], None] | None = field(default=None, compare=False)
+    """Books what a capability spends on a model of its own (an image model) on the run's usage, with its
+    delegates' spend; None: a run assembled without a ledger, where it goes to the calling agent's usage."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildContext(Generic[C]):
+    """What a builder receives for one capability entry of one run: its own validated config, the entry's
+    secret, and the run's facts. Stores a capability cannot work without are read through the properties,
+    which raise `MissingStore` rather than let the capability go missing quietly."""
+
+    capability: str
+    """The capability id of the entry being built (what `MissingStore` names)."""
+    config: C
+    run: RunFacts
+    secret: SecretStr | None = None
+    """The value of the secret the entry's `secret_id` names, resolved for this run; None when it names none."""
+
+    @property
+    def notes(self) -> NoteStore:
+        return self._required("notes", self.run.notes)
+
+    @property
+    def spills(self) -> SpillStore:
+        return self._required("spills", self.run.spills)
+
+    @property
+    def directory(self) -> Directory:
+        return self._required("directory", self.run.directory)
+
+    @property
+    def conversations(self) -> ConversationCorpus:
+        return self._required("conversations", self.run.conversations)
+
+    @property
+    def mem0(self) -> Mem0Access:
+        return self._required("mem0", self.run.mem0)
+
+    @property
+    def outbox(self) -> Outbox:
+        return self._required("outbox", self.run.outbox)
+
+    def _required(self, store: str, value: T | None) -> T:
+        if value is None:
+            raise MissingStore(self.capability, store)
+        return value

@@ -1,0 +1,52 @@
+"""Runs `python -m gateway …` as an operator would: a real process, its exit status and what it printed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finished:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def stderr_lines(self) -> list[str]:
+        return self.stderr.splitlines()
+
+    @property
+    def stdout_lines(self) -> list[str]:
+        return self.stdout.splitlines()
+
+
+def gateway_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of the process: this tree first on the path, no Redis, no secrets file, then `extra`."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("REDIS_URL", "DATABASE_URL", "GATEWAY_SECRETS_FILE")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**env, **(extra or {})}
+
+
+async def run_gateway(*args: str, cwd: Path, env: Mapping[str, str] | None = None, stdin: str | None = None,
+                      timeout: float = 60) -> Finished:  # noqa: ASYNC109
+    """Run `gateway ARGS` to its end in `cwd`."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", *args, cwd=cwd, env=gateway_env(env),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        async with asyncio.timeout(timeout):
+            out, err = await process.communicate(stdin.encode() if stdin is not None else None)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode is not None
+    return Finished(returncode=process.returncode, stdout=out.decode(), stderr=err.decode())
