@@ -1,42 +1,84 @@
-"""What a capability's builder receives for one run: its own config, and the run's facts and stores, typed.
+"""What a capability receives: its services once, when the gateway starts, and for each run its config and the
+run's facts, typed.
 
-The gateway decides every fact here server-side and wires every store (`gateway/pipeline/runtime.py`);
-a builder never opens a database session, never looks a store up by name, and never reads the run's
-deps for something the gateway knew at assembly. A store a capability needs and the run lacks is a
-wiring bug: `BuildContext` raises `MissingStore` naming both, and the run does not start with the
-capability silently missing. What is legitimately absent is typed `... | None` and says when.
+At start the gateway hands each capability an enabled entry binds the `Deployment` (database, config, settings,
+secrets, each bot's directory); the capability builds its own services from it (`CapabilityDef.bind`), and a
+service it cannot have fails the start (`ServiceMissing`), never a turn. For each run the gateway decides the
+facts here server-side (`gateway/pipeline/runtime.py`): who asked, where, whose memory, what the spec binds by
+name; a builder never opens a database session of its own and never reads the run's deps for something the
+gateway knew at assembly. A per-run object a capability needs (a spill store, a workspace) it builds from its
+services and these facts, so an agent pays per turn only for what it binds.
 
 The entry's `secret` is resolved at assembly from the variable its `secret_id` names (environment, then
-secrets file); a running gateway has registered every such value with its log redactor. What an agent spec
-binds by name for `knowledge`, `context` and `skills` arrives in fields of its own, and the run's `outbox`
+secrets file); a running gateway has registered every such value with its log redactor. The run's `outbox`
 takes the files a capability posts into the chat (`charts`, `image_generation`, the workspace's `output/`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, SecretStr
 
-from adapters.base import ChatAddress, Directory
-from capabilities.conversation_search.corpus import ConversationCorpus
+from adapters.base import ChatAddress, Directory, Speaker
 from capabilities.egress.url_guard import Resolver, system_resolver
-from capabilities.memory_mem0.access import Mem0Access
-from capabilities.sandbox.facts import WorkspaceFacts
 
 if TYPE_CHECKING:  # a capability's declaration reads this module; only its builder needs pydantic-ai, httpx
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.usage import RequestUsage
 
-    from capabilities.browser_use.engine import BrowserEngine
-
 C = TypeVar("C", bound=BaseModel)
 T = TypeVar("T")
+S = TypeVar("S")
 
 OwnerKind = Literal["person", "identity", "room"]
+
+
+class SecretLookup(Protocol):
+    """Looks a secret's value up by its variable's name (environment, then secrets file); None when unset."""
+
+    def get(self, name: str) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Deployment:
+    """What a starting gateway hands every capability an enabled entry binds, once: the capability builds its own
+    services from it (`CapabilityDef.bind`), so the core wires no capability by name.
+
+    `config` and `settings` are the gateway's validated `GatewayConfig` and `Settings` (`gateway/config/schema.py`,
+    a layer above this one): a capability reads the fields its docstring names there."""
+
+    db: Any
+    """The gateway's `storage.db.Database`."""
+    config: Any
+    settings: Any
+    secrets: SecretLookup = field(repr=False)
+    directories: Mapping[str, Directory] = field(default_factory=dict)
+    """Each bot's channel lookups, by bot name."""
+    resolver: Resolver = system_resolver
+    """Where the names an outbound fetch reaches are looked up, before the URL guard checks their addresses."""
+    redact: Callable[[str], None] = field(default=lambda _value: None, compare=False)
+    """Registers a secret value with the log redactor: a capability that resolves a key of its own at start
+    hands it here first."""
+
+
+class SetupFault(Exception):
+    """The deployment's own setup is wrong where a run meets it (a context file gone from its path): the operator
+    must fix it; the chat hears it is a configuration problem, the log names what."""
+
+
+class ServiceMissing(LookupError):
+    """A capability an enabled entry binds needs a deployment service this gateway does not have: the start fails,
+    naming the capability and the field (a turn never finds out)."""
+
+    def __init__(self, capability: str, service: str, fix: str = "") -> None:
+        super().__init__(f"capability {capability!r} needs {service}, which this deployment does not provide"
+                         + (f"; {fix}" if fix else ""))
+        self.capability = capability
+        self.service = service
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +104,7 @@ class NoteInfo:
 
 
 class NoteStore(Protocol):
-    """One agent's memory notes in one owner's store (`gateway/people/memory.py`)."""
+    """One agent's memory notes in one owner's store (`capabilities/memory_files/store.py`)."""
 
     async def list(self, agent_name: str, owner: MemoryOwner) -> list[NoteInfo]: ...
 
@@ -238,7 +280,7 @@ class Passage:
 
 
 class DocumentSearch(Protocol):
-    """Searches the chunks of the given collections (`gateway/agents/knowledge.py`): one seam for every ranker."""
+    """Searches the chunks of the given collections (`capabilities/knowledge/store.py`): one seam for every ranker."""
 
     async def search(self, collections: Sequence[str], query: str, *, limit: int) -> list[Passage]:
         """The best `limit` passages for `query`, best first; raises `storage.fulltext.QueryProblem` for a query
@@ -290,8 +332,27 @@ class MissingStore(LookupError):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SpecResources:
+    """What an agent spec binds by name from the config's top level (`agents[].collections`, `.context_files`,
+    `.skill_folders`): the server decides them, no model ever chooses a collection, a file or a folder."""
+
+    collections: tuple[str, ...] = ()
+    context_files: tuple[str, ...] = ()
+    skill_folders: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Upload:
+    """A file the person attached to the message that admitted the run, downloaded."""
+
+    name: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunFacts:
-    """What the server decided and wired for one run: the same for every capability entry of it."""
+    """What the server decided for one run: the same for every capability entry of it. Per-run facts only; what
+    a capability needs of the deployment it binds once, at start (`CapabilityDef.bind`, `BuildContext.bound`)."""
 
     address: ChatAddress
     """The room of the message that admitted the run (`address.is_direct`: a one-to-one chat)."""
@@ -300,8 +361,12 @@ class RunFacts:
     owner: MemoryOwner | None = None
     """Whose memory this run reaches (`gateway/people/scope.py`); None: nobody's, as in a one-to-one chat of a
     bot with personal memory switched off."""
-    notes: NoteStore | None = None
-    spills: SpillStore | None = None
+    speaker: Speaker | None = None
+    """Who sent the message that admitted the run; None for a run outside any chat."""
+    user_key: str | None = None
+    """The speaker as one person across platforms (`person:<id>` when linked, else `identity:<id>`)."""
+    run_id: int | None = None
+    """The run's row; None for a run the gateway keeps no row of (one assembled outside a chat)."""
     directory: Directory | None = None
     """The bot's own channel lookups on its platform."""
     state: ConversationState | None = None
@@ -315,70 +380,67 @@ class RunFacts:
     outbox: Outbox | None = None
     """Where a run's files go to be posted into the chat (`gateway/pipeline/outbox.py`); None where there is no
     chat to post into (a run outside any conversation)."""
-    knowledge: KnowledgeScope | None = None
-    """The document collections the agent spec binds that hold something to search, with the search over them;
-    None when it binds none, or none with a document in it (`knowledge` is then not attached)."""
-    context_files: tuple[ContextFile, ...] = ()
-    """The standing context files the agent spec binds, read for this run (`context`)."""
-    skill_folders: tuple[SkillFolder, ...] = ()
-    """The skill folders the agent spec binds (`skills`)."""
-    conversations: ConversationCorpus | None = None
-    """The earlier conversations of the person this run answers (`conversation_search`), bound to them by the
-    server; None where a run answers nobody in particular."""
-    mem0: Mem0Access | None = None
-    """The deployment's mem0 settings (`memory_mem0`): its name for `user_id`s and the hosts a key may go to."""
+    resources: SpecResources = SpecResources()
+    """What the spec of the agent being built binds by name (a pinned delegate: its own spec's)."""
+    uploads: tuple[Upload, ...] = ()
+    """The admitting message's attachments, downloaded (a resumed run has none: they came with the turn that
+    parked)."""
     mcp_servers: tuple[str, ...] = ()
     """The MCP servers this run reached, by name (each prefixes its tools): empty when the agent binds none or
     none answered. `tool_search` has nothing to find without them."""
-    workspace: WorkspaceFacts | None = None
-    """The workspace keys, store and sandbox connections `sandbox` opens its workspace from; None for a delegate
-    the parent did not share its workspace with, which then works in memory for its run."""
-    browser: BrowserEngine | None = None
-    """The out-of-process browser engine `browser_use` hands tasks to; None: none installed here."""
-    resolver: Resolver = field(default=system_resolver, compare=False)
-    """Where the names an outbound fetch reaches are looked up (`capabilities/egress/url_guard.py`); tests answer from a
-    table of their own."""
+    lent: frozenset[str] | None = None
+    """None for the agent a chat admitted; for a delegate, the capability ids its delegating agent lent it, which
+    then work on the delegating agent's own per-run state (one workspace for both)."""
+    kept: dict[str, Any] = field(default_factory=dict, compare=False)
+    """What a capability keeps for the run's length, by capability id (a workspace's open state), made by its
+    builder on first use; a delegate holds only what its delegating agent lent it, the same objects."""
+    sandbox_scope: str | None = None
+    """The bot binding's `sandbox_scope`, which overrides a spec's `session_scope` in that bot's chats."""
     charge: Callable[[RequestUsage], None] | None = field(default=None, compare=False)
     """Books what a capability spends on a model of its own (an image model) on the run's usage, with its
     delegates' spend; None: a run assembled without a ledger, where it goes to the calling agent's usage."""
+
+    def lent_by_parent(self, capability: str) -> bool:
+        """The run is a delegate's that its delegating agent lent `capability` to (so it shares that one's state)."""
+        return self.lent is not None and capability in self.lent
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BuildContext(Generic[C]):
     """What a builder receives for one capability entry of one run: its own validated config, the entry's
-    secret, and the run's facts. Stores a capability cannot work without are read through the properties,
-    which raise `MissingStore` rather than let the capability go missing quietly."""
+    secret, the run's facts, and the services its capability bound at start. What a capability cannot work
+    without is read through `bound` and the properties, which raise rather than let it go missing quietly."""
 
     capability: str
-    """The capability id of the entry being built (what `MissingStore` names)."""
+    """The capability id of the entry being built (what `MissingStore` and `ServiceMissing` name)."""
     config: C
     run: RunFacts
     secret: SecretStr | None = None
     """The value of the secret the entry's `secret_id` names, resolved for this run; None when it names none."""
+    services: Any = None
+    """What the capability's `bind` built from the deployment when the gateway started; None: it binds nothing."""
 
-    @property
-    def notes(self) -> NoteStore:
-        return self._required("notes", self.run.notes)
-
-    @property
-    def spills(self) -> SpillStore:
-        return self._required("spills", self.run.spills)
+    def bound(self, kind: type[S]) -> S:
+        """The capability's services, as `bind` built them; raises `ServiceMissing` when this run has none."""
+        if not isinstance(self.services, kind):
+            raise ServiceMissing(self.capability, kind.__name__, "bind it when the gateway starts (Registry.bind)")
+        return self.services
 
     @property
     def directory(self) -> Directory:
         return self._required("directory", self.run.directory)
 
     @property
-    def conversations(self) -> ConversationCorpus:
-        return self._required("conversations", self.run.conversations)
-
-    @property
-    def mem0(self) -> Mem0Access:
-        return self._required("mem0", self.run.mem0)
-
-    @property
     def outbox(self) -> Outbox:
         return self._required("outbox", self.run.outbox)
+
+    @property
+    def run_id(self) -> int:
+        return self._required("run_id", self.run.run_id)
+
+    @property
+    def speaker(self) -> Speaker:
+        return self._required("speaker", self.run.speaker)
 
     def _required(self, store: str, value: T | None) -> T:
         if value is None:

@@ -1,5 +1,5 @@
 """The database's own full-text search, shared by everything that searches words: the turns of conversations
-(`messages.text`, here) and the chunks of knowledge collections (`gateway/agents/knowledge.py`).
+(`messages.text`, here) and the chunks of knowledge collections (`capabilities/knowledge/store.py`).
 
 One query language for both, web-search syntax (`"exact phrase"`, `or`, `-word`), parsed once here:
 PostgreSQL reads it with `websearch_to_tsquery('simple', …)` over `to_tsvector('simple', …)`; SQLite gets

@@ -99,7 +99,7 @@ class BrowserUseConfig(BaseModel):
 
 CAPABILITY = CapabilityDef(
     id="browser_use", name="Browser automation", category="research", config=BrowserUseConfig,
-    build=Deferred("capabilities.browser_use.build:build"),
+    build=Deferred("capabilities.browser_use.build:build"), bind=Deferred("capabilities.browser_use.services:bind"),
     scopes=frozenset({"web:browse"}),
     description="Hands an open-ended web task to a browser agent that drives a real Chromium (an optional engine).",
     tools=(ToolInfo(id="browse_web", summary="Hands a web task to an autonomous browser agent.", side_effecting=True),))

@@ -15,6 +15,7 @@ from pydantic_ai.usage import RunUsage
 from capabilities.browser_use import MAX_TASK, BrowserUseConfig
 from capabilities.browser_use.egress_proxy import guarded_proxy
 from capabilities.browser_use.engine import INSTALL_LINE, BrowserEngine, BrowseRequest, EngineFailed
+from capabilities.browser_use.services import BrowserServices
 from capabilities.run import BuildContext
 from capabilities.tool_replies import function_toolset, retry_or_text
 
@@ -27,7 +28,8 @@ FRAME = ("Result of the browser task, written by a browser agent from web pages,
 
 def build(context: BuildContext[BrowserUseConfig]) -> Capability[Any]:
     config = context.config
-    engine: BrowserEngine | None = context.run.browser
+    services = context.bound(BrowserServices)
+    engine: BrowserEngine | None = services.engine
 
     async def browse_web(ctx: RunContext[Any], task: str) -> str:
         """Hand an open-ended web task to a browser agent that drives a real browser and reports back.
@@ -52,7 +54,7 @@ def build(context: BuildContext[BrowserUseConfig]) -> Capability[Any]:
                                 allowed_domains=config.allowed_domains, max_steps=config.max_steps,
                                 use_vision=config.use_vision, headless=config.headless)
         try:
-            async with guarded_proxy(context.run.resolver) as (proxy_url, proxy):
+            async with guarded_proxy(services.resolver) as (proxy_url, proxy):
                 result = await engine.browse(replace(request, proxy=proxy_url))
         except EngineFailed as exc:
             log.warning("browse_web failed: %s", exc)

@@ -17,4 +17,4 @@ CAPABILITY = CapabilityDef(
     description="Draws charts from numbers the agent already has and posts them into the conversation as pictures.",
     tools=(ToolInfo(id="create_chart", summary="Draw a chart from numbers you already have, so the user can see "
                                                "them."),),
-    build=Deferred("capabilities.charts.build:build"))
+    build=Deferred("capabilities.charts.build:build"), posts_files=True)

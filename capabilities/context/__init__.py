@@ -39,4 +39,5 @@ CAPABILITY = CapabilityDef(
     description="Standing context files: injected into the instructions, or read on demand.",
     tools=(ToolInfo(id="list_context", summary="Lists the reference files that can be read, without contents."),
            ToolInfo(id="read_context", summary="Reads one reference file in full.")),
-    config=ContextConfig, offered=offered, build=Deferred("capabilities.context.build:build"))
+    config=ContextConfig, offered=offered, build=Deferred("capabilities.context.build:build"),
+    bind=Deferred("capabilities.context.services:bind"))

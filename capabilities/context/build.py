@@ -11,6 +11,7 @@ from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 
 from capabilities.context import ContextConfig
+from capabilities.context.services import ContextServices
 from capabilities.run import BuildContext, ContextFile
 from capabilities.tool_replies import function_toolset, retry_or_text
 
@@ -78,7 +79,9 @@ class ContextTools:
 
 
 def build(context: BuildContext[ContextConfig]) -> Capability[Any] | None:
-    files = context.run.context_files
+    defined = context.bound(ContextServices).files
+    files = tuple(file for name in context.run.resources.context_files
+                  if (file := defined.get(name)) is not None)
     injected = [f for f in files if f.mode == "inject"]
     linked = tuple(f for f in files if f.mode == "link") if context.config.expose_read_tool else ()
     if not injected and not linked:

@@ -41,4 +41,5 @@ CAPABILITY = CapabilityDef(
     tools=(ToolInfo(id="search_conversations", summary="Finds earlier conversations by what was said in them."),
            ToolInfo(id="read_conversation", summary="Opens one earlier conversation, a window of turns at a time.")),
     config=ConversationSearchConfig, scopes=frozenset({"conversations:read"}),
-    build=Deferred("capabilities.conversation_search.build:build"))
+    build=Deferred("capabilities.conversation_search.build:build"),
+    bind=Deferred("capabilities.conversation_search.services:bind"))

@@ -18,6 +18,7 @@ from capabilities.conversation_search import (
     ConversationSearchConfig,
 )
 from capabilities.conversation_search.corpus import ConversationCorpus, CorpusUnavailable, ThreadWindow
+from capabilities.conversation_search.services import ConversationSearchServices
 from capabilities.run import BuildContext
 from capabilities.tool_replies import function_toolset, retry_or_text
 from storage.fulltext import QueryProblem
@@ -122,7 +123,8 @@ def transcript(window: ThreadWindow) -> str:
 
 
 def build(context: BuildContext[ConversationSearchConfig]) -> Capability[Any]:
-    tools = ConversationTools(corpus=context.conversations, direct=context.run.address.is_direct,
+    corpus = context.bound(ConversationSearchServices).corpus(context.speaker, context.run.address.conversation_key)
+    tools = ConversationTools(corpus=corpus, direct=context.run.address.is_direct,
                               default_results=context.config.default_results, window=context.config.window)
     return Capability(toolsets=[function_toolset([tools.search_conversations, tools.read_conversation],
                                                  toolset_id="conversation_search")])

@@ -1,6 +1,6 @@
 """What `conversation_search` reads: one person's earlier conversations, as the gateway draws that corpus.
 
-The gateway binds a `ConversationCorpus` to the person a run answers (`gateway/people/conversation_search.py`):
+The gateway binds a `ConversationCorpus` to the person a run answers (`capabilities/conversation_search/store.py`):
 their direct messages with any bot of the deployment, through every identity linked to them, and the group
 threads they spoke in and are still a member of, checked against the platform when asked. The model names
 what to look for and which thread to open, never whose.

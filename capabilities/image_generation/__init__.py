@@ -127,7 +127,7 @@ class ImageGenerationConfig(BaseModel):
 
 CAPABILITY = CapabilityDef(
     id="image_generation", name="Image generation", category="analysis", config=ImageGenerationConfig,
-    build=Deferred("capabilities.image_generation.build:build"),
+    build=Deferred("capabilities.image_generation.build:build"), posts_files=True,
     key=KeyRequirement(description="an API key of the image provider (`provider`), e.g. an OpenAI key"),
     description="Draws pictures from a description with a dedicated image model and posts them into the chat.",
     tools=(ToolInfo(id="generate_image", summary="Generates an image from a written description.",

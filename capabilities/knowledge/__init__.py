@@ -28,4 +28,5 @@ CAPABILITY = CapabilityDef(
     description="Searches the document collections the agent spec binds, and cites what it used.",
     tools=(ToolInfo(id="search_documents",
                     summary="Searches the organization's documents for passages relevant to a question."),),
-    scopes=frozenset({"knowledge:read"}), config=KnowledgeConfig, build=Deferred("capabilities.knowledge.build:build"))
+    scopes=frozenset({"knowledge:read"}), config=KnowledgeConfig, build=Deferred("capabilities.knowledge.build:build"),
+    bind=Deferred("capabilities.knowledge.services:bind"))

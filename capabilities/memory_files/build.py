@@ -10,6 +10,7 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 
+from capabilities.memory_files.services import MemoryFilesServices
 from capabilities.registry import NoConfig
 from capabilities.run import BuildContext, MemoryOwner, NoteStore
 from capabilities.tool_replies import function_toolset, retry_or_text
@@ -210,7 +211,8 @@ def _size_problem(content: str) -> str | None:
 
 
 def build(context: BuildContext[NoConfig]) -> Capability[Any]:
-    tools = MemoryTools(store=context.notes, owner=context.run.owner, agent=context.run.agent_name)
+    tools = MemoryTools(store=context.bound(MemoryFilesServices).notes, owner=context.run.owner,
+                        agent=context.run.agent_name)
     toolset = function_toolset([tools.list_memory, tools.read_memory, tools.write_memory, tools.edit_memory,
                                 tools.delete_memory], toolset_id="memory_files")
 

@@ -13,6 +13,7 @@ from pydantic_ai.capabilities import Capability
 from capabilities.memory_mem0 import MAX_RESULTS, MAX_TEXT, NO_STORE, REFUSED, ROOM_SCOPE, Mem0Config, user_id
 from capabilities.memory_mem0.access import Mem0Refused, Mem0Unavailable, endpoint
 from capabilities.memory_mem0.client import Mem0Client
+from capabilities.memory_mem0.services import Mem0Services
 from capabilities.run import BuildContext
 from capabilities.tool_replies import function_toolset, retry_or_text
 
@@ -93,7 +94,7 @@ class Mem0Tools:
 
 
 def build(context: BuildContext[Mem0Config]) -> Capability[Any]:
-    config, access, owner = context.config, context.mem0, context.run.owner
+    config, access, owner = context.config, context.bound(Mem0Services).access, context.run.owner
     if context.secret is None:
         raise LookupError("memory_mem0 was built without its key; `gateway check` refuses an entry without a "
                           "secret_id")

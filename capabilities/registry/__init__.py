@@ -28,7 +28,7 @@ from capabilities.registry.config_errors import describe_errors
 if TYPE_CHECKING:
     from pydantic_ai.capabilities import AbstractCapability
 
-    from capabilities.run import BuildContext
+    from capabilities.run import BuildContext, Deployment, SecretLookup
 
 Category = Literal["knowledge", "research", "analysis", "reasoning", "utility", "channels"]
 ApprovalMode = Literal["default", "required", "never"]
@@ -93,6 +93,10 @@ class RunRefused(Exception):
 
 Builder = Callable[["BuildContext[C]"], "AbstractCapability[Any] | None"]
 RunEndHook = Callable[["BuildContext[C]"], Awaitable[None]]
+Binder = Callable[["Deployment"], Any]
+"""Builds a capability's services (a frozen dataclass of its own) from the deployment, once, at start."""
+AskUser = Callable[[str], Awaitable[str]]
+Asked = Callable[[Any], "tuple[str, str] | None"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -154,6 +158,19 @@ class CapabilityDef(Generic[C]):
     context it was built from; not when the run parks, since a parked run goes on. Per-run cleanup lives here."""
     defers_mcp_tools: bool = False
     """Binding this capability loads the agent's MCP tools deferred: hidden until the model finds them through it."""
+    bind: Binder | Deferred[Binder] | None = None
+    """Builds the capability's services from the deployment when the gateway starts (`Registry.bind`), raising
+    `ServiceMissing` for one the deployment cannot give; a builder reads them with `BuildContext.bound`. None: the
+    capability needs nothing of the deployment."""
+    posts_files: bool = False
+    """Its tools may post files into the chat: a run that may build it gets an outbox (`RunFacts.outbox`)."""
+    lendable: bool = True
+    """A delegating agent may lend it to its delegates (`share_with_delegates`). False: never lent, so sharing can
+    never widen a delegate beyond its own spec."""
+    ask_user: AskUser | Deferred[AskUser] | None = None
+    """How the capability's delegates put a question to the run's person: the call parks the run, the chat asks."""
+    asked: Asked | Deferred[Asked] | None = None
+    """(asker, question) when a parked call's metadata waits on such a question rather than an approval."""
 
     def tool(self, tool_id: str) -> ToolInfo | None:
         return next((t for t in self.tools if t.id == tool_id), None)
@@ -207,6 +224,29 @@ class Registry:
 
     def get(self, capability_id: str) -> CapabilityDef | None:
         return self._defs.get(capability_id)
+
+    def bind(self, deployment: Deployment, ids: Iterable[str]) -> BoundRegistry:
+        """The registry with the services of the capabilities `ids` names built from `deployment`: what the gateway
+        does once at start for every capability an enabled entry binds. A service one of them cannot have raises
+        `ServiceMissing` here, so the start fails naming it, never a turn."""
+        services = {}
+        for capability_id in sorted(set(ids)):
+            definition = self._defs.get(capability_id)
+            if definition is not None and definition.bind is not None:
+                services[capability_id] = definition.bind(deployment)
+        return BoundRegistry(self, services, secrets=deployment.secrets)
+
+    def used_by(self, config: Any) -> set[str]:
+        """The capabilities `config` (a `GatewayConfig`) uses: every enabled entry of an agent, every grant of a bot's
+        binding. What the gateway binds at start."""
+        ids = {entry.id for agent in config.agents for entry in agent.capabilities if entry.enabled}
+        return ids | {definition.id for definition in self if definition.binding_only
+                      and any(getattr(bot.binding, definition.id, None) is not None for bot in config.bots)}
+
+    def posts_files(self, ids: Iterable[str]) -> bool:
+        """Whether any of these capabilities may post a file into the chat."""
+        return any((definition := self._defs.get(capability_id)) is not None and definition.posts_files
+                   for capability_id in ids)
 
     def with_extra(self, *defs: CapabilityDef) -> Registry:
         """A registry with more capabilities (a deployment's own, the demo's)."""
@@ -387,4 +427,30 @@ def valid_config(definition: CapabilityDef[C], config: Mapping[str, Any]) -> C |
     try:
         return config_for(definition, config)
     except ValidationError:
+        return None
+
+
+class BoundRegistry:
+    """The registry bound to one deployment (`Registry.bind`): each capability's services, and the secrets its
+    entries' `secret_id`s resolve from. What a run builds its capabilities with."""
+
+    def __init__(self, registry: Registry, services: Mapping[str, Any], *, secrets: SecretLookup | None) -> None:
+        self.registry = registry
+        self._services = dict(services)
+        self.secrets = secrets
+
+    def services(self, capability_id: str) -> Any:
+        """What the capability's `bind` built; None when it binds nothing (or was not bound)."""
+        return self._services.get(capability_id)
+
+    def ask_user(self) -> AskUser | None:
+        """How a delegate's question reaches the run's person, from the capability that offers it; None: nobody
+        offers one."""
+        return next((cast(AskUser, d.ask_user) for d in self.registry if d.ask_user is not None), None)
+
+    def asked(self, metadata: Any) -> tuple[str, str] | None:
+        """(asker, question) when a parked call waits on a question to the person; None for an approval."""
+        for definition in self.registry:
+            if definition.asked is not None and (found := definition.asked(metadata)) is not None:
+                return found
         return None

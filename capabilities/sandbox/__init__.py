@@ -52,7 +52,8 @@ def offered(config: SandboxConfig) -> tuple[str, ...]:
 
 CAPABILITY = CapabilityDef(
     id="sandbox", name="Files & shell", category="analysis", config=SandboxConfig,
-    build=Deferred("capabilities.sandbox.build:build"), offered=offered,
+    build=Deferred("capabilities.sandbox.build:build"), bind=Deferred("capabilities.sandbox.services:bind"),
+    posts_files=True, offered=offered,
     scopes=frozenset({"sandbox:execute"}), on_run_end=Deferred("capabilities.sandbox.build:end_run"),
     description="A workspace of files that persists between turns, with a shell on a registered sandbox connection.",
     tools=(ToolInfo(id="ls", summary="Lists a folder of the workspace."),

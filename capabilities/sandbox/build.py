@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability, Capability, CombinedCapability
@@ -22,13 +22,17 @@ from capabilities.sandbox.facts import (
     BubblewrapConnection,
     SandboxConnection,
     SessionScope,
+    UploadedFile,
     WorkspaceFacts,
 )
 from capabilities.sandbox.refusals import refusals
 from capabilities.sandbox.seal import MOUNT
 from capabilities.sandbox.service import service_backend, service_workspace
+from capabilities.sandbox.services import SandboxServices
 from capabilities.sandbox.shell import remove_workspace, shell_workspace
+from capabilities.sandbox.store import workspace_keys
 from capabilities.sandbox.texts import TEXTS
+from capabilities.skills.build import skill_files
 from capabilities.tool_replies import RETRY_BUDGET, described
 
 SHARED_WITH: dict[SessionScope, str] = {
@@ -87,8 +91,32 @@ class WorkspaceSession(AbstractCapability[Any]):
 
 
 def _facts(context: BuildContext[SandboxConfig]) -> WorkspaceFacts:
-    """The run's workspace facts; a delegate the parent did not share its workspace with gets one in memory."""
-    return context.run.workspace or WorkspaceFacts(keys={scope: "delegate" for scope in SHARED_WITH})
+    """The run's workspace facts, made once per run and kept with it, so a delegate the workspace is lent to works
+    in the same one; a delegate the parent did not share its workspace with gets one in memory."""
+    kept = context.run.kept
+    facts = kept.get(context.capability)
+    if isinstance(facts, WorkspaceFacts):
+        return facts
+    run = context.run
+    if run.lent is not None or run.run_id is None or run.speaker is None:
+        facts = WorkspaceFacts(keys={scope: "delegate" for scope in SHARED_WITH})
+    else:
+        services = context.bound(SandboxServices)
+        wiring = services.wiring
+        folders = tuple(services.skill_folders[name] for name in run.resources.skill_folders
+                        if name in services.skill_folders)
+        facts = WorkspaceFacts(keys=workspace_keys(run.address, run.speaker, run_id=run.run_id, user_key=run.user_key),
+                               documents=services.documents, connections=wiring.connections,
+                               default_connection=wiring.default_connection, state_max_bytes=wiring.state_max_bytes,
+                               scope=_scope(run.sandbox_scope),
+                               uploads=tuple(UploadedFile(name=u.name, data=u.data) for u in run.uploads),
+                               skills=skill_files(folders) if folders else {})
+    kept[context.capability] = facts
+    return facts
+
+
+def _scope(scope: str | None) -> SessionScope | None:
+    return cast(SessionScope, scope) if scope in SHARED_WITH else None
 
 
 def _open(context: BuildContext[SandboxConfig], facts: WorkspaceFacts, key: str) -> WorkspaceSession:
@@ -134,8 +162,8 @@ def build(context: BuildContext[SandboxConfig]) -> AbstractCapability[Any]:
 
 async def end_run(context: BuildContext[SandboxConfig]) -> None:
     """A `run`-scoped workspace is deleted with its run; every other scope keeps its files."""
-    config, facts = context.config, context.run.workspace
-    if facts is None or session_scope(config, facts) != "run":
+    config, facts = context.config, context.run.kept.get(context.capability)
+    if not isinstance(facts, WorkspaceFacts) or session_scope(config, facts) != "run":
         return
     key = workspace_key(context, facts)
     if config.backend == "state":

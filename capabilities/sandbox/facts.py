@@ -32,7 +32,7 @@ class StoredWorkspace:
 
 
 class WorkspaceDocuments(Protocol):
-    """The `state` workspaces of this deployment, one document per workspace key (`gateway/agents/workspaces.py`)."""
+    """The `state` workspaces of this deployment, one document per workspace key (`capabilities/sandbox/store.py`)."""
 
     async def load(self, key: str) -> StoredWorkspace | None: ...
 

@@ -34,4 +34,5 @@ CAPABILITY = CapabilityDef(
     tools=(ToolInfo(id="list_skills", summary="Lists the skills that can be loaded."),
            ToolInfo(id="load_skill", summary="Loads one skill's instructions."),
            ToolInfo(id="read_skill_resource", summary="Reads a supplementary file of a loaded skill.")),
-    scopes=frozenset({"knowledge:read"}), build=Deferred("capabilities.skills.build:build"))
+    scopes=frozenset({"knowledge:read"}), build=Deferred("capabilities.skills.build:build"),
+    bind=Deferred("capabilities.skills.services:bind"))

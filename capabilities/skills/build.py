@@ -20,6 +20,7 @@ from pydantic_ai_skills.directory import discover_skills
 from capabilities.registry import NoConfig
 from capabilities.run import BuildContext, SkillFolder
 from capabilities.skills import SkillProblem
+from capabilities.skills.services import SkillServices
 from capabilities.tool_replies import RETRY_BUDGET, ToolText, described, retry_or_text
 
 NEVER_OFFERED = frozenset({"run_skill_script"})
@@ -127,9 +128,10 @@ class RetriesAsText(WrapperToolset[Any]):
 
 
 def build(context: BuildContext[NoConfig]) -> Capability[Any] | None:
-    if not context.run.skill_folders:
+    folders = context.bound(SkillServices).named(context.run.resources.skill_folders)
+    if not folders:
         return None
-    skills = load_skills(context.run.skill_folders)
+    skills = load_skills(folders)
     library = SkillsToolset(skills=skills, exclude_tools=set(NEVER_OFFERED), instruction_template=INSTRUCTIONS,
                             max_retries=RETRY_BUDGET, id="skills")
     return Capability(toolsets=[RetriesAsText(described(library, TEXTS))])

@@ -18,7 +18,9 @@ __all__ = ["CAPABILITY", "SubagentsConfig"]
 CAPABILITY = CapabilityDef(
     id="subagents", name="Delegation", category="reasoning", config=SubagentsConfig, offered=offered,
     build=Deferred("capabilities.subagents.delegation:build_delegation"),
-    scopes=frozenset({"agents:delegate"}),
+    scopes=frozenset({"agents:delegate"}), lendable=False,
+    ask_user=Deferred("capabilities.subagents.questions:ask_in_chat"),
+    asked=Deferred("capabilities.subagents.questions:asked"),
     description="Hands self-contained work to specialists and to other agents of this gateway, each on its own "
                 "model and step limit; their usage counts into the run.",
     tools=(ToolInfo(id="task", summary="Hands a self-contained piece of work to one of this agent's delegates."),

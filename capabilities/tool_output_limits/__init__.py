@@ -56,7 +56,8 @@ def offered(config: ToolOutputLimitsConfig) -> tuple[str, ...]:
 
 CAPABILITY = CapabilityDef(
     id="tool_output_limits", name="Tool output limits", category="utility", config=ToolOutputLimitsConfig,
-    build=Deferred("capabilities.tool_output_limits.build:build"), offered=offered,
+    build=Deferred("capabilities.tool_output_limits.build:build"),
+    bind=Deferred("capabilities.tool_output_limits.services:bind"), offered=offered,
     on_run_end=Deferred("capabilities.tool_output_limits.build:discard_spills"),
     description="Reduces an oversized tool return once, when it is produced: spill it whole, truncate it, or "
                 "summarize it.",

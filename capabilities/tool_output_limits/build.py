@@ -17,8 +17,9 @@ from pydantic_ai_harness.tool_output_limits import (
     TruncationStrategy,
 )
 
-from capabilities.run import BuildContext
+from capabilities.run import BuildContext, SpillStore
 from capabilities.tool_output_limits import ToolOutputLimitsConfig, offered
+from capabilities.tool_output_limits.services import SpillServices
 from capabilities.tool_replies import ToolText, described
 
 READ_TEXT = ToolText(
@@ -58,11 +59,16 @@ def build(context: BuildContext[ToolOutputLimitsConfig]) -> ToolOutputLimits[Any
     action = {"truncate": truncate, "spill": Spill(then=truncate),
               "summarize": Summarize(then=Spill(then=truncate))}[config.action]
     prompt: dict[str, Any] = {"summary_prompt": config.summary_prompt} if config.summary_prompt else {}
-    return DescribedToolOutputLimits(bands=[Band(over=config.threshold, action=action)], store=context.spills,
+    return DescribedToolOutputLimits(bands=[Band(over=config.threshold, action=action)], store=spills_of(context),
                                      over_tokens=config.over_tokens, strip_ansi=config.strip_ansi,
                                      offers_reader=bool(offered(config)), **prompt)
 
 
 async def discard_spills(context: BuildContext[ToolOutputLimitsConfig]) -> None:
     """A spill is an artefact of its run: gone when the run ends."""
-    await context.spills.discard()
+    await spills_of(context).discard()
+
+
+def spills_of(context: BuildContext[ToolOutputLimitsConfig]) -> SpillStore:
+    """The run's spill store: one per run id, so the build and the run's end reach the same spills."""
+    return context.bound(SpillServices).spills(context.run_id)

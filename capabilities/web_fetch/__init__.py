@@ -115,7 +115,8 @@ def capability(*, allow_local: bool = False) -> CapabilityDef[WebFetchConfig]:
                     "loopback, link-local and cloud-metadata addresses.",
         tools=(ToolInfo(id="web_fetch", summary="Reads the full page at a URL, as Markdown."),),
         config=WebFetchConfig,
-    build=Deferred(f"capabilities.web_fetch.build:{'build_local' if allow_local else 'build'}"),
+        build=Deferred(f"capabilities.web_fetch.build:{'build_local' if allow_local else 'build'}"),
+        bind=Deferred("capabilities.web_fetch.services:bind"),
         offered=offered, at_provider=at_provider,
         scopes=frozenset({"web:fetch"}), stores_validated=True)
 

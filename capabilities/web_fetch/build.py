@@ -20,6 +20,7 @@ from capabilities.web_fetch import (
     spellings,
 )
 from capabilities.web_fetch.page_reader import DomainRules, Unreadable, read_page
+from capabilities.web_fetch.services import WebFetchServices
 
 TIMEOUT_SECONDS = 30
 
@@ -65,13 +66,14 @@ def fetch_tool(config: WebFetchConfig, resolver: Resolver, *, allow_local: bool)
 
 def builder(*, allow_local: bool) -> Any:
     def build(context: BuildContext[WebFetchConfig]) -> AbstractCapability[Any]:
+        resolver = context.bound(WebFetchServices).resolver
         config = context.config
         if config.method == "local":
-            tool = fetch_tool(config, context.run.resolver, allow_local=allow_local)
+            tool = fetch_tool(config, resolver, allow_local=allow_local)
             return Capability(toolsets=[function_toolset([tool.function], toolset_id="web_fetch")])
         domains: dict[str, Any] = {"allowed_domains": spellings(config.allowed_domains),
                    "blocked_domains": spellings(config.blocked_domains)}
-        local = fetch_tool(config, context.run.resolver, allow_local=allow_local) if config.method == "auto" else None
+        local = fetch_tool(config, resolver, allow_local=allow_local) if config.method == "auto" else None
         return WebFetch(native=True, local=local, **domains)
     return build
 

@@ -26,25 +26,16 @@ from pydantic_ai.capabilities import AbstractCapability, Instrumentation
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RequestUsage, RunUsage
 
-from capabilities.registry import CapabilityDef, Registry, config_for, provider_gate_problems
-from capabilities.run import BuildContext, BuiltDelegate, Delegates, DelegationFacts, RunFacts
+from capabilities.registry import BoundRegistry, CapabilityDef, Registry, config_for, provider_gate_problems
+from capabilities.run import BuildContext, BuiltDelegate, Delegates, DelegationFacts, RunFacts, SpecResources
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.channel_context import binding_instructions
 from gateway.agents.mcp_servers import NO_SERVERS, ConnectedServers
 from gateway.agents.models import ModelResolver
 from gateway.agents.tool_policy import ToolPolicy
 from gateway.config.schema import AgentSpec, CapabilityEntry, ConfigError, secret_name
-from gateway.config.secrets import SecretLookup
 
 Output = str | DeferredToolRequests
-
-
-ResourceBinder = Callable[[AgentSpec, RunFacts], RunFacts]
-"""Puts what an agent spec binds by name (collections, context files, skill folders) into a run's facts."""
-
-
-def _unbound(_spec: AgentSpec, run: RunFacts) -> RunFacts:
-    return run
 
 
 class MissingSecret(ConfigError, LookupError):
@@ -88,32 +79,30 @@ class AssembledAgent:
     """Await when the run ends (answered, failed, refused), never when it parks: each capability's cleanup."""
 
 
-def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, run: RunFacts,
-             ask_user: Callable[[str], Awaitable[str]] | None = None, specialists: Sequence[Mapping[str, Any]] = (),
-             secrets: SecretLookup | None = None,
-             instrumentation: InstrumentationSettings | None = None,
-             bind: ResourceBinder = _unbound, mcp: ConnectedServers = NO_SERVERS) -> AssembledAgent:
-    """The agent for one run. `ask_user` is how a synchronous delegate's question reaches the run's person
-    (`allow_questions`); None: no delegate is offered `ask_parent`. `specialists` are the model-written ones a
-    parked run carried, registered again when it continues. `secrets` resolves entries' `secret_id`s.
-    `instrumentation` gives the run and each of its delegates pydantic-ai's OpenTelemetry spans. `bind` resolves
-    the resources each spec names, the agent's own and each delegate's, into its run's facts. `mcp` are the
-    MCP servers this run reached: their tools join the agent's, deferred when a bound capability finds them."""
+def assemble(binding: Binding, *, capabilities: BoundRegistry, models: ModelResolver, run: RunFacts,
+             specialists: Sequence[Mapping[str, Any]] = (), instrumentation: InstrumentationSettings | None = None,
+             mcp: ConnectedServers = NO_SERVERS) -> AssembledAgent:
+    """The agent for one run, its capabilities built with the services they bound at start. `specialists` are the
+    model-written ones a parked run carried, registered again when it continues. `instrumentation` gives the run and
+    each of its delegates pydantic-ai's OpenTelemetry spans. `mcp` are the MCP servers this run reached: their tools
+    join the agent's, deferred when a bound capability finds them. A synchronous delegate's question reaches the
+    run's person the way the capability offering it says (`CapabilityDef.ask_user`)."""
     spec = binding.agent.spec
+    registry = capabilities.registry
     binding_text = binding_instructions(binding.spec.instructions, run.directory, run.address.channel_id)
     instructions = [text for text in (spec.instructions, binding_text) if not isinstance(text, str) or text.strip()]
     modes = binding.spec.approvals.tool_approval
     delegated, end_run = RunUsage(), RunEnd()
-    run = replace(run, charge=partial(charge_to, delegated))
+    run = replace(run, charge=partial(charge_to, delegated), resources=resources_of(spec))
     traced = () if instrumentation is None else (Instrumentation(settings=instrumentation),)
     kept = {str(specialist["name"]): dict(specialist) for specialist in specialists if "name" in specialist}
-    builder = CapabilityBuilder(registry=registry, binding_modes=modes, secrets=secrets, end_run=end_run)
+    builder = CapabilityBuilder(capabilities=capabilities, binding_modes=modes, end_run=end_run)
     delegates = GatewayDelegates(parent=spec, pins=binding.agent.pins, versions=binding.delegate_versions,
                                  builder=builder, models=models, run=run, usage=delegated,
-                                 ask_user=ask_user, traced=traced, bind=bind).delegation(depth_left=None,
-                                                                                         specialists=kept)
+                                 ask_user=capabilities.ask_user(), traced=traced).delegation(depth_left=None,
+                                                                                             specialists=kept)
     built, policy = builder.build([*spec.capabilities, *_binding_grants(binding, registry)],
-                                  replace(bind(spec, run), delegates=delegates))
+                                  replace(run, delegates=delegates))
     policy = mcp.governed(policy, modes)
     agent: Agent[Any, Output] = Agent(models.resolve(spec.model), output_type=[str, DeferredToolRequests],
                                       instructions=instructions or None, name=spec.name,
@@ -126,11 +115,10 @@ def assemble(binding: Binding, *, registry: Registry, models: ModelResolver, run
 class CapabilityBuilder:
     """Builds capability entries into one run, for the agent a chat admitted and for each of its delegates."""
 
-    registry: Registry
+    capabilities: BoundRegistry = field(repr=False)
+    """Never in a repr: its secrets print the values they hold."""
     binding_modes: Mapping[str, str]
     """The bot binding's per-tool approval modes, which hold for every agent answering in its chats."""
-    secrets: SecretLookup | None = field(repr=False)
-    """Never in a repr: a `SecretSource` prints the values it holds."""
     end_run: RunEnd
 
     def build(self, entries: Sequence[CapabilityEntry],
@@ -141,7 +129,7 @@ class CapabilityBuilder:
         names: dict[str, str] = {}
         descriptions: dict[str, str] = {}
         for entry in entries:
-            definition = self.registry.get(entry.id)
+            definition = self.capabilities.registry.get(entry.id)
             if not entry.enabled or definition is None:
                 continue
             config = config_for(definition, entry.config)
@@ -149,7 +137,8 @@ class CapabilityBuilder:
                                              binding_modes=self.binding_modes)
             if refused:
                 raise UngatableTool("; ".join(refused))
-            context = BuildContext(capability=entry.id, config=config, run=run, secret=self._secret(entry))
+            context = BuildContext(capability=entry.id, config=config, run=run, secret=self._secret(entry),
+                                   services=self.capabilities.services(entry.id))
             capability = definition.build(context)
             if capability is None:
                 continue
@@ -167,7 +156,8 @@ class CapabilityBuilder:
     def _secret(self, entry: CapabilityEntry) -> SecretStr | None:
         if entry.secret_id is None:
             return None
-        value = self.secrets.get(secret_name(entry.secret_id)) if self.secrets is not None else None
+        secrets = self.capabilities.secrets
+        value = secrets.get(secret_name(entry.secret_id)) if secrets is not None else None
         if value is None:
             raise MissingSecret(entry.id, entry.secret_id)
         return SecretStr(value)
@@ -191,8 +181,6 @@ class GatewayDelegates:
     """Passed on to every level of the tree: a delegate's own delegates ask the same person."""
     traced: tuple[AbstractCapability[Any], ...] = ()
     """pydantic-ai's `Instrumentation` when the gateway traces, for every level of the tree; empty otherwise."""
-    bind: ResourceBinder = _unbound
-    """A pinned delegate runs on its own spec's collections, context files and skills, not its caller's."""
 
     def delegation(self, *, depth_left: int | None, specialists: dict[str, dict[str, Any]]) -> Delegates:
         """This agent's delegation: its facts, and this builder. `specialists` is the run's own dict for the
@@ -223,12 +211,13 @@ class GatewayDelegates:
         entries = [*spec.capabilities, *(entry for entry in self._lent(share) if entry.id not in bound)]
         child = replace(self, parent=spec, pins=version.pins).delegation(depth_left=depth_left, specialists={})
         return self._built(spec.name, spec.model, spec.instructions, entries, extra, delegates=child, spec=spec,
-                           lends_workspace="sandbox" in share and "sandbox" not in bound)
+                           lent=frozenset(entry.id for entry in self._lent(share) if entry.id not in bound))
 
     def build_specialist(self, *, name: str, instructions: str, model: str, model_settings: Any = None,
                          share: Sequence[str], extra: Sequence[AbstractCapability[Any]]) -> BuiltDelegate:
-        return self._built(name, model, instructions, list(self._lent(share)), extra, delegates=None,
-                           model_settings=model_settings, lends_workspace="sandbox" in share)
+        entries = self._lent(share)
+        return self._built(name, model, instructions, entries, extra, delegates=None, model_settings=model_settings,
+                           lent=frozenset(entry.id for entry in entries))
 
     def _pinned(self, name: str) -> AgentDefinition | None:
         """The version of `name` the delegating agent's own version pinned."""
@@ -236,22 +225,24 @@ class GatewayDelegates:
         return None if version is None else self.versions.get((name, version))
 
     def _lent(self, share: Sequence[str]) -> list[CapabilityEntry]:
-        """The delegating agent's own entries for the shared ids; `subagents` is dropped even from a spec
-        stored before publishing refused it, so sharing can never widen a delegate."""
+        """The delegating agent's own entries for the shared ids; one never lent (`CapabilityDef.lendable`) is
+        dropped even from a spec stored before publishing refused it, so sharing can never widen a delegate."""
+        registry = self.builder.capabilities.registry
         return [entry for entry in self.parent.capabilities
-                if entry.id in share and entry.id != "subagents" and entry.enabled]
+                if entry.id in share and entry.enabled and (definition := registry.get(entry.id)) is not None
+                and definition.lendable]
 
     def _built(self, name: str, model: str, instructions: str, entries: list[CapabilityEntry],
                extra: Sequence[AbstractCapability[Any]], *, delegates: Delegates | None,
                model_settings: Any = None, spec: AgentSpec | None = None,
-               lends_workspace: bool = False) -> BuiltDelegate:
+               lent: frozenset[str] = frozenset()) -> BuiltDelegate:
         """`spec`: a pinned delegate's own, whose resources it gets; a specialist keeps its caller's, which is
-        all that its lent capabilities may reach. `lends_workspace`: the delegate runs on the agent's own
-        `sandbox` entry, so it works in the same workspace; a delegate binding `sandbox` itself gets one in
-        memory for its run."""
-        own = self.run if spec is None else self.bind(spec, self.run)
-        run = replace(own, state=None, resuming=False, delegates=delegates,
-                      workspace=self.run.workspace if lends_workspace else None)
+        all that its lent capabilities may reach. `lent`: the capabilities the delegate runs on the agent's own
+        entries of, sharing what they keep for the run (one workspace); one the delegate binds itself keeps its
+        own, in memory for its run."""
+        resources = self.run.resources if spec is None else resources_of(spec)
+        run = replace(self.run, state=None, resuming=False, delegates=delegates, resources=resources, lent=lent,
+                      kept={capability: kept for capability, kept in self.run.kept.items() if capability in lent})
         built, policy = self.builder.build(entries, run)
         agent: Agent[Any, Output] = Agent(
             self.models.resolve(model), output_type=[str, DeferredToolRequests], name=name,
@@ -264,6 +255,14 @@ def _defers_mcp_tools(spec: AgentSpec, registry: Registry) -> bool:
     """A bound capability finds the MCP tools (`tool_search`), so they are loaded deferred."""
     return any(entry.enabled and (definition := registry.get(entry.id)) is not None and definition.defers_mcp_tools
                for entry in spec.capabilities)
+
+
+def resources_of(spec: AgentSpec) -> SpecResources:
+    """What `spec` binds by name from the config's top level."""
+    return SpecResources(collections=tuple(spec.collections), context_files=tuple(spec.context_files),
+                         skill_folders=tuple(spec.skill_folders))
+
+
 def charge_to(ledger: RunUsage, usage: RequestUsage) -> None:
     """One model request made outside the agent's own loop (a delegate's, an image model's) on the run's ledger."""
     ledger.requests += 1

@@ -8,9 +8,9 @@ folder without usable skills, and names bound where no capability would use them
 from __future__ import annotations
 
 from capabilities.context import INJECT_LIMIT, LINK_LIMIT
+from capabilities.context.files import UnreadableContextFile, read_context_file
 from capabilities.run import SkillFolder
 from capabilities.skills import SkillProblem, load_skills
-from gateway.agents.context_files import UnreadableContextFile, read_context_file
 from gateway.config.schema import AgentSpec, GatewayConfig
 
 USED_BY = {"collections": "knowledge", "context_files": "context", "skill_folders": "skills"}

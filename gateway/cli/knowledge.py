@@ -33,7 +33,7 @@ def add(collection: CollectionArgument,
         config: ConfigOption = Path("gateway.yaml")) -> None:
     """Add documents to a collection, cut into overlapping chunks; a path added before is replaced."""
     # Each command imports the store and the database when it runs, as `gateway/cli/main.py` says why.
-    from gateway.agents.knowledge import KnowledgeStore, UnreadableDocument, documents_at, read_document, title_of
+    from capabilities.knowledge.store import KnowledgeStore, UnreadableDocument, documents_at, read_document, title_of
 
     _defined(config, collection)
     try:
@@ -56,7 +56,7 @@ def add(collection: CollectionArgument,
 @knowledge_app.command("list")
 def list_documents(collection: Annotated[str | None, typer.Argument(help="Only this collection.")] = None) -> None:
     """Every document of every collection (or of one): collection, source, chunks, characters, title."""
-    from gateway.agents.knowledge import KnowledgeStore
+    from capabilities.knowledge.store import KnowledgeStore
 
     rows = _run(lambda db: KnowledgeStore(db).documents(collection))
     if not rows:
@@ -73,7 +73,7 @@ def remove(collection: CollectionArgument,
                                                             "leave it out to empty the collection.")] = None,
            yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False) -> None:
     """Remove one document from a collection, or every document of it."""
-    from gateway.agents.knowledge import KnowledgeStore
+    from capabilities.knowledge.store import KnowledgeStore
 
     if source is None and not yes:
         typer.confirm(f"Remove every document of collection {collection!r}?", abort=True)

@@ -15,8 +15,8 @@ import typer
 from gateway.config.secrets import SecretSource
 
 if TYPE_CHECKING:
+    from capabilities.memory_mem0.forget import Mem0Forgetting
     from gateway.people.identities import Identity
-    from gateway.people.mem0_forget import Mem0Forgetting
     from storage.db import Database
 
 T = TypeVar("T")
@@ -76,8 +76,8 @@ def delete(person: Annotated[int | None, typer.Option(help="A person id: every i
            identity: Annotated[int | None, typer.Option(help="An identity id: its person's notes when linked.")]
            = None, yes: Yes = False) -> None:
     """Delete everything every agent remembers about one person (their one-to-one notes; rooms keep theirs)."""
+    from capabilities.memory_files.store import MemoryNotes
     from gateway.people.identities import Identities
-    from gateway.people.memory import MemoryNotes
 
     if (person is None) == (identity is None):
         _fail("name exactly one of --person or --identity (ids from `gateway identities`)")
@@ -104,7 +104,7 @@ def delete(person: Annotated[int | None, typer.Option(help="A person id: every i
 @memory_app.command("clear")
 def clear(agent: Annotated[str, typer.Option(help="The agent's name, as in gateway.yaml.")], yes: Yes = False) -> None:
     """Delete every note one agent keeps, for every person and room."""
-    from gateway.people.memory import MemoryNotes
+    from capabilities.memory_files.store import MemoryNotes
 
     if not yes:
         typer.confirm(f"Delete every note agent {agent!r} keeps, for everyone?", abort=True)
@@ -115,8 +115,8 @@ async def _mem0_forgetting(db: Database) -> Mem0Forgetting:
     """The agents applied to this database that bind `memory_mem0`, with their keys from this environment."""
     from sqlalchemy import select
 
+    from capabilities.memory_mem0.forget import Mem0Forgetting, mem0_bindings
     from gateway.config.schema import Settings
-    from gateway.people.mem0_forget import Mem0Forgetting, mem0_bindings
     from storage.models import AgentRow
 
     settings = Settings()

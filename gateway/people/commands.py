@@ -12,6 +12,8 @@ import logging
 import re
 
 from adapters.base import Inbound
+from capabilities.memory_files.store import MemoryNotes
+from capabilities.memory_mem0.forget import Mem0Forgetting
 from gateway.people.identities import (
     CODE_ALPHABET,
     CODE_LENGTH,
@@ -21,8 +23,6 @@ from gateway.people.identities import (
     Redemption,
     normalize_code,
 )
-from gateway.people.mem0_forget import Mem0Forgetting
-from gateway.people.memory import MemoryNotes
 
 log = logging.getLogger(__name__)
 

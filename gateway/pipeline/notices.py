@@ -16,11 +16,12 @@ from pydantic_ai.exceptions import (
     UserError,
 )
 
+from capabilities.run import SetupFault
 from gateway.config.schema import ConfigError
 
 OPERATOR_HAS_DETAILS = "The operator can find the details in the gateway's log."
 OPERATOR_TOLD = "The operator has been told; trying again will not help until it is fixed."
-EXPLAINED_FAILURES = (AgentRunError, UserError, ConfigError, TimeoutError)
+EXPLAINED_FAILURES = (AgentRunError, UserError, ConfigError, SetupFault, TimeoutError)
 """Failures whose one log line says it all (the model, its set-up, a limit); anything else gets a traceback."""
 TIMEOUTS = (TimeoutError, ModelRequestTimeout, ModelTimeoutError)
 """A deadline of the model's (`gateway/agents/deadlines.py`) or of one attempt's connection ran out."""
@@ -43,7 +44,7 @@ def setup_fix(exc: BaseException) -> str | None:
         return _MODEL_UNKNOWN
     if isinstance(exc, ModelQuotaExceededError):
         return _NO_QUOTA
-    if isinstance(exc, UserError | ConfigError):
+    if isinstance(exc, UserError | ConfigError | SetupFault):
         return _SET_UP
     return None
 

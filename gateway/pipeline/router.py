@@ -16,7 +16,6 @@ from adapters.base import ApprovalClick, Inbound, MalformedPayload, MessageRef
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Chat, ChatOutput, FollowsThreads, ReadsFiles
 from gateway.agents.bindings import Binding, BindingStore, UnknownBot, is_listed
-from gateway.agents.workspaces import user_key
 from gateway.people.commands import DirectCommands
 from gateway.people.conversations import (
     Conversations,
@@ -26,6 +25,7 @@ from gateway.people.conversations import (
     start_turn,
     thread_context,
 )
+from gateway.people.identities import user_key
 from gateway.people.scope import memory_owner
 from gateway.pipeline.attachments import fetch_attachments
 from gateway.pipeline.inbox import Inbox, InboxItem, conversation_hash, remember_reply

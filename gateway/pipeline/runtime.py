@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterable, Mapping, Sequence
+from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -29,28 +29,20 @@ from sqlalchemy import Connection, insert, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Directory, Speaker
-from capabilities.browser_use.engine import BrowserEngine
-from capabilities.egress.url_guard import Resolver, system_resolver
-from capabilities.memory_mem0.access import Mem0Access
-from capabilities.registry import Registry, RunRefused
-from capabilities.run import MemoryOwner, NoteStore, RunFacts
-from capabilities.sandbox.facts import UploadedFile, WorkspaceFacts
-from capabilities.subagents.questions import ask_in_chat, asked
-from gateway.agents.assembly import AssembledAgent, SecretLookup, assemble
+from capabilities.registry import BoundRegistry, RunRefused
+from capabilities.run import MemoryOwner, RunFacts, Upload
+from gateway.agents.assembly import AssembledAgent, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.mcp_servers import ConnectedServers, McpServers
 from gateway.agents.models import ModelResolver
-from gateway.agents.resources import BoundResources, Resources
-from gateway.agents.run_state import RunSpills, StoredConversationState
-from gateway.agents.workspaces import StoredWorkspaces, WorkspaceWiring, workspace_keys
 from gateway.config.schema import AgentSpec, BindingSpec
 from gateway.config.secrets import SecretSource
-from gateway.people.conversation_search import PersonalConversations
 from gateway.pipeline.attachments import Attachment, user_content
 from gateway.pipeline.live_reply import LiveReply
 from gateway.pipeline.notices import EXPLAINED_FAILURES, failure_notice, setup_fix
 from gateway.pipeline.outbox import CLAIM, RunOutbox, turn_key
 from gateway.pipeline.outbox_posting import FileChat
+from storage.conversation_state import StoredConversationState
 from storage.db import Database
 from storage.models import RunRow, table_of, utcnow
 
@@ -163,40 +155,30 @@ def spent_since(total: RunUsage, before: RunUsage) -> RunUsage:
                     output_tokens=max(0, total.output_tokens - before.output_tokens))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chats:
+    """Each bot's side of its runs: its channel lookups and how it posts a run's files, by bot name."""
+
+    directories: Mapping[str, Directory] = field(default_factory=dict)
+    files: Mapping[str, FileChat] = field(default_factory=dict)
+    """The adapters that post files; a run's outbox posts through its bot's."""
+    file_claim: timedelta = CLAIM
+    """How long a run's outbox holds a file it is posting between renewals (`gateway/pipeline/outbox_posting.py`)."""
+
+
 class Runtime:
-    def __init__(self, *, models: ModelResolver, db: Database, registry: Registry, notes: NoteStore | None = None,
-                 directories: Mapping[str, Directory] | None = None, secrets: SecretLookup | None = None,
-                 instrumentation: InstrumentationSettings | None = None, resources: Resources | None = None,
-                 mem0: Mem0Access | None = None, mcp: McpServers | None = None,
-                 files: Mapping[str, FileChat] | None = None, workspaces: WorkspaceWiring | None = None,
-                 browser: BrowserEngine | None = None, file_claim: timedelta = CLAIM,
-                 resolver: Resolver = system_resolver) -> None:
-        """`instrumentation`: pydantic-ai's spans for every agent run (`gateway/server/tracing.py`); None: none.
-        `resources`: the config's collections, context files and skill folders, bound per spec; None: none.
-        `mcp`: the operator's MCP servers, reached per run for the agents that bind them. `files`: each bot's
-        adapter that posts files, by bot name (a run's outbox posts through it). `workspaces`: the sandbox
-        connections and `state` cap for `sandbox` workspaces; None: no connections. `browser`: the
-        out-of-process engine `browser_use` hands tasks to; None: none installed. `file_claim`: how long a run's
-        outbox holds a file it is posting between renewals (`gateway/pipeline/outbox_posting.py`). `resolver`:
-        where the names an outbound fetch reaches are looked up, before the URL guard checks their addresses."""
+    def __init__(self, *, models: ModelResolver, db: Database, capabilities: BoundRegistry,
+                 mcp: McpServers | None = None, chats: Chats = Chats(),
+                 instrumentation: InstrumentationSettings | None = None) -> None:
+        """`capabilities`: the registry bound to this deployment's services at start (`Registry.bind`). `mcp`: the
+        operator's MCP servers, reached per run for the agents that bind them. `instrumentation`: pydantic-ai's
+        spans for every agent run (`gateway/server/tracing.py`); None: none."""
         self._models = models
         self._db = db
-        self._registry = registry
-        self._notes = notes
-        self._directories = dict(directories or {})
-        """Each bot's channel lookups, by bot name."""
-        self._secrets = secrets
-        self._instrumentation = instrumentation
-        self._resources = resources
-        self._mem0 = mem0
-        """The deployment's mem0 settings (its name, the hosts a key may go to), for `memory_mem0`."""
+        self._capabilities = capabilities
         self._mcp = mcp or McpServers(servers={}, secrets=SecretSource(environ={}))
-        self._files = dict(files or {})
-        self._workspaces = workspaces or WorkspaceWiring()
-        self._workspace_documents = StoredWorkspaces(db)
-        self._browser = browser
-        self._file_claim = file_claim
-        self._resolver = resolver
+        self._chats = chats
+        self._instrumentation = instrumentation
 
     async def run(self, turn: Turn, reply: LiveReply, *, run_id: int | None = None,
                   record_answer: bool = True) -> RunOutcome:
@@ -237,23 +219,22 @@ class Runtime:
                                **run_input: Any) -> RunOutcome:
         """`turn_key`: the outbox key of a new run's turn (a resume looks it up); `retried`: an earlier attempt of
         this turn may have stored files it did not post."""
-        outbox = RunOutbox(self._db, self._files.get(deps.binding.bot_name), deps.address, run_id=run_id,
-                           key=turn_key or await self._turn_key(run_id), earlier=retried or resuming,
-                           claim=self._file_claim)
-        run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner, notes=self._notes,
-                       spills=RunSpills(self._db, run_id), directory=self._directories.get(deps.binding.bot_name),
-                       state=StoredConversationState(self._db, deps.address.conversation_key), notice=reply.notice,
-                       resuming=resuming, outbox=outbox, mem0=self._mem0, mcp_servers=mcp.names,
-                       conversations=PersonalConversations(self._db, self._directories, speaker=deps.speaker,
-                                                           current_conversation=deps.address.conversation_key),
-                       workspace=self._workspace_facts(run_id, deps, files), browser=self._browser,
-                       resolver=self._resolver)
+        bot = deps.binding.bot_name
+        outbox = None
+        if self._capabilities.registry.posts_files(_bound_ids(deps.binding)):
+            outbox = RunOutbox(self._db, self._chats.files.get(bot), deps.address, run_id=run_id,
+                               key=turn_key or await self._turn_key(run_id), earlier=retried or resuming,
+                               claim=self._chats.file_claim)
+        run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner,
+                       speaker=deps.speaker, user_key=deps.user_key, run_id=run_id,
+                       directory=self._chats.directories.get(bot), notice=reply.notice,
+                       state=StoredConversationState(self._db, deps.address.conversation_key), resuming=resuming,
+                       outbox=outbox, mcp_servers=mcp.names, sandbox_scope=deps.binding.spec.sandbox_scope,
+                       uploads=tuple(Upload(name=file.name, data=file.data) for file in files if file.data is not None))
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
-            bound = await self._resources.for_run() if self._resources is not None else BoundResources()
-            assembled = assemble(deps.binding, registry=self._registry, models=self._models, run=run,
-                                 ask_user=ask_in_chat, specialists=specialists, secrets=self._secrets,
-                                 instrumentation=self._instrumentation, bind=bound.bind, mcp=mcp)
+            assembled = assemble(deps.binding, capabilities=self._capabilities, models=self._models, run=run,
+                                 specialists=specialists, instrumentation=self._instrumentation, mcp=mcp)
             if delegated is not None:
                 assembled.delegated.incr(delegated)
             if files:  # what the model takes of them depends on the model, known only now
@@ -273,7 +254,7 @@ class Runtime:
             await _deliver(outbox)  # what the run made before it failed is still the person's
             return failed
         if isinstance(result.output, DeferredToolRequests):
-            calls, questions = _waiting_on(result.output, assembled)
+            calls, questions = _waiting_on(result.output, assembled, self._capabilities.asked)
             waiting = ("I need a decision before I can continue:" if calls
                        else "I need an answer before I can continue:")
             await reply.finish(reply.shown_text or waiting)
@@ -294,16 +275,6 @@ class Runtime:
             await self.record_answered(answered)
         await assembled.end_run()
         return answered
-
-    def _workspace_facts(self, run_id: int, deps: TurnDeps, files: Sequence[Attachment]) -> WorkspaceFacts:
-        """`files`: the admitting message's attachments, those fetched placed under `uploads/` (a resumed run
-        has none: they arrived with the turn that parked)."""
-        wiring = self._workspaces
-        uploads = tuple(UploadedFile(name=file.name, data=file.data) for file in files if file.data is not None)
-        return WorkspaceFacts(keys=workspace_keys(deps.address, deps.speaker, run_id=run_id, user_key=deps.user_key),
-                              documents=self._workspace_documents, connections=wiring.connections,
-                              default_connection=wiring.default_connection, state_max_bytes=wiring.state_max_bytes,
-                              scope=deps.binding.spec.sandbox_scope, uploads=uploads)
 
     async def _failed(self, run_id: int, deps: TurnDeps, reply: LiveReply, exc: Exception,
                       assembled: AssembledAgent | None) -> Failed:
@@ -405,9 +376,17 @@ def record_answered(connection: Connection, outcome: Answered) -> None:
     set_run(connection, outcome.run_id, status="answered", usage=outcome.usage)
 
 
-async def _deliver(outbox: RunOutbox) -> int:
+def _bound_ids(binding: Binding) -> set[str]:
+    """The capabilities a run of `binding` may build: its agent's, every pinned delegate version's, its grants."""
+    specs = [binding.agent.spec, *(version.spec for version in binding.delegate_versions.values())]
+    return {entry.id for spec in specs for entry in spec.capabilities if entry.enabled}
+
+
+async def _deliver(outbox: RunOutbox | None) -> int:
     """Post the run's files; returns how many were posted. A database fault here is logged, and the next delivery
     of the turn (or the outbox sweep) posts them."""
+    if outbox is None:
+        return 0
     try:
         return await outbox.deliver()
     except Exception as exc:
@@ -415,8 +394,9 @@ async def _deliver(outbox: RunOutbox) -> int:
         return 0
 
 
-def _waiting_on(requests: DeferredToolRequests, assembled: AssembledAgent) -> tuple[tuple[GatedCall, ...],
-                                                                                   tuple[DelegateQuestion, ...]]:
+def _waiting_on(requests: DeferredToolRequests, assembled: AssembledAgent,
+                asked: Callable[[Any], tuple[str, str] | None]) -> tuple[tuple[GatedCall, ...],
+                                                                      tuple[DelegateQuestion, ...]]:
     """The parked calls, split into those a person approves and those waiting on a delegate's question."""
     calls, questions = [], []
     for call in requests.approvals:

@@ -21,15 +21,15 @@ from sqlalchemy import text
 
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Closable, PostsFiles
-from capabilities.browser_use.engine import HttpBrowserEngine
 from capabilities.egress.url_guard import Resolver, system_resolver
+from capabilities.memory_files.store import MemoryNotes
+from capabilities.memory_mem0.forget import Mem0Forgetting, mem0_bindings
 from capabilities.registry import Registry
+from capabilities.run import Deployment
 from gateway.agents.bindings import BindingStore
 from gateway.agents.mcp_servers import McpServers
 from gateway.agents.mcp_servers import secret_values as mcp_secret_values
 from gateway.agents.models import ModelResolver
-from gateway.agents.resources import Resources
-from gateway.agents.workspaces import build_workspace_wiring
 from gateway.approvals.parking import ApprovalFlow
 from gateway.approvals.question_store import DelegateQuestions
 from gateway.approvals.questions import QuestionFlow
@@ -40,15 +40,13 @@ from gateway.config.secrets import SecretSource
 from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations
 from gateway.people.identities import Identities
-from gateway.people.mem0_forget import Mem0Forgetting, mem0_bindings
-from gateway.people.memory import MemoryNotes
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.intake import Intake, TypingShown
 from gateway.pipeline.metrics import Backlog, GatewayMetrics
 from gateway.pipeline.outbox import CLAIM
 from gateway.pipeline.outbox_sweep import OutboxSweep
 from gateway.pipeline.router import Router
-from gateway.pipeline.runtime import Runtime
+from gateway.pipeline.runtime import Chats, Runtime
 from gateway.pipeline.worker import Worker
 from gateway.server.errors import StartupError
 from gateway.server.http import Readiness, build_http_app
@@ -177,16 +175,13 @@ class Gateway:
         files = {name: adapter for name, adapter in self.adapters.items() if isinstance(adapter, PostsFiles)}
         for value in mcp_secret_values(self.config.mcp_servers, self._secrets):
             self.redactor.add(value)
-        runtime = Runtime(models=self._models, db=db, registry=self.registry, notes=memory,
-                          directories=directories, secrets=self._secrets, instrumentation=tracing.instrumentation,
-                          resources=Resources(self.config, db), mem0=self.settings.mem0_access,
+        deployment = Deployment(db=db, config=self.config, settings=self.settings, secrets=self._secrets,
+                                directories=directories, resolver=self._tuning.resolver, redact=self.redactor.add)
+        capabilities = self.registry.bind(deployment, self.registry.used_by(self.config))
+        runtime = Runtime(models=self._models, db=db, capabilities=capabilities,
+                          instrumentation=tracing.instrumentation,
                           mcp=McpServers.of(self.config.mcp_servers, self._secrets, resolver=self._tuning.resolver),
-                          files=files,
-                          workspaces=build_workspace_wiring(self.config, self.settings, self._secrets,
-                                                            register=self.redactor.add),
-                          browser=HttpBrowserEngine(url=self.settings.browser_engine_url)
-                          if self.settings.browser_engine_url else None, file_claim=self._tuning.file_claim,
-                          resolver=self._tuning.resolver)
+                          chats=Chats(directories=directories, files=files, file_claim=self._tuning.file_claim))
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
@@ -395,3 +390,4 @@ async def _database_ok(db: Database) -> bool:
     async with db.session() as session:
         await session.execute(text("SELECT 1"))
     return True
+

@@ -14,9 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from adapters.base import ChatAddress, Inbound, Speaker
 from capabilities import default_registry
 from capabilities.conversation_search import GROUP_REFUSAL
+from capabilities.conversation_search.store import PersonalConversations
 from capabilities.registry import ALL_SCOPES
 from gateway.config.schema import CapabilityEntry
-from gateway.people.conversation_search import PersonalConversations
 from gateway.people.conversations import Conversations
 from gateway.people.identities import Identities
 from storage.db import Database

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest_asyncio
+from gateway.agents.resources import Resources
 from pydantic_ai import AgentRunResult
 
+from capabilities.knowledge.store import FullTextRanker, KnowledgeSearch, KnowledgeStore
 from capabilities.run import KnowledgeScope, RunFacts
-from gateway.agents.knowledge import FullTextRanker, KnowledgeSearch, KnowledgeStore
-from gateway.agents.resources import Resources
 from gateway.config.schema import GatewayConfig
 from storage.db import Database
 from storage.migrate import upgrade

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
+from capabilities.knowledge.store import FullTextRanker, KnowledgeSearch, KnowledgeStore, chunk, fuse
 from capabilities.run import Passage
-from gateway.agents.knowledge import FullTextRanker, KnowledgeSearch, KnowledgeStore, chunk, fuse
 from storage.db import Database
 from storage.fulltext import QueryProblem
 

@@ -16,8 +16,10 @@ from pydantic_ai.messages import ToolReturnPart
 
 from adapters.base import ChatAddress, Inbound, Speaker
 from capabilities import default_registry
+from capabilities.memory_files.store import MemoryNotes
 from capabilities.memory_mem0 import NO_STORE, Mem0Config
 from capabilities.memory_mem0.access import CLOUD_URL, Mem0Access, Mem0Refused, endpoint
+from capabilities.memory_mem0.forget import Mem0Binding, Mem0Forgetting
 from capabilities.run import MemoryOwner
 from gateway.checks.report import check_file
 from gateway.config.schema import CapabilityEntry, Settings
@@ -25,8 +27,6 @@ from gateway.config.secrets import SecretSource
 from gateway.people.commands import DirectCommands
 from gateway.people.conversations import Conversations
 from gateway.people.identities import Identities
-from gateway.people.mem0_forget import Mem0Binding, Mem0Forgetting
-from gateway.people.memory import MemoryNotes
 from storage.db import Database
 from tests.support.capability_runs import ROOM, assembled, binding_with, run
 from tests.support.fakes.mem0 import FakeMem0, self_signed

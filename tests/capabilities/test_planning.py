@@ -7,7 +7,7 @@ from typing import Any
 from pydantic_ai import ModelMessage, ModelRequest, UserPromptPart
 from pydantic_ai.models.function import AgentInfo
 
-from gateway.agents.run_state import StoredConversationState
+from storage.conversation_state import StoredConversationState
 from storage.db import Database
 from tests.e2e.test_telegram_approvals import buttons, cards, texts
 from tests.support.capability_runs import MemoryState, assembled, binding_with, run

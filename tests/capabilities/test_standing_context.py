@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gateway.agents.resources import BoundResources
 from pydantic_ai import AgentRunResult
 
 from capabilities import default_registry
@@ -14,7 +15,6 @@ from capabilities.run import ContextFile
 from gateway.agents.assembly import assemble
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.models import ModelResolver
-from gateway.agents.resources import BoundResources
 from gateway.config.schema import AgentSpec, BindingSpec
 from gateway.config.secrets import SecretSource
 from tests.support.bound_runs import Seen, calling

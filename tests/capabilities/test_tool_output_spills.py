@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from capabilities.registry import CapabilityDef, Registry, ToolInfo
 from capabilities.run import BuildContext
-from gateway.agents.run_state import RunSpills
+from capabilities.tool_output_limits.spills import RunSpills
 from storage.db import Database
 from storage.models import ConversationStateRow
 from tests.e2e.test_telegram_approvals import buttons, cards, texts

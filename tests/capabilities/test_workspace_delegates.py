@@ -9,10 +9,10 @@ from pydantic_ai.models.function import FunctionModel
 
 from capabilities import default_registry
 from capabilities.sandbox.facts import WorkspaceFacts
+from capabilities.sandbox.store import StoredWorkspaces, workspace_keys
 from gateway.agents.assembly import assemble
 from gateway.agents.bindings import AgentDefinition
 from gateway.agents.models import ModelResolver
-from gateway.agents.workspaces import StoredWorkspaces, workspace_keys
 from gateway.config.schema import AgentSpec
 from gateway.config.secrets import SecretSource
 from storage.db import Database

@@ -9,7 +9,7 @@ import pytest
 
 from capabilities.run import FileRefused
 from capabilities.sandbox.facts import UploadedFile
-from gateway.agents.workspaces import StoredWorkspaces
+from capabilities.sandbox.store import StoredWorkspaces
 from storage.db import Database
 from tests.support.workspace_runs import Posted, workspace_turn
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from gateway.agents.workspaces import StoredWorkspaces
+from capabilities.sandbox.store import StoredWorkspaces
 from storage.db import Database
 from tests.support.workspace_runs import ALICE, BOB, Turn, slack, workspace_turn
 

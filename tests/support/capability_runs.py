@@ -255,7 +255,7 @@ CASES = (
 
 async def offered_tool_defs(case: Case) -> dict[str, ToolDefinition]:
     """The tools a model is actually offered for `case`, through a real assembled run."""
-    from gateway.people.memory import MemoryNotes
+    from capabilities.memory_files.store import MemoryNotes
     from storage.db import Database
 
     db = Database("sqlite+aiosqlite://")

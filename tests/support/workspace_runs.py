@@ -11,9 +11,9 @@ from pydantic_ai import DeferredToolRequests
 from adapters.base import ChatAddress, Speaker
 from capabilities import default_registry
 from capabilities.sandbox.facts import SandboxConnection, UploadedFile, WorkspaceDocuments, WorkspaceFacts
+from capabilities.sandbox.store import workspace_keys
 from gateway.agents.assembly import assemble
 from gateway.agents.models import ModelResolver
-from gateway.agents.workspaces import workspace_keys
 from gateway.config.secrets import SecretSource
 from gateway.pipeline.runtime import TurnDeps
 from tests.support.capability_runs import binding_with, run_facts

@@ -7,10 +7,10 @@ from datetime import timedelta
 from sqlalchemy import select, update
 
 from adapters.base import Speaker
+from capabilities.memory_files.store import MemoryNotes
 from capabilities.run import MemoryOwner
 from gateway.people.conversations import Conversations
 from gateway.people.identities import LOCKOUT, MAX_FAILED_ATTEMPTS, Identities, Linked, Refused, code_hash
-from gateway.people.memory import MemoryNotes
 from storage.db import Database
 from storage.models import IdentityRow, LinkCodeRow, utcnow
 

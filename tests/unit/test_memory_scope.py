@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic_ai.tools import ToolDefinition
 
 from capabilities.memory_files.build import INDEX_LIMIT, NO_STORE, ROOM_SCOPE
+from capabilities.memory_files.store import MemoryNotes
 from capabilities.run import MemoryOwner
-from gateway.people.memory import MemoryNotes
 from storage.db import Database
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import TelegramBot, ask, said_by

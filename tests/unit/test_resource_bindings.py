@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 import yaml
+from gateway.agents.resources import Resources
 from typer.testing import CliRunner
 
+from capabilities.context.files import UnreadableContextFile
+from capabilities.knowledge.store import FullTextRanker, KnowledgeSearch
 from capabilities.run import RunFacts
-from gateway.agents.context_files import UnreadableContextFile
-from gateway.agents.knowledge import FullTextRanker, KnowledgeSearch
-from gateway.agents.resources import Resources
 from gateway.cli.main import app
 from gateway.config.schema import load_config
 from storage.db import Database

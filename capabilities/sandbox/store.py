@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -13,31 +12,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Speaker
 from capabilities.sandbox.facts import (
-    DEFAULT_STATE_MAX_BYTES,
-    BubblewrapConnection,
-    SandboxConnection,
-    SandboxServiceConnection,
     SessionScope,
     StoredWorkspace,
 )
-from gateway.config.schema import BubblewrapSandboxSpec, GatewayConfig, Settings, resolve_secret
-from gateway.config.secrets import SecretSource
 from storage.db import Database, insert_for
 from storage.models import SandboxWorkspaceRow, utcnow
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WorkspaceWiring:
-    """What the deployment gives every run's workspace: the operator's sandbox connections and the `state` cap."""
-
-    connections: Mapping[str, SandboxConnection] = field(default_factory=dict)
-    default_connection: str | None = None
-    state_max_bytes: int = DEFAULT_STATE_MAX_BYTES
-
-
-def user_key(*, identity_id: int, person_id: int | None) -> str:
-    """One person across platforms when their identities are linked; otherwise this identity."""
-    return f"person:{person_id}" if person_id is not None else f"identity:{identity_id}"
 
 
 def workspace_keys(address: ChatAddress, speaker: Speaker, *, run_id: int,
@@ -96,21 +75,3 @@ class StoredWorkspaces:
         async def work(session: AsyncSession) -> None:
             await session.execute(delete(SandboxWorkspaceRow).where(SandboxWorkspaceRow.workspace_key == _hashed(key)))
         await self._db.transaction(work)
-
-
-def build_workspace_wiring(config: GatewayConfig, settings: Settings, secrets: SecretSource, *,
-                           register: Callable[[str], None] | None = None) -> WorkspaceWiring:
-    """The operator's `sandboxes` as connections, each service token resolved (and handed to `register`, the
-    log redactor, so it never reaches a log line)."""
-    connections: dict[str, SandboxConnection] = {}
-    for name, spec in config.sandboxes.items():
-        if isinstance(spec, BubblewrapSandboxSpec):
-            connections[name] = BubblewrapConnection(name=name, root=spec.directory, network=spec.network)
-            continue
-        token = resolve_secret(spec.token, secrets, field=f"sandboxes.{name}.token")
-        if register is not None:
-            register(token.get_secret_value())
-        connections[name] = SandboxServiceConnection(name=name, url=spec.url, token=token,
-                                                     runtimes=tuple(spec.runtimes))
-    return WorkspaceWiring(connections=connections, default_connection=config.default_sandbox(),
-                           state_max_bytes=settings.sandbox_state_max_bytes)
