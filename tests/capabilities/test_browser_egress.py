@@ -15,11 +15,9 @@ from capabilities import default_registry
 from capabilities.browser_use.egress_proxy import guarded_proxy
 from capabilities.browser_use.engine import BrowseRequest, BrowseResult, BrowseStep
 from capabilities.egress.url_guard import system_resolver
-from capabilities.run import RunFacts
-from gateway.agents.assembly import assemble
 from gateway.agents.models import ModelResolver
 from gateway.config.secrets import SecretSource
-from tests.support.capability_runs import ROOM, binding_with, deps_for
+from tests.support.capability_runs import assemble, binding_with, deps_for, run_facts
 from tests.support.loopback import counting_listener, serving
 from tests.support.scripted import calls_then_answers
 
@@ -70,7 +68,7 @@ async def test_a_browser_behind_the_tasks_proxy_reaches_nothing_inside(caplog: p
         model = calls_then_answers(("browse_web", {"task": "look around"}))
         models = ModelResolver({}, SecretSource(environ={}), fixed={"scripted": model})
         agent = assemble(binding, registry=default_registry(), models=models,
-                         run=RunFacts(address=ROOM, agent_name="assistant", browser=engine, resolver=table_resolver))
+                         run=run_facts(binding, browser=engine, resolver=table_resolver))
         with caplog.at_level(logging.WARNING, logger="capabilities.browser_use"):
             await agent.agent.run("go", deps=deps_for(binding))
     assert engine.proxies[0] is not None and engine.proxies[0].startswith("http://127.0.0.1:")

@@ -12,13 +12,11 @@ from pydantic_ai import DeferredToolRequests
 
 from capabilities import default_registry
 from capabilities.browser_use.engine import INSTALL_LINE, BrowserEngine, HttpBrowserEngine
-from capabilities.run import RunFacts
-from gateway.agents.assembly import assemble
 from gateway.agents.models import ModelResolver
 from gateway.checks.browsing import browser_problems
 from gateway.config.schema import CapabilityEntry, GatewayConfig
 from gateway.config.secrets import SecretSource
-from tests.support.capability_runs import ROOM, binding_with, deps_for
+from tests.support.capability_runs import assemble, binding_with, deps_for, run_facts
 from tests.support.fakes.browser_engine import running_browser_engine
 from tests.support.scripted import calls_then_answers
 
@@ -90,7 +88,7 @@ async def browse(task: str, *, engine: BrowserEngine | None, config: dict[str, A
     model = calls_then_answers(("browse_web", {"task": task}), answer=lambda r: returned.extend(r) or "done")
     models = ModelResolver({}, SecretSource(environ={}), fixed={"scripted": model})
     agent = assemble(binding, registry=default_registry(), models=models,
-                     run=RunFacts(address=ROOM, agent_name="assistant", browser=engine))
+                     run=run_facts(binding, browser=engine))
     result = await agent.agent.run("go", deps=deps_for(binding))
     return returned, result
 

@@ -11,11 +11,11 @@ from pydantic_ai.capabilities import AbstractCapability, Capability
 
 from capabilities import default_registry
 from capabilities.registry import CapabilityDef, Registry
-from capabilities.run import BuildContext, MissingStore
-from gateway.agents.assembly import MissingSecret, assemble
+from capabilities.run import BuildContext, ServiceMissing
+from gateway.agents.assembly import MissingSecret
 from gateway.agents.models import ModelResolver
 from gateway.config.secrets import SecretSource
-from tests.support.capability_runs import assembled, binding_with, recording, run_facts
+from tests.support.capability_runs import assemble, assembled, binding_with, recording, run_facts
 
 
 class ProbeConfig(BaseModel):
@@ -73,5 +73,5 @@ def test_a_secret_the_deployment_does_not_hold_stops_the_assembly() -> None:
 
 def test_a_run_wired_without_a_note_store_is_refused_not_left_without_memory() -> None:
     model, _ = recording()
-    with pytest.raises(MissingStore, match="'memory_files' needs the run's notes"):
+    with pytest.raises(ServiceMissing, match="'memory_files' needs MemoryFilesServices"):
         assembled(binding_with(["memory_files"]), model, notes=None)

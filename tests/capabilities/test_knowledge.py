@@ -8,16 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest_asyncio
-from gateway.agents.resources import Resources
 from pydantic_ai import AgentRunResult
 
+from capabilities.knowledge.services import bind
 from capabilities.knowledge.store import FullTextRanker, KnowledgeSearch, KnowledgeStore
-from capabilities.run import KnowledgeScope, RunFacts
+from capabilities.run import Deployment, KnowledgeScope
 from gateway.config.schema import GatewayConfig
+from gateway.config.secrets import SecretSource
 from storage.db import Database
 from storage.migrate import upgrade
 from tests.support.bound_runs import Seen, calling
-from tests.support.capability_runs import ROOM, assembled, binding_with, recording, run, tool_defs
+from tests.support.capability_runs import assembled, binding_with, recording, run, tool_defs
 from tests.support.fakes.mattermost import FakeMattermost
 from tests.support.fakes.slack import FakeSlack
 from tests.support.fakes.telegram import FakeTelegram
@@ -59,11 +60,11 @@ async def run_bound(db: Database, collections: Sequence[str], calls: Sequence[tu
                     config: dict[str, object] | None = None) -> tuple[AgentRunResult[Any], Seen]:
     """A run of an agent binding `collections`, its facts resolved as the runtime resolves them."""
     gateway_config = config_binding(*collections)
-    bound = await Resources(gateway_config, db).for_run()
-    facts = bound.bind(gateway_config.agents[0], RunFacts(address=ROOM, agent_name="assistant"))
+    services = bind(Deployment(db=db, config=gateway_config, settings=None, secrets=SecretSource(environ={})))
     model, seen = calling(calls)
     binding = binding_with([{"id": "knowledge", "config": config or {}}], instructions="Be helpful.")
-    result = await run(assembled(binding, model, facts={"knowledge": facts.knowledge}), "hi", binding=binding)
+    facts = {"knowledge_services": services, "collections": collections}
+    result = await run(assembled(binding, model, facts=facts), "hi", binding=binding)
     return result, seen
 
 

@@ -7,18 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway.agents.resources import BoundResources
 from pydantic_ai import AgentRunResult
 
 from capabilities import default_registry
 from capabilities.run import ContextFile
-from gateway.agents.assembly import assemble
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.models import ModelResolver
 from gateway.config.schema import AgentSpec, BindingSpec
 from gateway.config.secrets import SecretSource
 from tests.support.bound_runs import Seen, calling
-from tests.support.capability_runs import assembled, binding_with, deps_for, run, run_facts
+from tests.support.capability_runs import assemble, assembled, binding_with, deps_for, run, run_facts
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import TelegramBot, ask, running_gateway
 
@@ -113,7 +111,6 @@ async def test_a_pinned_delegate_gets_its_own_specs_files_and_not_its_callers() 
                                             "context_files": ["style"], "capabilities": ["context"]})
     style = ContextFile(name="style", description="House style.", mode="inject", format="markdown",
                         text="Write short sentences.")
-    bound = BoundResources(context_files={"glossary": GLOSSARY, "style": style})
     binding = Binding(bot_name="helper", agent=AgentDefinition(name="lead", version=1, spec=lead_spec,
                                                                pins={"writer": 1}),
                       spec=BindingSpec(), delegate_versions={("writer", 1): AgentDefinition(
@@ -121,7 +118,8 @@ async def test_a_pinned_delegate_gets_its_own_specs_files_and_not_its_callers() 
     parent, lead_seen = calling([("task", {"description": "draft it", "subagent_type": "writer"})])
     child, writer_seen = calling([])
     models = ModelResolver({}, SecretSource(environ={}), fixed={"parent": parent, "child": child})
-    agent = assemble(binding, registry=default_registry(), models=models, run=run_facts(binding), bind=bound.bind)
+    agent = assemble(binding, registry=default_registry(), models=models,
+                     run=run_facts(binding, context_files=(GLOSSARY, style)))
     await agent.agent.run("go", deps=deps_for(binding))
     assert "SLA: service level agreement." in (lead_seen.instructions[0] or "")
     writer_instructions = writer_seen.instructions[0] or ""

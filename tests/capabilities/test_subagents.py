@@ -27,14 +27,14 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from capabilities import default_registry
 from capabilities.registry import Registry
-from gateway.agents.assembly import AssembledAgent, assemble
+from gateway.agents.assembly import AssembledAgent
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.models import ModelResolver
 from gateway.config.schema import AgentSpec, BindingSpec
 from gateway.config.secrets import SecretSource
 from gateway.pipeline.runtime import shown_call
 from tests.e2e.test_telegram_approvals import buttons, cards, texts
-from tests.support.capability_runs import deps_for, run_facts
+from tests.support.capability_runs import assemble, deps_for, run_facts
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.gated_tools import deploy_registry
 from tests.support.harness import TelegramBot, running_gateway

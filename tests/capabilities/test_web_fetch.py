@@ -14,9 +14,8 @@ from pydantic_ai.capabilities import WebFetch
 
 from capabilities import default_registry
 from capabilities.registry import Registry, config_for
-from capabilities.run import BuildContext
 from capabilities.web_fetch import spellings
-from tests.support.capability_runs import assembled, binding_with, run, run_facts
+from tests.support.capability_runs import assembled, binding_with, context_for, run, run_facts
 from tests.support.fakes.pages import PDF, FakePages
 from tests.support.scripted import calls_then_answers
 
@@ -126,6 +125,6 @@ def test_native_and_auto_are_pydantic_ais_web_fetch_and_run_at_the_provider() ->
     assert definition is not None
     for method in ("native", "auto"):
         config = validated(method=method)
-        built = definition.build(BuildContext(capability="web_fetch", config=config, run=run_facts(binding_with())))
+        built = definition.build(context_for("web_fetch", config, run_facts(binding_with())))
         assert isinstance(built, WebFetch) and definition.provider_tools(config) == {"web_fetch"}
     assert definition.provider_tools(validated()) == frozenset()

@@ -10,14 +10,13 @@ from pydantic_ai.models.function import FunctionModel
 from capabilities import default_registry
 from capabilities.sandbox.facts import WorkspaceFacts
 from capabilities.sandbox.store import StoredWorkspaces, workspace_keys
-from gateway.agents.assembly import assemble
 from gateway.agents.bindings import AgentDefinition
 from gateway.agents.models import ModelResolver
 from gateway.config.schema import AgentSpec
 from gateway.config.secrets import SecretSource
 from storage.db import Database
 from tests.capabilities.test_subagents import RESEARCHER, lead
-from tests.support.capability_runs import ALICE, ROOM, deps_for, run_facts
+from tests.support.capability_runs import ALICE, ROOM, assemble, deps_for, run_facts
 from tests.support.scripted import calls_then_answers
 
 WRITE = ("write_file", {"path": "notes.md", "content": "the lead's finding"})

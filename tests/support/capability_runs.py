@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +14,17 @@ from pydantic_ai.tools import ToolDefinition
 
 from adapters.base import ChannelInfo, ChatAddress, HistoryItem, Speaker
 from capabilities import default_registry
+from capabilities.browser_use.services import BrowserServices
+from capabilities.context.services import ContextServices
 from capabilities.conversation_search.corpus import ConversationCorpus, Found, ThreadWindow
+from capabilities.conversation_search.services import ConversationSearchServices
+from capabilities.knowledge.services import KnowledgeServices
+from capabilities.memory_files.services import MemoryFilesServices
 from capabilities.memory_mem0.access import Mem0Access
-from capabilities.registry import Registry
+from capabilities.memory_mem0.services import Mem0Services
+from capabilities.registry import BoundRegistry, Registry
 from capabilities.run import (
+    BuildContext,
     ContextFile,
     ConversationState,
     KnowledgeScope,
@@ -26,9 +33,15 @@ from capabilities.run import (
     Outbox,
     RunFacts,
     SkillFolder,
+    SpecResources,
     SpillStore,
 )
-from gateway.agents.assembly import AssembledAgent, assemble
+from capabilities.sandbox.services import SandboxServices
+from capabilities.skills.services import SkillServices
+from capabilities.tool_output_limits.services import SpillServices
+from capabilities.web_fetch.services import WebFetchServices
+from gateway.agents import assembly
+from gateway.agents.assembly import AssembledAgent
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.models import ModelResolver
 from gateway.config.schema import AgentSpec, BindingSpec
@@ -135,6 +148,96 @@ def binding_with(capabilities: Iterable[Mapping[str, Any]] = (), *, binding: Map
                    spec=BindingSpec.model_validate(dict(binding or {})))
 
 
+STORES = ("notes", "spills", "conversations", "mem0", "knowledge", "knowledge_services", "context_files",
+          "skill_folders", "workspace", "browser", "resolver")
+"""What a test hands a run that the gateway binds per capability at start (`CapabilityDef.bind`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredFacts(RunFacts):
+    """A run's facts with the stores a test gives its capabilities, which `assemble` binds as their services."""
+
+    stores: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FixedContextFiles:
+    files: Mapping[str, ContextFile]
+
+    def get(self, name: str) -> ContextFile | None:
+        return self.files.get(name)
+
+
+async def _all_searchable(collections: Any) -> frozenset[str]:
+    return frozenset(collections)
+
+
+def services_of(stores: Mapping[str, Any]) -> dict[str, Any]:
+    """Each capability's services, as its `bind` would build them, from a test's stores."""
+    resolver = stores.get("resolver")
+    web = {} if resolver is None else {"resolver": resolver}
+    folders = {folder.name: folder for folder in stores.get("skill_folders", ())}
+    spills = stores.get("spills") or RunMemoryStore()
+    services: dict[str, Any] = {
+        "web_fetch": WebFetchServices(**web), "browser_use": BrowserServices(engine=stores.get("browser"), **web),
+        "tool_output_limits": SpillServices(spills=lambda _run_id: spills),
+        "context": ContextServices(files=FixedContextFiles({f.name: f for f in stores.get("context_files", ())})),
+        "skills": SkillServices(folders=folders),
+        "sandbox": SandboxServices(documents=None, skill_folders=folders),
+    }
+    if stores.get("notes") is not None:
+        services["memory_files"] = MemoryFilesServices(notes=stores["notes"])
+    if stores.get("mem0") is not None:
+        services["memory_mem0"] = Mem0Services(access=stores["mem0"])
+    if stores.get("conversations") is not None:
+        services["conversation_search"] = ConversationSearchServices(corpus=lambda *_: stores["conversations"])
+    if stores.get("knowledge") is not None:
+        services["knowledge"] = KnowledgeServices(search=stores["knowledge"].search, searchable=_all_searchable)
+    if stores.get("knowledge_services") is not None:
+        services["knowledge"] = stores["knowledge_services"]
+    return services
+
+
+def naming(binding: Binding, resources: SpecResources) -> Binding:
+    """`binding` with its agent's spec also naming `resources` (what a test hands the run by name)."""
+    spec = binding.agent.spec
+    named = {field: list(dict.fromkeys([*getattr(spec, field), *getattr(resources, field)]))
+             for field in ("collections", "context_files", "skill_folders")}
+    agent = replace(binding.agent, spec=spec.model_copy(update=named))
+    return replace(binding, agent=agent)
+
+
+def assemble(binding: Binding, *, registry: Registry | None = None, models: ModelResolver, run: RunFacts,
+             secrets: SecretSource | None = None, ask_user: Callable[[str], Awaitable[str]] | None = None,
+             **options: Any) -> AssembledAgent:
+    """`gateway.agents.assembly.assemble` with the registry bound to the stores the test's `run_facts` carries."""
+    stores = run.stores if isinstance(run, StoredFacts) else {}
+    capabilities = BoundRegistry(registry or default_registry(), services_of(stores),
+                                 secrets=secrets or SecretSource(environ={}))
+    if ask_user is not None:
+        capabilities = AskingRegistry(capabilities, ask_user)
+    return assembly.assemble(naming(binding, run.resources), capabilities=capabilities, models=models, run=run,
+                             **options)
+
+
+class AskingRegistry(BoundRegistry):
+    """A bound registry whose delegates' questions go to `ask` (a test's person)."""
+
+    def __init__(self, bound: BoundRegistry, ask: Callable[[str], Awaitable[str]]) -> None:
+        super().__init__(bound.registry, {d.id: bound.services(d.id) for d in bound.registry}, secrets=bound.secrets)
+        self._ask = ask
+
+    def ask_user(self) -> Callable[[str], Awaitable[str]]:
+        return self._ask
+
+
+def context_for(capability: str, config: Any, run: RunFacts, **options: Any) -> Any:
+    """A `BuildContext` for one entry, with the services its `bind` would give from the run's stores."""
+    stores = run.stores if isinstance(run, StoredFacts) else {}
+    return BuildContext(capability=capability, config=config, run=run, services=services_of(stores).get(capability),
+                        **options)
+
+
 def assembled(binding: Binding, model: Model, *, registry: Registry | None = None, notes: NoteStore | None = None,
               owner: MemoryOwner | None = None, spills: SpillStore | None = None, directory: Any = None,
               state: ConversationState | None = None, resuming: bool = False,
@@ -149,13 +252,24 @@ def assembled(binding: Binding, model: Model, *, registry: Registry | None = Non
     run = run_facts(binding, address=address, owner=owner, notes=notes, spills=spills or RunMemoryStore(),
                     directory=directory, state=state, resuming=resuming, notice=notice, conversations=conversations,
                     mem0=mem0, outbox=outbox or MemoryOutbox(), **(facts or {}))
-    return assemble(binding, registry=registry or default_registry(), models=models, run=run,
+    return assemble(binding, registry=registry, models=models, run=run,
                     secrets=SecretSource(environ=dict(secrets or {})))
 
 
 def run_facts(binding: Binding, *, address: ChatAddress = ROOM, **facts: Any) -> RunFacts:
-    """The facts a runtime would decide for a run of `binding` in `address`, spills in memory by default."""
-    return RunFacts(address=address, agent_name=binding.agent.name, **{"spills": RunMemoryStore(), **facts})
+    """The facts a runtime would decide for a run of `binding` in `address`, with the stores the test gives its
+    capabilities (spills in memory by default); a `workspace` is the run's own, as a lent one is."""
+    stores = {name: facts.pop(name) for name in STORES if name in facts}
+    resources = SpecResources(
+        collections=tuple(stores["knowledge"].collections) if stores.get("knowledge") else
+        tuple(facts.pop("collections", ())),
+        context_files=tuple(f.name for f in stores.get("context_files", ())),
+        skill_folders=tuple(f.name for f in stores.get("skill_folders", ())))
+    kept = {"sandbox": stores["workspace"]} if stores.get("workspace") is not None else {}
+    facts.setdefault("speaker", ALICE)
+    facts.setdefault("run_id", 1)
+    return StoredFacts(address=address, agent_name=binding.agent.name, stores=stores, resources=resources, kept=kept,
+                       **facts)
 
 
 def deps_for(binding: Binding, address: ChatAddress = ROOM) -> TurnDeps:

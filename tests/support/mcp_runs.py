@@ -14,13 +14,13 @@ from pydantic_ai.models import Model
 from capabilities import default_registry
 from capabilities.egress.url_guard import Resolver, system_resolver
 from capabilities.registry import Registry
-from gateway.agents.assembly import AssembledAgent, assemble
+from gateway.agents.assembly import AssembledAgent
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.mcp_servers import ConnectedServers, McpServers
 from gateway.agents.models import ModelResolver
 from gateway.config.schema import AgentSpec, BindingSpec, McpServerSpec
 from gateway.config.secrets import SecretSource
-from tests.support.capability_runs import MemoryState, deps_for, run_facts
+from tests.support.capability_runs import MemoryState, assemble, deps_for, run_facts
 
 SERVER_SCRIPT = Path(__file__).parent / "mcp_fakes" / "issues_server.py"
 STDIO: dict[str, Any] = {"name": "issues", "command": sys.executable, "args": [str(SERVER_SCRIPT)]}

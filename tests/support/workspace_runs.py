@@ -12,11 +12,10 @@ from adapters.base import ChatAddress, Speaker
 from capabilities import default_registry
 from capabilities.sandbox.facts import SandboxConnection, UploadedFile, WorkspaceDocuments, WorkspaceFacts
 from capabilities.sandbox.store import workspace_keys
-from gateway.agents.assembly import assemble
 from gateway.agents.models import ModelResolver
 from gateway.config.secrets import SecretSource
 from gateway.pipeline.runtime import TurnDeps
-from tests.support.capability_runs import binding_with, run_facts
+from tests.support.capability_runs import assemble, binding_with, run_facts
 from tests.support.scripted import calls_then_answers
 
 ALICE = Speaker(platform="slack", platform_user_id="U1", display_name="Alice")
