@@ -8,17 +8,18 @@ from typing import Any
 
 import pytest
 import yaml
-from gateway.agents.resources import Resources
 from typer.testing import CliRunner
 
 from capabilities.context.files import UnreadableContextFile
-from capabilities.knowledge.store import FullTextRanker, KnowledgeSearch
-from capabilities.run import RunFacts
+from capabilities.context.services import bind as bind_context
+from capabilities.knowledge.services import bind as bind_knowledge
+from capabilities.run import Deployment
 from gateway.cli.main import app
 from gateway.config.schema import load_config
+from gateway.config.secrets import SecretSource
 from storage.db import Database
 from storage.migrate import upgrade
-from tests.support.capability_runs import ROOM, SKILLS
+from tests.support.capability_runs import SKILLS
 
 
 def config(**changes: Any) -> dict[str, Any]:
@@ -180,12 +181,12 @@ async def searched(database_url: str, query: str) -> list[str]:
     db = Database(database_url)
     try:
         loaded = load_config(Path("gateway.yaml"))
-        facts = (await Resources(loaded, db).for_run()).bind(loaded.agents[0], RunFacts(address=ROOM,
-                                                                                         agent_name="assistant"))
-        if facts.knowledge is None:
+        services = bind_knowledge(Deployment(db=db, config=loaded, settings=None, secrets=SecretSource(environ={})))
+        collections = tuple(loaded.agents[0].collections)
+        searchable = [name for name in collections if name in await services.searchable(collections)]
+        if not searchable:
             return []
-        search = KnowledgeSearch((FullTextRanker(db),))
-        return [p.source for p in await search.search(facts.knowledge.collections, query, limit=5)]
+        return [p.source for p in await services.search.search(searchable, query, limit=5)]
     finally:
         await db.close()
 
@@ -196,10 +197,12 @@ async def test_a_context_file_edited_between_turns_is_read_again(here: Path, sql
     db = Database(sqlite_url)
     try:
         await upgrade(db)
-        resources = Resources(loaded, db)
+        files = bind_context(Deployment(db=db, config=loaded, settings=None, secrets=SecretSource(environ={}))).files
 
         async def escalation() -> str:
-            return (await resources.for_run()).context_files["escalation"].text
+            found = files.get("escalation")
+            assert found is not None
+            return found.text
 
         assert await escalation() == "sev1: the on-call lead\n"
         (here / "escalation.md").write_text("sev1: page the incident commander\n")

@@ -1,0 +1,67 @@
+"""Each capability is a room of its own: the core names none, builds none by name, and the capabilities package holds
+the registry, the build context and one entry per capability."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+from capabilities import CAPABILITIES
+from gateway.pipeline.runtime import Runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+IDS = frozenset(definition.id for definition in CAPABILITIES)
+
+SHARED = {
+    "__init__.py": "the package: loads the catalog lazily",
+    "offered.py": "the catalog: one line per capability",
+    "registry": "the registry, its declarations and their config errors",
+    "run.py": "the build context: what a capability receives at start and per run",
+    "egress": "the outbound-request guard web_fetch, browser_use and the MCP client share",
+    "tool_replies.py": "what every tool tells the model, and how it reports trouble",
+}
+"""What `capabilities/` holds besides one entry per capability, and why."""
+
+NAMING_ALLOWED = {
+    "gateway/checks/": "config validation: it names the capability whose settings it checks",
+    "gateway/cli/demo.py": "the demo's own config binds a capability",
+    "gateway/cli/main.py": "`gateway knowledge` is a command's name",
+}
+
+
+def test_capabilities_holds_the_registry_the_build_context_and_one_entry_per_capability() -> None:
+    entries = {path.name for path in (ROOT / "capabilities").iterdir() if not path.name.startswith(("_", "."))
+               or path.name == "__init__.py"}
+    strays = entries - set(SHARED) - IDS - {f"{id_}.py" for id_ in IDS}
+    assert not strays, f"capabilities/ holds {sorted(strays)}: move each into its capability's folder"
+    homeless = {id_ for id_ in IDS if id_ not in entries and f"{id_}.py" not in entries}
+    assert not homeless, f"capabilities {sorted(homeless)} have no folder (or module) of their own"
+
+
+def string_constants(path: Path) -> list[tuple[int, str]]:
+    """(line, value) of every string in the module that is not a docstring."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_the_core_spells_no_capability_id_outside_config_validation() -> None:
+    spelled = []
+    for path in sorted((ROOT / "gateway").rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if any(relative.startswith(allowed) for allowed in NAMING_ALLOWED):
+            continue
+        spelled += [f"{relative}:{line}: {value!r}" for line, value in string_constants(path) if value in IDS]
+    assert not spelled, "the core names capabilities; make it a declaration on the capability:\n" + "\n".join(spelled)
+
+
+def test_the_runtime_takes_at_most_six_collaborators_and_imports_no_capability() -> None:
+    parameters = [name for name in inspect.signature(Runtime.__init__).parameters if name != "self"]
+    assert len(parameters) <= 6, parameters
+    tree = ast.parse((ROOT / "gateway/pipeline/runtime.py").read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    capability_modules = {module for module in imported if module.startswith("capabilities")}
+    assert capability_modules <= {"capabilities.registry", "capabilities.run"}, capability_modules
