@@ -438,15 +438,16 @@ class BoundRegistry:
         self.registry = registry
         self._services = dict(services)
         self.secrets = secrets
+        self.binding_only = tuple(definition.id for definition in registry if definition.binding_only)
+        """The capabilities granted per bot binding rather than in an agent spec."""
+        self.asking: AskUser | None = next((cast(AskUser, d.ask_user) for d in registry if d.ask_user is not None),
+                                           None)
+        """How a delegate's question reaches the run's person, from the capability that offers it; None: nobody
+        offers one."""
 
     def services(self, capability_id: str) -> Any:
         """What the capability's `bind` built; None when it binds nothing (or was not bound)."""
         return self._services.get(capability_id)
-
-    def ask_user(self) -> AskUser | None:
-        """How a delegate's question reaches the run's person, from the capability that offers it; None: nobody
-        offers one."""
-        return next((cast(AskUser, d.ask_user) for d in self.registry if d.ask_user is not None), None)
 
     def asked(self, metadata: Any) -> tuple[str, str] | None:
         """(asker, question) when a parked call waits on a question to the person; None for an approval."""

@@ -89,7 +89,8 @@ def assemble(binding: Binding, *, capabilities: BoundRegistry, models: ModelReso
     run's person the way the capability offering it says (`CapabilityDef.ask_user`)."""
     spec = binding.agent.spec
     registry = capabilities.registry
-    binding_text = binding_instructions(binding.spec.instructions, run.directory, run.address.channel_id)
+    binding_text = binding.spec.instructions and binding_instructions(binding.spec.instructions, run.directory,
+                                                                        run.address.channel_id)
     instructions = [text for text in (spec.instructions, binding_text) if not isinstance(text, str) or text.strip()]
     modes = binding.spec.approvals.tool_approval
     delegated, end_run = RunUsage(), RunEnd()
@@ -99,15 +100,17 @@ def assemble(binding: Binding, *, capabilities: BoundRegistry, models: ModelReso
     builder = CapabilityBuilder(capabilities=capabilities, binding_modes=modes, end_run=end_run)
     delegates = GatewayDelegates(parent=spec, pins=binding.agent.pins, versions=binding.delegate_versions,
                                  builder=builder, models=models, run=run, usage=delegated,
-                                 ask_user=capabilities.ask_user(), traced=traced).delegation(depth_left=None,
-                                                                                             specialists=kept)
-    built, policy = builder.build([*spec.capabilities, *_binding_grants(binding, registry)],
+                                 ask_user=capabilities.asking, traced=traced).delegation(depth_left=None,
+                                                                                         specialists=kept)
+    built, policy = builder.build([*spec.capabilities, *_binding_grants(binding, capabilities)],
                                   replace(run, delegates=delegates))
-    policy = mcp.governed(policy, modes)
+    if mcp.servers:
+        policy = mcp.governed(policy, modes)
+    toolsets = mcp.toolsets(deferred=_defers_mcp_tools(spec, registry)) if mcp.servers else None
+    governs = policy.gated or policy.names or policy.descriptions or policy.gated_when is not None
     agent: Agent[Any, Output] = Agent(models.resolve(spec.model), output_type=[str, DeferredToolRequests],
-                                      instructions=instructions or None, name=spec.name,
-                                      toolsets=mcp.toolsets(deferred=_defers_mcp_tools(spec, registry)),
-                                      capabilities=[*traced, *built, policy])
+                                      instructions=instructions or None, name=spec.name, toolsets=toolsets,
+                                      capabilities=[*traced, *built, *((policy,) if governs else ())])
     return AssembledAgent(agent=agent, policy=policy, delegated=delegated, specialists=kept, end_run=end_run)
 
 
@@ -269,10 +272,10 @@ def charge_to(ledger: RunUsage, usage: RequestUsage) -> None:
     ledger.incr(usage)
 
 
-def _binding_grants(binding: Binding, registry: Registry) -> list[CapabilityEntry]:
+def _binding_grants(binding: Binding, capabilities: BoundRegistry) -> list[CapabilityEntry]:
     """Capabilities granted per bot binding (`channel_tools`), attached like a spec's entries."""
-    return [CapabilityEntry(id=definition.id, config=grant) for definition in registry
-            if definition.binding_only and (grant := getattr(binding.spec, definition.id, None)) is not None]
+    return [CapabilityEntry(id=capability, config=grant) for capability in capabilities.binding_only
+            if (grant := getattr(binding.spec, capability, None)) is not None]
 
 
 def _gated_tools(definition: CapabilityDef[Any], entry: CapabilityEntry, binding_modes: Mapping[str, str],

@@ -33,7 +33,7 @@ from capabilities.registry import BoundRegistry, RunRefused
 from capabilities.run import MemoryOwner, RunFacts, Upload
 from gateway.agents.assembly import AssembledAgent, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
-from gateway.agents.mcp_servers import ConnectedServers, McpServers
+from gateway.agents.mcp_servers import NO_SERVERS, ConnectedServers, McpServers
 from gateway.agents.models import ModelResolver
 from gateway.config.schema import AgentSpec, BindingSpec
 from gateway.config.secrets import SecretSource
@@ -187,7 +187,7 @@ class Runtime:
         if run_id is None:
             run_id = await self.open_run(turn)
         return await self._drive(run_id, turn.deps, reply, record_answer=record_answer, prompt=turn.prompt,
-                                 history=turn.history, files=turn.files, turn_key=turn_key(run_id, turn.inbox_id),
+                                 history=turn.history, files=turn.files, inbox_id=turn.inbox_id,
                                  retried=turn.retried)
 
     async def record_answered(self, outcome: Answered) -> None:
@@ -207,6 +207,8 @@ class Runtime:
         """The run with the MCP servers its agent binds connected for its length (those down are skipped)."""
         await reply.start()
         try:
+            if not deps.binding.agent.spec.mcp_servers:
+                return await self._drive_connected(run_id, deps, reply, mcp=NO_SERVERS, **kwargs)
             async with self._mcp.connect(deps.binding.agent.spec) as mcp:
                 return await self._drive_connected(run_id, deps, reply, mcp=mcp, **kwargs)
         finally:
@@ -215,21 +217,24 @@ class Runtime:
     async def _drive_connected(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, mcp: ConnectedServers,
                                resuming: bool = False, delegated: RunUsage | None = None,
                                specialists: Sequence[Mapping[str, Any]] = (), files: Sequence[Attachment] = (),
-                               record_answer: bool = True, turn_key: str | None = None, retried: bool = False,
+                               record_answer: bool = True, inbox_id: int | None = None, retried: bool = False,
                                **run_input: Any) -> RunOutcome:
-        """`turn_key`: the outbox key of a new run's turn (a resume looks it up); `retried`: an earlier attempt of
-        this turn may have stored files it did not post."""
+        """`inbox_id`: the item of a new run's turn, which keys its outbox (a resume looks it up); `retried`: an
+        earlier attempt of this turn may have stored files it did not post."""
         bot = deps.binding.bot_name
+        bound = _bound_ids(deps.binding)
         outbox = None
-        if self._capabilities.registry.posts_files(_bound_ids(deps.binding)):
+        if bound and self._capabilities.registry.posts_files(bound):
             outbox = RunOutbox(self._db, self._chats.files.get(bot), deps.address, run_id=run_id,
-                               key=turn_key or await self._turn_key(run_id), earlier=retried or resuming,
+                               key=turn_key(run_id, inbox_id) if not resuming else await self._turn_key(run_id),
+                               earlier=retried or resuming,
                                claim=self._chats.file_claim)
         run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner,
                        speaker=deps.speaker, user_key=deps.user_key, run_id=run_id,
                        directory=self._chats.directories.get(bot), notice=reply.notice,
-                       state=StoredConversationState(self._db, deps.address.conversation_key), resuming=resuming,
-                       outbox=outbox, mcp_servers=mcp.names, sandbox_scope=deps.binding.spec.sandbox_scope,
+                       state=StoredConversationState(self._db, deps.address.conversation_key) if bound else None,
+                       resuming=resuming, outbox=outbox, sandbox_scope=deps.binding.spec.sandbox_scope,
+                       mcp_servers=tuple(connected.server.name for connected in mcp.servers),
                        uploads=tuple(Upload(name=file.name, data=file.data) for file in files if file.data is not None))
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence

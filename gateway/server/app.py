@@ -273,7 +273,7 @@ class Gateway:
                                "server.port (or server.host) in gateway.yaml") from exc
         self.port = sock.getsockname()[1]
         server = _EmbeddedServer(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", ws="none"))
-        self._essential.append(self._spawn(server.serve(sockets=[sock])))
+        self._essential.append(self._spawn(server.serve(sockets=[sock]), name="server: http"))
         self._stack.push_async_callback(_close_listeners, server, sock)
         log.info("HTTP server listening on %s", self.url)
 

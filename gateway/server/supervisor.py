@@ -89,10 +89,12 @@ class Supervisor:
             await asyncio.sleep(self._lease_ttl / 4)  # another replica's lease: nothing announces its end
 
     async def _hold(self, transport: Transport) -> None:
-        if self._cache is None:
-            return await transport.run_transport(self._deliver)
-        running = asyncio.create_task(transport.run_transport(self._deliver))
+        """The transport runs in a task of its own: each event it waits for resumes that task, not this one."""
+        running = asyncio.create_task(transport.run_transport(self._deliver),
+                                      name=f"transport: {self._adapter.bot_id}")
         try:
+            if self._cache is None:
+                return await running
             while True:
                 done, _ = await asyncio.wait({running}, timeout=self._lease_ttl / 4)
                 if done:
