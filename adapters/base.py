@@ -126,7 +126,7 @@ class Inbound:
     message_id: str
     addressed: Addressed | None
     attachments: tuple[FileRef, ...] = ()
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    raw: Mapping[str, Any] = field(default_factory=dict[str, Any], compare=False, repr=False)
 
     @property
     def logical_id(self) -> str:
@@ -141,7 +141,7 @@ class ApprovalClick:
     clicker: Speaker
     card: MessageRef
     logical_id: str
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    raw: Mapping[str, Any] = field(default_factory=dict[str, Any], compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

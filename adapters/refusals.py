@@ -26,7 +26,7 @@ def _slack(exc: BaseException) -> str | None:
     error_class = _loaded("slack_sdk.errors", "SlackApiError")
     if error_class is None or not isinstance(exc, error_class):
         return None
-    response: Any = exc.response  # type: ignore[attr-defined]
+    response: Any = getattr(exc, "response", None)  # SlackApiError's, found by name: see the module's docstring
     if _passing(getattr(response, "status_code", None)):
         return None
     return f"slack: {response.get('error') or 'refused'}"

@@ -29,6 +29,8 @@ def _reason(exc: BaseException) -> str:
                 return "timed out"
             case ssl.SSLError():
                 return f"TLS failed ({cause.reason or cause})"
+            case _:
+                continue
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text[:160]}" if text else type(exc).__name__
 

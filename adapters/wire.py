@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from adapters.base import FileRef, MalformedPayload
 
@@ -46,9 +46,24 @@ def check_storable(value: Any, what: str) -> None:
 def read_json_object(data: bytes | str, what: str) -> dict[str, Any]:
     """As `read_json`, for a body that must be a JSON object."""
     value = read_json(data, what)
-    if not isinstance(value, dict):
+    if not is_object(value):
         raise MalformedPayload(f"{what} is not a JSON object")
-    return value
+    return dict(value)
+
+
+def is_object(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """Whether a payload's value is a JSON object (a mapping: JSON's keys are always text)."""
+    return isinstance(value, Mapping)
+
+
+def is_array(value: object) -> TypeGuard[list[Any]]:
+    """Whether a payload's value is a JSON array."""
+    return isinstance(value, list)
+
+
+def objects_in(value: object) -> list[Mapping[str, Any]]:
+    """The objects among a JSON array's items; none when `value` is not an array."""
+    return [item for item in value if is_object(item)] if is_array(value) else []
 
 
 def unreadable_frame(frame: bytes | str, reason: str) -> dict[str, Any]:
@@ -91,11 +106,11 @@ def _unstorable(value: Any, limit: int) -> str | None:
     pending: list[tuple[Any, int]] = [(value, 1)]
     while pending:
         node, depth = pending.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else (node,)
+        children = node.values() if is_object(node) else node if is_array(node) else (node,)
         for child in children:
             if isinstance(child, float) and not math.isfinite(child):
                 return f"holds {child!r}, a number JSON cannot carry"
-            if isinstance(child, (dict, list)) and child is not node:
+            if (is_object(child) or is_array(child)) and child is not node:
                 if depth + 1 > limit:
                     return f"nests deeper than {limit} levels"
                 pending.append((child, depth + 1))

@@ -27,7 +27,7 @@ import aiohttp
 from aiohttp import web
 
 from local_platforms.mattermost_files import MattermostFiles
-from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer
+from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, is_json_array, is_json_object
 
 __all__ = ["ApiCall", "LocalMattermost", "OutgoingWebhook"]
 
@@ -81,7 +81,7 @@ class _Connection:
     user_id: str
     socket: web.WebSocketResponse
     request: web.Request
-    seq: itertools.count = field(default_factory=lambda: itertools.count(1))
+    seq: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
 
 Handler = Callable[[str, web.Request, Any], Awaitable[Any]]
@@ -150,7 +150,7 @@ class LocalMattermost(LocalPlatform):
                  is_bot: bool = False) -> JSON:
         """Create an account; with a ``token`` it can call the API. Returns its user JSON."""
         now = self._now()
-        user = {"id": _new_id(), "username": username, "first_name": first_name, "last_name": last_name,
+        user: JSON = {"id": _new_id(), "username": username, "first_name": first_name, "last_name": last_name,
                 "nickname": "", "email": f"{username}@example.org", "is_bot": is_bot,
                 "roles": "system_user", "create_at": now, "update_at": now, "delete_at": 0}
         self._users[user["id"]] = user
@@ -163,7 +163,8 @@ class LocalMattermost(LocalPlatform):
         return self.add_user(username, first_name=display_name, token=token, is_bot=True)
 
     def add_team(self, name: str, *, members: Iterable[JSON] = ()) -> JSON:
-        team = {"id": _new_id(), "name": name, "display_name": name.title(), "type": "O", "create_at": self._now()}
+        team: JSON = {"id": _new_id(), "name": name, "display_name": name.title(), "type": "O",
+                      "create_at": self._now()}
         self._teams[team["id"]] = team
         self._team_members[team["id"]] = {m["id"] for m in members}
         return copy.deepcopy(team)
@@ -380,7 +381,7 @@ class LocalMattermost(LocalPlatform):
         return user
 
     async def users_ids(self, user_id: str, request: web.Request, body: Any) -> list[JSON]:
-        if not isinstance(body, list):
+        if not is_json_array(body):
             raise ApiError(400, "api.context.invalid_body_param.app_error",
                            "Invalid or missing user_ids in request body.")
         return [copy.deepcopy(self._users[i]) for i in body if i in self._users]
@@ -399,7 +400,7 @@ class LocalMattermost(LocalPlatform):
 
     async def typing(self, user_id: str, request: web.Request, body: Any) -> JSON:
         self._require_self(user_id, request)
-        channel = self._readable_channel(user_id, (body or {}).get("channel_id", ""))
+        channel = self._readable_channel(user_id, _or_empty(body).get("channel_id", ""))
         if user_id not in self._channel_members[channel["id"]]:
             raise ApiError(403, "api.context.permissions.app_error", "You do not have the appropriate permissions.")
         return {"status": "OK"}
@@ -413,7 +414,7 @@ class LocalMattermost(LocalPlatform):
 
     async def search_channels(self, user_id: str, request: web.Request, body: Any) -> list[JSON]:
         team_id = request.match_info["team_id"]
-        term = str((body or {}).get("term", "")).lower()
+        term = str(_or_empty(body).get("term", "")).lower()
         return [copy.deepcopy(c) for c in self._channels.values() if c["team_id"] == team_id and c["type"] == "O"
                 and (term in c["name"].lower() or term in c["display_name"].lower())]
 
@@ -444,7 +445,7 @@ class LocalMattermost(LocalPlatform):
     async def update_post(self, user_id: str, request: web.Request, body: Any) -> JSON:
         """The whole post: ``props`` not given are removed, as the real server does."""
         post = self._readable_post(user_id, request.match_info["post_id"])
-        if post["user_id"] != user_id or (body or {}).get("id") != post["id"]:
+        if post["user_id"] != user_id or _or_empty(body).get("id") != post["id"]:
             raise ApiError(400 if post["user_id"] == user_id else 403, "api.post.update_post.app_error",
                            "Invalid or missing post id, or not the author.")
         _check_message(str(body.get("message", "")))
@@ -533,11 +534,11 @@ class LocalMattermost(LocalPlatform):
         """The first frame must be the authentication challenge with a known token."""
         try:
             frame = await socket.receive(timeout=10)
-            challenge = json.loads(frame.data) if frame.type == aiohttp.WSMsgType.TEXT else {}
+            challenge: Any = json.loads(frame.data) if frame.type == aiohttp.WSMsgType.TEXT else {}
         except (TimeoutError, json.JSONDecodeError):
             return None
-        seq = challenge.get("seq", 1) if isinstance(challenge, dict) else 1
-        token = (challenge.get("data") or {}).get("token") if isinstance(challenge, dict) else None
+        seq = challenge.get("seq", 1) if is_json_object(challenge) else 1
+        token = _or_empty(challenge.get("data")).get("token") if is_json_object(challenge) else None
         user_id = self._tokens.get(token or "") if challenge.get("action") == "authentication_challenge" else None
         if user_id is None:
             await socket.send_json({"status": "FAIL", "seq_reply": seq, "error": {
@@ -572,7 +573,7 @@ class LocalMattermost(LocalPlatform):
         if mentions:
             data["mentions"] = json.dumps(sorted(mentions))
         for connection in [c for c in self._connections if c.user_id in members]:
-            event = {"event": "posted", "data": data, "seq": next(connection.seq),
+            event: JSON = {"event": "posted", "data": data, "seq": next(connection.seq),
                      "broadcast": {"omit_users": None, "user_id": "", "channel_id": channel["id"], "team_id": ""}}
             try:
                 await connection.socket.send_json(event)
@@ -626,10 +627,10 @@ class LocalMattermost(LocalPlatform):
     async def _answer_webhook(self, hook: OutgoingWebhook, result: tuple[int, str], post: JSON) -> None:
         """A 2xx answer with a JSON `text` is posted in the channel, as Mattermost does."""
         try:
-            answer = json.loads(result[1]) if 200 <= result[0] < 300 else {}
+            answer: Any = json.loads(result[1]) if 200 <= result[0] < 300 else {}
         except json.JSONDecodeError:
             return
-        if isinstance(answer, dict) and isinstance(answer.get("text"), str) and answer["text"]:
+        if is_json_object(answer) and isinstance(answer.get("text"), str) and answer["text"]:
             reply = self._store_post(hook.creator_id, post["channel_id"], answer["text"], "",
                                      props={"from_webhook": "true", "override_username": "webhook"})
             await self._publish(reply)
@@ -642,12 +643,12 @@ class LocalMattermost(LocalPlatform):
         if channel is None or user_id not in self._channel_members[channel_id]:
             raise ApiError(403, "api.context.permissions.app_error", "You do not have the appropriate permissions.")
         _check_message(message)
-        if not message.strip() and not (isinstance(props, dict) and props.get("attachments")) and not file_ids:
+        if not message.strip() and not (is_json_object(props) and props.get("attachments")) and not file_ids:
             raise ApiError(400, "api.post.create_post.message.app_error", "Post must have a message or a file.")
         root = self._posts.get(root_id) if root_id else None
         if root_id and (root is None or root["channel_id"] != channel_id or root["root_id"]):
             raise ApiError(400, "api.post.create_post.root_id.app_error", "Invalid RootId parameter.")
-        extra = dict(props) if isinstance(props, dict) else {}
+        extra: JSON = dict(props) if is_json_object(props) else {}
         if self._users[user_id].get("is_bot"):
             extra["from_bot"] = "true"
         post = self._store_post(user_id, channel_id, message, root_id, props=extra)
@@ -661,7 +662,7 @@ class LocalMattermost(LocalPlatform):
 
     def _store_post(self, user_id: str, channel_id: str, message: str, root_id: str, *, props: JSON) -> JSON:
         now = self._now()
-        post = {"id": _new_id(), "create_at": now, "update_at": now, "edit_at": 0, "delete_at": 0,
+        post: JSON = {"id": _new_id(), "create_at": now, "update_at": now, "edit_at": 0, "delete_at": 0,
                 "is_pinned": False, "user_id": user_id, "channel_id": channel_id, "root_id": root_id,
                 "original_id": "", "message": message, "type": "", "props": props, "hashtags": "",
                 "pending_post_id": "", "reply_count": 0, "metadata": {}}
@@ -669,7 +670,7 @@ class LocalMattermost(LocalPlatform):
         return post
 
     def _new_channel(self, team_id: str, kind: str, name: str, display_name: str) -> JSON:
-        channel = {"id": _new_id(), "team_id": team_id, "type": kind, "name": name, "display_name": display_name,
+        channel: JSON = {"id": _new_id(), "team_id": team_id, "type": kind, "name": name, "display_name": display_name,
                    "header": "", "purpose": "", "create_at": self._now(), "delete_at": 0, "creator_id": ""}
         self._channels[channel["id"]] = channel
         self._channel_members.setdefault(channel["id"], set())
@@ -704,10 +705,17 @@ class LocalMattermost(LocalPlatform):
         self._changes.notify()
 
 
+def _or_empty(body: Any) -> JSON:
+    """A request body read as an object, `{}` when there is none (a body of another kind fails where it is read)."""
+    return body or {}
+
+
 def _as_clients_see_it(post: JSON) -> JSON:
     """Button `integration` (URL and context) is stripped from posts sent to clients."""
     shown = copy.deepcopy(post)
-    for attachment in shown["props"].get("attachments", []) if isinstance(shown.get("props"), dict) else []:
+    props = shown.get("props")
+    attachments: list[Any] = props.get("attachments", []) if is_json_object(props) else []
+    for attachment in attachments:
         for action in attachment.get("actions", []):
             action.pop("integration", None)
     return shown

@@ -29,8 +29,8 @@ class MattermostFiles:
     user_of: Callable[[str], str | None]
     member: Callable[[str, str], bool]
     notify: Callable[[], None]
-    infos: dict[str, JSON] = field(default_factory=dict)
-    content: dict[str, bytes] = field(default_factory=dict)
+    infos: dict[str, JSON] = field(default_factory=dict[str, JSON])
+    content: dict[str, bytes] = field(default_factory=dict[str, bytes])
     max_file_size: int = MAX_FILE_SIZE
 
     def routes(self, app: web.Application, api: str) -> None:
@@ -39,7 +39,7 @@ class MattermostFiles:
 
     def add(self, channel_id: str, user_id: str, name: str, content: bytes, *, mime_type: str) -> JSON:
         """Store a file in a channel as `user_id` uploaded it; returns its info."""
-        info = {"id": uuid.uuid4().hex[:26], "user_id": user_id, "channel_id": channel_id, "name": name,
+        info: JSON = {"id": uuid.uuid4().hex[:26], "user_id": user_id, "channel_id": channel_id, "name": name,
                 "extension": name.rsplit(".", 1)[-1] if "." in name else "", "size": len(content),
                 "mime_type": mime_type, "post_id": ""}
         self.infos[info["id"]] = info

@@ -8,7 +8,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeGuard
 
 import aiohttp
 from aiohttp import web
@@ -98,4 +98,14 @@ async def json_object(request: web.Request) -> dict[str, Any] | None:
         body = json.loads(await request.read() or b"{}")
     except ValueError:
         return None
-    return body if isinstance(body, dict) else None
+    return body if is_json_object(body) else None
+
+
+def is_json_object(value: object) -> TypeGuard[dict[str, Any]]:
+    """Whether a decoded JSON value is an object (JSON's keys are always text)."""
+    return isinstance(value, dict)
+
+
+def is_json_array(value: object) -> TypeGuard[list[Any]]:
+    """Whether a decoded JSON value is an array."""
+    return isinstance(value, list)

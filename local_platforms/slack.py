@@ -90,14 +90,14 @@ class SlackApp:
     request_url: str | None = None
     """Where Events API requests go (and interactivity, unless it has its own); ``None``: Socket Mode."""
     interactivity_url: str | None = None
-    connected_at: list[float] = field(default_factory=list)
+    connected_at: list[float] = field(default_factory=list[float])
     """``time.monotonic()`` of every Socket Mode connection."""
-    acked: list[str] = field(default_factory=list)
-    http: list[HttpDelivery] = field(default_factory=list)
-    sockets: list[web.WebSocketResponse] = field(default_factory=list, repr=False)
-    unacked: dict[str, JSON] = field(default_factory=dict, repr=False)
+    acked: list[str] = field(default_factory=list[str])
+    http: list[HttpDelivery] = field(default_factory=list[HttpDelivery])
+    sockets: list[web.WebSocketResponse] = field(default_factory=list[web.WebSocketResponse], repr=False)
+    unacked: dict[str, JSON] = field(default_factory=dict[str, JSON], repr=False)
     """Envelopes sent and not yet acknowledged, by id: sent again on the next connection."""
-    waiting: list[JSON] = field(default_factory=list, repr=False)
+    waiting: list[JSON] = field(default_factory=list[JSON], repr=False)
     """Envelopes queued while no socket was open."""
     send_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     scopes: set[str] = field(default_factory=lambda: {"files:read", "files:write"})
@@ -390,7 +390,7 @@ class LocalSlack(LocalPlatform):
         """Send a new message to every member app: ``message``, and ``app_mention`` to each app it names."""
         channel = self._channels[channel_id]
         named = set(_MENTION.findall(message.get("text") or ""))
-        deliveries = []
+        deliveries: list[Awaitable[None]] = []
         for app in self._member_apps(channel_id):
             deliveries.append(self._emit(app, _message_event(channel, message)))
             if app.bot_user_id in named and not channel["is_im"]:
@@ -745,16 +745,24 @@ def _list_type(channel: JSON) -> str:
     return {"channel": "public_channel", "group": "private_channel"}.get(kind, kind)
 
 
+def _elements(message: JSON) -> list[tuple[JSON, JSON]]:
+    """Each Block Kit element of a message, with its block (messages here were posted by bots under test)."""
+    blocks: list[JSON] = message.get("blocks") or []
+    pairs: list[tuple[JSON, JSON]] = []
+    for block in blocks:
+        elements: list[JSON] = block.get("elements") or []
+        pairs += [(block, element) for element in elements]
+    return pairs
+
+
 def _has_button(message: JSON, action_id: str) -> bool:
-    return any(element.get("action_id") == action_id
-               for block in message.get("blocks") or [] for element in block.get("elements") or [])
+    return any(element.get("action_id") == action_id for _, element in _elements(message))
 
 
 def _button(message: JSON, action_id: str) -> tuple[JSON, str]:
-    for block in message.get("blocks") or []:
-        for element in block.get("elements") or []:
-            if element.get("action_id") == action_id:
-                return element, str(block.get("block_id", ""))
+    for block, element in _elements(message):
+        if element.get("action_id") == action_id:
+            return element, str(block.get("block_id", ""))
     raise ValueError(f"message {message.get('ts')!r} has no button {action_id!r}")
 
 

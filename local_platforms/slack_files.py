@@ -18,6 +18,8 @@ from typing import Any
 
 from aiohttp import web
 
+from local_platforms.server import is_json_array, is_json_object
+
 JSON = dict[str, Any]
 
 SIGN_IN_PAGE = "<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to Slack</body></html>"
@@ -48,9 +50,9 @@ class SlackFiles:
     reader: Callable[[str], bool]
     changed: Callable[[], Awaitable[None]]
     """Awaited when an upload arrives, so a waiting test re-checks."""
-    files: dict[str, JSON] = field(default_factory=dict)
-    content: dict[str, bytes] = field(default_factory=dict)
-    private: set[str] = field(default_factory=set)
+    files: dict[str, JSON] = field(default_factory=dict[str, JSON])
+    content: dict[str, bytes] = field(default_factory=dict[str, bytes])
+    private: set[str] = field(default_factory=set[str])
     """Files no bot may read: their URL answers the sign-in page."""
     held: int = 0
     """Upload POSTs still to hold (`hold_uploads`)."""
@@ -60,7 +62,7 @@ class SlackFiles:
     """Set by `release_uploads`, or when the server stops."""
     stopped: bool = False
     """The server stopped: a held POST is let go unanswered, its bytes not kept."""
-    _uploads: dict[str, _Upload] = field(default_factory=dict)
+    _uploads: dict[str, _Upload] = field(default_factory=dict[str, _Upload])
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def routes(self, app: web.Application) -> None:
@@ -103,11 +105,11 @@ class SlackFiles:
                 listed = json.loads(listed)
             except ValueError:
                 raise FileRefused("invalid_arguments") from None
-        if not isinstance(listed, list) or not listed:
+        if not is_json_array(listed) or not listed:
             raise FileRefused("invalid_arguments")
-        done = []
+        done: list[JSON] = []
         for item in listed:
-            upload = self._uploads.get(str(item.get("id")) if isinstance(item, dict) else "")
+            upload = self._uploads.get(str(item.get("id")) if is_json_object(item) else "")
             if upload is None or upload.token != token or upload.content is None:
                 raise FileRefused("file_not_found")
         for item in listed:

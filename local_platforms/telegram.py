@@ -26,7 +26,7 @@ from typing import Any, Literal
 import aiohttp
 from aiohttp import web
 
-from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, json_object
+from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, is_json_object, json_object
 from local_platforms.telegram_html import RejectedContent, detect_entities, inline_keyboard, message_text
 
 __all__ = ["ApiCall", "ApiError", "LocalTelegram"]
@@ -111,8 +111,8 @@ class _Queued:
 class _Bot:
     token: str
     user: JSON
-    queue: list[_Queued] = field(default_factory=list)
-    history: dict[int, JSON] = field(default_factory=dict)
+    queue: list[_Queued] = field(default_factory=list[_Queued])
+    history: dict[int, JSON] = field(default_factory=dict[int, JSON])
     next_update_id: int = 1
     webhook_url: str = ""
     secret_token: str | None = None
@@ -173,7 +173,7 @@ class LocalTelegram(LocalPlatform):
 
     def add_bot(self, token: str, *, username: str, first_name: str = "Local Bot") -> JSON:
         """Register a bot; its id is the number before the token's colon. Returns its User JSON."""
-        user = {"id": int(token.split(":")[0]), "is_bot": True, "first_name": first_name, "username": username}
+        user: JSON = {"id": int(token.split(":")[0]), "is_bot": True, "first_name": first_name, "username": username}
         self._users[user["id"]] = user
         self._bots[token] = _Bot(token=token, user=user)
         return copy.deepcopy(user)
@@ -188,7 +188,7 @@ class LocalTelegram(LocalPlatform):
         is_bot: bool = False,
     ) -> JSON:
         """Register a person (or another bot) who can speak in chats. Returns the User JSON."""
-        user = {"id": user_id, "is_bot": is_bot, "first_name": first_name}
+        user: JSON = {"id": user_id, "is_bot": is_bot, "first_name": first_name}
         user |= {key: value for key, value in (("last_name", last_name), ("username", username)) if value}
         self._users[user_id] = user
         return copy.deepcopy(user)
@@ -196,7 +196,7 @@ class LocalTelegram(LocalPlatform):
     def private_chat(self, user: JSON) -> JSON:
         """The private chat between ``user`` and the bots; its id is the user's id."""
         names = ("first_name", "last_name", "username")
-        chat = {"id": user["id"], "type": "private"} | {key: user[key] for key in names if key in user}
+        chat: JSON = {"id": user["id"], "type": "private"} | {key: user[key] for key in names if key in user}
         self._chats[chat["id"]] = chat
         self._users.setdefault(user["id"], user)
         self._members.setdefault(chat["id"], {})[user["id"]] = "member"
@@ -297,7 +297,7 @@ class LocalTelegram(LocalPlatform):
         current = self._messages.get(message["chat"]["id"], {}).get(message["message_id"])
         if current is None:
             raise ValueError(f"message {message['message_id']!r} is not in chat {message['chat']['id']!r}")
-        query = {
+        query: JSON = {
             "id": str(next(self._query_ids)),
             "from": user,
             "message": current,
@@ -630,7 +630,7 @@ class LocalTelegram(LocalPlatform):
     def _send_file(self, bot: _Bot, params: JSON, kind: str, limit: int) -> JSON:
         """A multipart upload of ``kind`` (a ``file_id`` string resends a stored one), with a caption."""
         chat, upload = self._target_chat(params), params.get(kind)
-        if not isinstance(upload, dict):
+        if not is_json_object(upload):
             raise ApiError(400, f"Bad Request: there is no {kind} in the request")
         if len(upload["content"]) > limit:
             raise ApiError(400 if kind == "photo" else 413, "Bad Request: file is too big" if kind == "photo"
@@ -693,11 +693,11 @@ class LocalTelegram(LocalPlatform):
 
     def _reply_target(self, chat: JSON, params: JSON) -> JSON | None:
         reply = params.get("reply_parameters")
-        if not isinstance(reply, dict) and "reply_to_message_id" in params:
+        if not is_json_object(reply) and "reply_to_message_id" in params:
             reply = {"message_id": params["reply_to_message_id"]} | {
                 "allow_sending_without_reply": params.get("allow_sending_without_reply", False)
             }
-        if not isinstance(reply, dict):
+        if not is_json_object(reply):
             return None
         chat_id = reply["chat_id"] if isinstance(reply.get("chat_id"), int) else chat["id"]
         quoted = self._quoted(chat_id, reply.get("message_id"))

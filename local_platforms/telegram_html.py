@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from local_platforms.server import is_json_array, is_json_object
+
 __all__ = [
     "MAX_CALLBACK_DATA_BYTES",
     "MAX_TEXT_LENGTH",
@@ -77,7 +79,7 @@ class _Entity:
     type: str
     offset: int
     length: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict[str, Any])
     language: str | None = None
     """A ``<code class="language-x">``: only a surrounding ``pre`` entity carries it on the wire."""
 
@@ -96,10 +98,10 @@ class _HtmlParser:
     """One pass over HTML markup, tracking the visible text and the open tags."""
 
     markup: str
-    parts: list[str] = field(default_factory=list)
+    parts: list[str] = field(default_factory=list[str])
     offset: int = 0
-    open_tags: list[_OpenTag] = field(default_factory=list)
-    entities: list[_Entity] = field(default_factory=list)
+    open_tags: list[_OpenTag] = field(default_factory=list[_OpenTag])
+    entities: list[_Entity] = field(default_factory=list[_Entity])
 
     def run(self) -> tuple[str, list[dict[str, Any]]]:
         position = 0
@@ -245,7 +247,7 @@ def parse_html(markup: str) -> tuple[str, list[dict[str, Any]]]:
 
 def detect_entities(text: str) -> list[dict[str, Any]]:
     """The entities Telegram adds to a user's plain text: ``mention``, ``bot_command``, ``url``."""
-    entities = []
+    entities: list[dict[str, Any]] = []
     for match in _AUTOMATIC.finditer(text):
         kind = match.lastgroup
         assert kind is not None  # every alternative is a named group
@@ -279,7 +281,7 @@ def message_text(text: Any, parse_mode: Any, entities: Any) -> tuple[str, list[d
     elif mode:
         raise RejectedContent("Bad Request: unsupported parse_mode")
     else:
-        visible, parsed = raw, list(entities) if isinstance(entities, list) else []
+        visible, parsed = raw, list(entities) if is_json_array(entities) else []
     if not visible.strip():
         raise RejectedContent("Bad Request: message text is empty")
     if len(visible) > MAX_TEXT_LENGTH:
@@ -293,13 +295,13 @@ def inline_keyboard(markup: Any) -> dict[str, Any] | None:
     Raises:
         RejectedContent: malformed rows, a button without an action, callback data outside 1-64 bytes.
     """
-    if not isinstance(markup, dict) or "inline_keyboard" not in markup:
+    if not is_json_object(markup) or "inline_keyboard" not in markup:
         return None
     rows = markup["inline_keyboard"]
-    if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+    if not is_json_array(rows) or not all(is_json_array(row) for row in rows):
         raise RejectedContent('Bad Request: field "inline_keyboard" of the InlineKeyboardMarkup must be an Array')
     for button in itertools.chain.from_iterable(rows):
-        if not isinstance(button, dict) or not button.get("text"):
+        if not is_json_object(button) or not button.get("text"):
             raise RejectedContent("Bad Request: can't parse inline keyboard button: Text is missing")
         if len(button) == 1:
             raise RejectedContent("Bad Request: text buttons are unallowed in the inline keyboard")

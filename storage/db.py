@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -74,7 +74,7 @@ class Database:
         return self.engine.dialect.name
 
     @asynccontextmanager
-    async def session(self) -> AsyncIterator[AsyncSession]:
+    async def session(self) -> AsyncGenerator[AsyncSession, None]:
         """One committed transaction; use `transaction()` when the work can simply be retried."""
         async with self._sessions() as session, session.begin():
             yield session
@@ -164,7 +164,7 @@ class Turnstile:
         self._normal: deque[asyncio.Future[None]] = deque()
 
     @contextlib.asynccontextmanager
-    async def turn(self, urgent: bool = False) -> AsyncIterator[None]:
+    async def turn(self, urgent: bool = False) -> AsyncGenerator[None, None]:
         await self._acquire(urgent)
         try:
             yield

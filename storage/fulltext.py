@@ -18,7 +18,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import Integer, bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 
@@ -158,7 +158,7 @@ def fts5_expression(groups: Sequence[Sequence[Term]]) -> str:
     def quoted(term: Term) -> str:
         return '"' + " ".join(term.words) + '"'
 
-    parts = []
+    parts: list[str] = []
     for group in groups:
         wanted = " AND ".join(quoted(t) for t in group if not t.excluded)
         unwanted = "".join(f" NOT {quoted(t)}" for t in group if t.excluded)
@@ -194,7 +194,7 @@ async def matching_messages(session: AsyncSession, query: str, conversation_ids:
     match = match_query(_dialect(session), query)
     if not conversation_ids:
         return []
-    ids = bindparam("ids", list(conversation_ids), expanding=True)
+    ids = bindparam("ids", list(conversation_ids), type_=Integer(), expanding=True)
     if _dialect(session) == "postgresql":
         statement = text(
             "SELECT m.id, m.conversation_id, ts_rank_cd(to_tsvector('simple', m.text), q.query) AS rank "
@@ -215,7 +215,7 @@ async def passages(session: AsyncSession, query: str, message_ids: Collection[in
     """The part of each message that matches `query`, the matched words between `**`."""
     if not message_ids:
         return {}
-    ids = bindparam("ids", list(message_ids), expanding=True)
+    ids = bindparam("ids", list(message_ids), type_=Integer(), expanding=True)
     if _dialect(session) == "postgresql":
         statement = text(
             "SELECT m.id, ts_headline('simple', m.text, websearch_to_tsquery('simple', :query), "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from sqlalchemy import (
     DDL,
@@ -57,9 +57,14 @@ def table_of(row: type[Base]) -> Table:
     """A mapped class's table for Core statements: `__table__` is declared as any `FromClause`, which
     `update`/`delete`/`insert` do not take."""
     table = row.__table__
-    if not isinstance(table, Table):
+    if not _is_table(table):
         raise TypeError(f"{row.__name__} is mapped to {type(table).__name__}, not a table")
     return table
+
+
+def _is_table(clause: object) -> TypeGuard[Table]:
+    """`isinstance` alone would leave the table's column types unknown: `Table` types them apart from `FromClause`."""
+    return isinstance(clause, Table)
 
 
 class AgentRow(Base):

@@ -74,7 +74,7 @@ class RedisCache:
         await self._release(keys=[self._prefix + "lease:" + name], args=[owner])
 
     async def ping(self) -> bool:
-        return bool(await self._redis.ping())
+        return bool(await self._redis.ping())  # pyright: ignore[reportUnknownMemberType] - redis-py: untyped **kwargs
 
     async def close(self) -> None:
         await self._redis.aclose()

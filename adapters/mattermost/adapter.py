@@ -60,10 +60,10 @@ from adapters.mattermost.events import (
     without_address,
 )
 from adapters.mattermost.people import MattermostPeople, display_name
-from adapters.mattermost.rest import MattermostApi, signed_in, status_of, websocket_url
+from adapters.mattermost.rest import MattermostApi, posts_of, signed_in, status_of, websocket_url
 from adapters.mattermost.socket import SocketRefused, event_stream
 from adapters.protocols import WebhookAnswer, WebhookRoute
-from adapters.wire import UNREADABLE, read_json_object, refuse_unreadable
+from adapters.wire import UNREADABLE, is_object, read_json_object, refuse_unreadable
 
 log = logging.getLogger(__name__)
 
@@ -316,7 +316,7 @@ class MattermostAdapter:
                 raise MalformedPayload(f"outgoing webhook call names post {post_id!r} in channel {channel_id!r}, "
                                        f"which mattermost answered with {status_of(exc)}") from None
             raise
-        if not isinstance(post, Mapping) or post.get("channel_id") != channel_id:
+        if not is_object(post) or post.get("channel_id") != channel_id:  # the server's answer is untrusted too
             raise MalformedPayload(f"outgoing webhook call names post {post_id!r}, not in channel {channel_id!r}")
         me = self.identity
         mentioned = me is not None and names(str(post.get("message") or ""), me.handle)
@@ -357,7 +357,7 @@ class MattermostAdapter:
         if not me:
             return None
         since = int((await self._api.post(after)).get("create_at") or 0)
-        posts = ((await self._api.channel_posts_since(address.channel_id, since)).get("posts") or {}).values()
+        posts = posts_of(await self._api.channel_posts_since(address.channel_id, since))
         own = [p for p in posts if p.get("user_id") == me and p.get("message") == text and not p.get("delete_at")
                and (p.get("root_id") or None) == address.thread_id and int(p.get("create_at") or 0) > since]
         newest = max(own, key=lambda p: int(p.get("create_at") or 0), default=None)
@@ -446,7 +446,7 @@ class MattermostAdapter:
         if not address.thread_id or limit <= 0:
             return []
         thread = await self._api.thread(address.thread_id)
-        readable = (p for p in (thread.get("posts") or {}).values() if not p.get("type") and not p.get("delete_at"))
+        readable = (p for p in posts_of(thread) if not p.get("type") and not p.get("delete_at"))
         posts = sorted(readable, key=lambda p: p.get("create_at") or 0)[-limit:]
         speakers = await self._people.speakers(str(p["user_id"]) for p in posts)
         return [HistoryItem(speaker=speakers[str(p["user_id"])], text=str(p.get("message") or ""),
@@ -457,10 +457,10 @@ class MattermostAdapter:
     async def _missed_events(self, since: float) -> list[dict[str, Any]]:
         """The `posted` events of every post made in the bot's channels since `since` (wall-clock seconds)."""
         since_ms = int(since * 1000)
-        posts: list[dict[str, Any]] = []
+        posts: list[Mapping[str, Any]] = []
         for channel_id in await self._my_channel_ids():
             answer = await self._api.channel_posts_since(channel_id, since_ms)
-            posts.extend(p for p in (answer.get("posts") or {}).values() if integer(p.get("create_at")) >= since_ms)
+            posts.extend(p for p in posts_of(answer) if integer(p.get("create_at")) >= since_ms)
         if not posts:
             return []
         me = self.identity or BotIdentity(user_id="", handle=None, display_name="")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from adapters.base import ApprovalCard, ChatAddress, VerificationError
-from adapters.wire import optional_text_id, text_id
+from adapters.wire import is_object, optional_text_id, text_id
 
 Verb = Literal["approve", "deny"]
 _BUTTONS: tuple[tuple[Verb, str, str], ...] = (("approve", "Approve", "primary"), ("deny", "Deny", "danger"))
@@ -39,7 +39,7 @@ class Click:
 
 def approval_props(card: ApprovalCard, address: ChatAddress, *, url: str, key: str) -> dict[str, Any]:
     """The post's `props`: one attachment with Approve and Deny buttons that call `url`."""
-    actions = []
+    actions: list[dict[str, Any]] = []
     for verb, name, style in _BUTTONS:
         context = {"approval_id": card.approval_id, "verb": verb, "channel_id": address.channel_id,
                    "thread_id": address.thread_id or "", "direct": address.is_direct}
@@ -49,7 +49,7 @@ def approval_props(card: ApprovalCard, address: ChatAddress, *, url: str, key: s
 
 
 def is_click(payload: Mapping[str, Any]) -> bool:
-    return isinstance(payload.get("context"), Mapping) and "post_id" in payload
+    return is_object(payload.get("context")) and "post_id" in payload
 
 
 def check_click(payload: Mapping[str, Any], key: str | None) -> None:
@@ -69,7 +69,7 @@ def read_click(payload: Mapping[str, Any]) -> Click | None:
 
     Raises `MalformedPayload` for a post, user or trigger id that is not text (the context alone is signed)."""
     context = payload.get("context")
-    if not isinstance(context, Mapping) or context.get("verb") not in ("approve", "deny"):
+    if not is_object(context) or context.get("verb") not in ("approve", "deny"):
         return None
     return Click(approval_id=str(context.get("approval_id") or ""), verb=context["verb"],
                  channel_id=str(context.get("channel_id") or ""), thread_id=str(context.get("thread_id") or "") or None,

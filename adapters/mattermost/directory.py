@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from adapters.base import CHANNEL_LOOKUPS, ChannelInfo, ChannelLookup, DirectoryRefused, HistoryItem, Speaker
 from adapters.mattermost.people import MattermostPeople
-from adapters.mattermost.rest import MattermostApi, status_of
+from adapters.mattermost.rest import MattermostApi, posts_of, status_of
 
 T = TypeVar("T")
 
@@ -44,7 +44,7 @@ class MattermostDirectory:
 
     async def channel_history(self, channel_id: str, *, limit: int) -> list[HistoryItem]:
         answer = await self._ask(lambda: self._api.channel_posts(channel_id, limit=limit))
-        posts = [p for p in (answer.get("posts") or {}).values() if not p.get("type") and not p.get("delete_at")]
+        posts = [p for p in posts_of(answer) if not p.get("type") and not p.get("delete_at")]
         posts = sorted(posts, key=lambda p: p.get("create_at") or 0)[-limit:]
         speakers = await self._people.speakers(str(p["user_id"]) for p in posts)
         return [HistoryItem(speaker=speakers[str(p["user_id"])], text=str(p.get("message") or ""),

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from adapters.base import FileRef, MalformedPayload
-from adapters.wire import file_ref, optional_text_id, read_json, read_json_object
+from adapters.wire import file_ref, is_array, is_object, objects_in, optional_text_id, read_json, read_json_object
 
 POSTED = "posted"
 FORM_FIELDS = 50
@@ -58,20 +58,20 @@ def read_posted(payload: Mapping[str, Any]) -> Posted | None:
     if payload.get("event") != POSTED:
         return None
     data = payload.get("data")
-    if not isinstance(data, Mapping):
+    if not is_object(data):
         raise MalformedPayload("posted event without a data object")
     post = _decoded(data.get("post"), "data.post")
-    if not isinstance(post, Mapping) or not all(isinstance(post.get(k), str) and post.get(k)
+    if not is_object(post) or not all(isinstance(post.get(k), str) and post.get(k)
                                                 for k in ("id", "channel_id", "user_id")):
         raise MalformedPayload("posted event whose post lacks id, channel_id or user_id")
     mentions = _decoded(data.get("mentions") or "[]", "data.mentions")
-    props = found if isinstance(found := post.get("props"), Mapping) else {}
+    props: Mapping[str, Any] = found if is_object(found := post.get("props")) else {}
     return Posted(
         post_id=post["id"], channel_id=post["channel_id"], channel_type=str(data.get("channel_type") or ""),
         user_id=post["user_id"], root_id=optional_text_id(post.get("root_id"), "posted event's root_id") or "",
         message=str(post.get("message") or ""),
         create_at=integer(post.get("create_at")), sender_name=str(data.get("sender_name") or ""),
-        mentions=frozenset(m for m in mentions if isinstance(m, str)) if isinstance(mentions, list) else frozenset(),
+        mentions=frozenset(m for m in mentions if isinstance(m, str)) if is_array(mentions) else frozenset(),
         trigger_word=str(data.get("trigger_word") or ""),
         from_bot=str(props.get("from_bot", "")).lower() == "true" or str(props.get("from_webhook", "")) == "true",
         system=bool(post.get("type")) or bool(post.get("delete_at")),
@@ -104,7 +104,7 @@ def replayed_events(posts: Iterable[Mapping[str, Any]], *, channel_types: Mappin
     for post in ordered:
         if post.get("user_id") == bot_user_id or names(str(post.get("message") or ""), bot_handle):
             joined.setdefault(str(post.get("root_id") or post.get("id")), integer(post.get("create_at")))
-    events = []
+    events: list[dict[str, Any]] = []
     for post in ordered:
         thread = str(post.get("root_id") or post.get("id"))
         named = names(str(post.get("message") or ""), bot_handle)
@@ -166,13 +166,12 @@ def integer(value: Any) -> int:
 
 
 def _files(post: Mapping[str, Any]) -> tuple[FileRef, ...]:
-    metadata = found if isinstance(found := post.get("metadata"), Mapping) else {}
-    infos = listed if isinstance(listed := metadata.get("files"), list) else []
-    described = {str(f.get("id")): f for f in infos if isinstance(f, Mapping)}
-    ids = given if isinstance(given := post.get("file_ids"), list) else list(described)
-    files = []
+    metadata: Mapping[str, Any] = found if is_object(found := post.get("metadata")) else {}
+    described = {str(f.get("id")): f for f in objects_in(metadata.get("files"))}
+    ids: list[Any] = given if is_array(given := post.get("file_ids")) else list(described)
+    files: list[FileRef] = []
     for file_id in ids:
-        info = described.get(str(file_id), {})
+        info: Mapping[str, Any] = described.get(str(file_id), {})
         ref = file_ref(file_id=file_id, name=info.get("name"), mime_type=info.get("mime_type"), size=info.get("size"))
         if ref is not None:
             files.append(ref)

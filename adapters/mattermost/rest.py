@@ -15,8 +15,8 @@ from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import requests
-from mattermostdriver import Driver
-from mattermostdriver.exceptions import (
+from mattermostdriver import Driver  # pyright: ignore[reportMissingTypeStubs] - the driver ships no types
+from mattermostdriver.exceptions import (  # pyright: ignore[reportMissingTypeStubs] - as above
     ContentTooLarge,
     FeatureDisabled,
     InvalidOrMissingParameters,
@@ -27,6 +27,7 @@ from mattermostdriver.exceptions import (
 )
 
 from adapters.base import ApiTrouble, PlatformConfigError
+from adapters.wire import is_object
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -87,7 +88,8 @@ class MattermostApi:
         self._on_api_trouble = on_api_trouble
         parts = urlsplit(server_url)
         host = parts.hostname or ""
-        self._driver = Driver({
+        # The driver is untyped: its calls answer JSON, read by the adapter as untrusted payloads are.
+        self._driver: Any = Driver({
             "url": f"[{host}]" if ":" in host else host,  # the driver formats `scheme://url:port`
             "port": parts.port or (443 if parts.scheme == "https" else 80),  # an int: the driver formats `{port:d}`
             "scheme": parts.scheme,
@@ -188,7 +190,8 @@ class MattermostApi:
         """`POST /files` (multipart): the file's info, to name in a post's `file_ids`."""
         answer = await self._call("POST /files", self._driver.files.upload_file, channel_id,
                                   {"files": (name, data, mime_type)})
-        return dict((answer.get("file_infos") or [{}])[0])
+        infos: list[Mapping[str, Any]] = answer.get("file_infos") or [{}]
+        return dict(infos[0])
 
     async def file_content(self, file_id: str) -> bytes:
         """`GET /files/{id}`: the file's bytes, whatever content type the server gives them.
@@ -228,6 +231,12 @@ class MattermostApi:
     def _trouble(self, what: str, kind: Literal["rate_limited", "error"]) -> None:
         if self._on_api_trouble is not None:
             self._on_api_trouble(what, kind)
+
+
+def posts_of(answer: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The posts of a post list (`{"order": [ids], "posts": {id: post}}`), in no particular order."""
+    posts = answer.get("posts")
+    return [post for post in posts.values() if is_object(post)] if is_object(posts) else []
 
 
 def _json(what: str, result: Any) -> Any:

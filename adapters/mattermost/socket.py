@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
 from adapters.base import MalformedPayload
-from adapters.wire import read_json_object, unreadable_frame
+from adapters.wire import is_object, read_json_object, unreadable_frame
 
 PING_INTERVAL = 20.0
 """Keepalive: a connection that stops answering pings (a TCP reset, a dead proxy) ends within ~40 s."""
@@ -57,7 +57,7 @@ class EventStream:
 
 
 @asynccontextmanager
-async def event_stream(url: str, token: str) -> AsyncIterator[EventStream]:
+async def event_stream(url: str, token: str) -> AsyncGenerator[EventStream, None]:
     """Connect, answer the authentication challenge, and hold the connection open."""
     async with connect(url, open_timeout=OPEN_TIMEOUT, ping_interval=PING_INTERVAL, ping_timeout=PING_TIMEOUT,
                        close_timeout=2.0, max_size=MAX_FRAME, max_queue=MAX_QUEUE) as socket:
@@ -77,7 +77,7 @@ async def _authenticate(socket: ClientConnection, token: str) -> None:
             if reply.get("seq_reply") == 1:
                 if reply.get("status") == "OK":
                     return
-                error = found if isinstance(found := reply.get("error"), dict) else {}
+                error: Mapping[str, Any] = found if is_object(found := reply.get("error")) else {}
                 raise SocketRefused(f"authentication challenge refused ({error.get('id') or reply.get('status')})")
             if reply.get("event") == "hello":
                 return

@@ -16,7 +16,7 @@ import logging
 import re
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, Literal
 from urllib.parse import parse_qs
 
@@ -55,7 +55,17 @@ from adapters.slack.directory import PERSON_SUBTYPES, SlackDirectory, channel, i
 from adapters.slack.markup import compact_entities, parse_slack_text, render_slack_mrkdwn
 from adapters.slack.people import People, SlackPerson, people_of
 from adapters.slack.socket import SocketMode
-from adapters.wire import file_ref, optional_text_id, read_json_object, refuse_unreadable, text_id
+from adapters.slack.web import SlackAnswer, SlackWebApi, next_cursor, refusal_answer
+from adapters.wire import (
+    file_ref,
+    is_array,
+    is_object,
+    objects_in,
+    optional_text_id,
+    read_json_object,
+    refuse_unreadable,
+    text_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +117,8 @@ class SlackAdapter:
         self._allow_bots = allow_bots
         base = f"{(api_base_url or DEFAULT_API).rstrip('/')}/api/"
         # Only 429 is retried, as Slack asks: a post retried after a lost answer would be a double post.
-        self._client = AsyncWebClient(token=token, base_url=base, retry_handlers=[_RetryAfter(bot_id, on_api_trouble)])
+        self._client: SlackWebApi = AsyncWebClient(token=token, base_url=base,
+                                                   retry_handlers=[_RetryAfter(bot_id, on_api_trouble)])
         self._session: aiohttp.ClientSession | None = None
         self._people = People(self._user)
         self._team_id = ""
@@ -152,7 +163,7 @@ class SlackAdapter:
             if kind != "event_callback":
                 return None
             event = payload.get("event")
-            if not isinstance(event, Mapping):
+            if not is_object(event):
                 raise MalformedPayload("slack event_callback without an event object")
             if event.get("type") not in ("message", "app_mention") or not self._is_message(event):
                 return None
@@ -203,9 +214,13 @@ class SlackAdapter:
                            thread_id=thread if direct else thread or ts, is_direct=direct)
 
     def _parse_click(self, payload: Mapping[str, Any]) -> ApprovalClick | None:
-        actions = [a for a in payload.get("actions") or [] if a.get("action_id") in APPROVAL_ACTIONS]
-        user, channel = payload.get("user") or {}, payload.get("channel") or {}
-        container, message = payload.get("container") or {}, payload.get("message") or {}
+        # The shapes Slack documents; a payload of other shapes fails in `parse` as mistyped.
+        listed: Iterable[Any] = payload.get("actions") or []
+        actions = [a for a in listed if a.get("action_id") in APPROVAL_ACTIONS]
+        user: Mapping[str, Any] = payload.get("user") or {}
+        channel: Mapping[str, Any] = payload.get("channel") or {}
+        container: Mapping[str, Any] = payload.get("container") or {}
+        message: Mapping[str, Any] = payload.get("message") or {}
         if not actions or not user.get("id") or not channel.get("id") or not container.get("message_ts"):
             return None
         action = actions[0]
@@ -326,7 +341,8 @@ class SlackAdapter:
             log.error("%s", exc)
             raise FileUnreadable("this Slack app may not post files: it needs the files:write scope (the operator "
                                  "adds it and reinstalls the app)") from None
-        return str((response.get("file") or {}).get("id") or "")
+        uploaded: Mapping[str, Any] = response.get("file") or {}
+        return str(uploaded.get("id") or "")
 
     async def fetch_file(self, file: FileRef, *, max_bytes: int) -> bytes:
         """`files.info` names the file's private URL, read with the bot token (scope `files:read`).
@@ -339,7 +355,7 @@ class SlackAdapter:
         try:
             info = (await self._client.files_info(file=file.file_id))["file"]
         except SlackApiError as exc:
-            error = exc.response.get("error")
+            error = refusal_answer(exc).get("error")
             if error == "missing_scope":
                 raise FileUnreadable(f"{file.name}: this Slack app may not read files (it needs the files:read "
                                      "scope; the operator adds it and reinstalls the app)") from None
@@ -347,7 +363,7 @@ class SlackAdapter:
         except (aiohttp.ClientConnectionError, TimeoutError):
             raise FileUnreadable(f"{file.name}: Slack did not answer files.info just now (sending it again may "
                                  "work)") from None
-        if not isinstance(info, Mapping):
+        if not is_object(info):
             raise FileUnreadable(f"{file.name}: Slack answered files.info without the file")
         url = info.get("url_private_download") or info.get("url_private")
         if not isinstance(url, str) or not url:
@@ -381,7 +397,7 @@ class SlackAdapter:
             messages = await self._thread(channel(address.channel_id), address.thread_id, limit)
         except SlackApiError as exc:
             log.warning("slack bot %r cannot read thread %s: %s", self.bot_id, address.thread_id,
-                        exc.response.get("error"))
+                        refusal_answer(exc).get("error"))
             return []
         return await self.directory.history_items(messages)
 
@@ -399,7 +415,7 @@ class SlackAdapter:
             page = await self._call("conversations.history", self._client.conversations_history(
                 channel=room, oldest=after, limit=THREAD_PAGE))
         shown = self._fit(text, TEXT_CAP)
-        own = [m for m in page.get("messages") or [] if m.get("user") == me and m.get("text") == shown
+        own = [m for m in objects_in(page.get("messages")) if m.get("user") == me and m.get("text") == shown
                and float(m.get("ts") or 0) > float(after) and (m.get("thread_ts") or None) == address.thread_id]
         newest = max(own, key=lambda m: float(m["ts"]), default=None)
         return MessageRef(address=address, message_id=str(newest["ts"])) if newest else None
@@ -408,18 +424,18 @@ class SlackAdapter:
         """`conversations.replies` pages oldest first, so the newest replies are the ones kept."""
         root: Mapping[str, Any] | None = None
         newest: deque[Mapping[str, Any]] = deque(maxlen=max(limit - 1, 0))
-        cursor = None
+        cursor: str | None = None
         for _ in range(THREAD_PAGES):
             page = await self._call("conversations.replies", self._client.conversations_replies(
                 channel=channel_id, ts=thread_ts, limit=THREAD_PAGE, cursor=cursor))
-            for message in page.get("messages") or []:
+            for message in objects_in(page.get("messages")):
                 if not is_words(message):
                     continue
                 if root is None and message.get("ts") == thread_ts:
                     root = message
                 else:
                     newest.append(message)
-            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            cursor = next_cursor(page)
             if not cursor:
                 break
         return ([root] if root is not None else []) + list(newest)
@@ -445,13 +461,13 @@ class SlackAdapter:
         try:
             response = await self._client.users_info(user=user_id)
         except SlackApiError as exc:
-            if exc.response.get("error") in ("user_not_found", "user_not_visible"):
+            if refusal_answer(exc).get("error") in ("user_not_found", "user_not_visible"):
                 return None
             raise
         user = response["user"]
-        return SlackPerson.from_user(user) if isinstance(user, Mapping) else None
+        return SlackPerson.from_user(user) if is_object(user) else None
 
-    async def _call(self, method: str, request: Any, *, setting: str = "token") -> Any:
+    async def _call(self, method: str, request: Awaitable[SlackAnswer], *, setting: str = "token") -> SlackAnswer:
         """Await one Web API call; a refused credential becomes a `PlatformConfigError` naming the setting.
 
         A failure is told to `on_api_trouble`; a 429 that outlasted the retries counts as `rate_limited`
@@ -460,9 +476,10 @@ class SlackAdapter:
         try:
             return await request
         except SlackApiError as exc:
+            answer = refusal_answer(exc)
             if self._on_api_trouble is not None:
-                self._on_api_trouble(method, "rate_limited" if exc.response.status_code == 429 else "error")
-            error = exc.response.get("error")
+                self._on_api_trouble(method, "rate_limited" if answer.status_code == 429 else "error")
+            error = answer.get("error")
             if error in AUTH_ERRORS:
                 raise PlatformConfigError(f"slack refused {method} for bot {self.bot_id!r} ({error}); check "
                                           f"bots[].{setting} and the app's scopes") from None
@@ -508,7 +525,7 @@ class _RetryAfter(AsyncRetryHandler):
 def _retry_after(headers: Mapping[str, Any]) -> float:
     for name, value in headers.items():
         if name.lower() == "retry-after":
-            first = value[0] if isinstance(value, list) else value
+            first: Any = value[0] if is_array(value) else value
             try:
                 return max(float(first), 0.0)
             except (TypeError, ValueError):
@@ -522,7 +539,7 @@ def _mentions(text: str, user_id: str) -> bool:
 
 def _team(payload: Mapping[str, Any]) -> str | None:
     team = payload.get("team")
-    return optional_text_id(team.get("id"), "slack team.id") if isinstance(team, Mapping) else None
+    return optional_text_id(team.get("id"), "slack team.id") if is_object(team) else None
 
 
 def _room_team(address: ChatAddress) -> str:
@@ -531,9 +548,8 @@ def _room_team(address: ChatAddress) -> str:
 
 
 def _attachments(event: Mapping[str, Any]) -> tuple[FileRef, ...]:
-    files = event.get("files")
     refs = (file_ref(file_id=f.get("id"), name=f.get("name") or f.get("title"), mime_type=f.get("mimetype"),
-                     size=f.get("size")) for f in (files if isinstance(files, list) else []) if isinstance(f, Mapping))
+                     size=f.get("size")) for f in objects_in(event.get("files")))
     return tuple(ref for ref in refs if ref is not None)
 
 

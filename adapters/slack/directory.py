@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
-from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.base import (
     CHANNEL_LOOKUPS,
@@ -24,6 +23,8 @@ from adapters.base import (
 )
 from adapters.slack.markup import parse_slack_text
 from adapters.slack.people import People, SlackPerson, mentioned_users
+from adapters.slack.web import SlackAnswer, SlackWebApi, next_cursor, refusal_answer
+from adapters.wire import objects_in
 
 PERSON_SUBTYPES = frozenset({None, "file_share", "thread_broadcast", "me_message"})
 """Message subtypes that carry a person's words; edits, joins and other system messages are skipped."""
@@ -38,7 +39,7 @@ LOOKUP_BUDGET = 5.0
 class SlackDirectory:
     supports: frozenset[ChannelLookup] = CHANNEL_LOOKUPS["slack"]
 
-    def __init__(self, client: AsyncWebClient, people: People, *, team: Callable[[], str],
+    def __init__(self, client: SlackWebApi, people: People, *, team: Callable[[], str],
                  me: Callable[[], BotIdentity | None]) -> None:
         self._client = client
         self._people = people
@@ -52,12 +53,13 @@ class SlackDirectory:
 
     async def channel_members(self, channel_id: str, *, limit: int) -> list[Speaker]:
         user_ids: list[str] = []
-        cursor = None
+        cursor: str | None = None
         while len(user_ids) < limit:
             page = await self._ask(self._client.conversations_members(channel=channel(channel_id),
                                                                       limit=min(PAGE, limit), cursor=cursor))
-            user_ids += page.get("members") or []
-            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            members: list[str] = page.get("members") or []
+            user_ids += members
+            cursor = next_cursor(page)
             if not cursor:
                 break
         people = await self._people.find(user_ids[:limit], budget=LOOKUP_BUDGET)
@@ -65,13 +67,13 @@ class SlackDirectory:
 
     async def is_member(self, channel_id: str, user_id: str) -> bool:
         """Read `conversations.members` until the user turns up (Slack has no call for one membership)."""
-        cursor = None
+        cursor: str | None = None
         for _ in range(MEMBER_PAGES):
             page = await self._ask(self._client.conversations_members(channel=channel(channel_id), limit=PAGE,
                                                                       cursor=cursor))
             if user_id in (page.get("members") or []):
                 return True
-            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            cursor = next_cursor(page)
             if not cursor:
                 return False
         raise TimeoutError(f"{channel(channel_id)} has more than {MEMBER_PAGES * PAGE} members to read through")
@@ -80,22 +82,22 @@ class SlackDirectory:
         """Channels whose name, topic or purpose contains `query` (any case), among those the bot can see."""
         wanted = query.strip().lower().lstrip("#")
         found: list[ChannelInfo] = []
-        cursor = None
+        cursor: str | None = None
         for _ in range(SEARCH_PAGES):
             page = await self._ask(self._client.conversations_list(
                 types="public_channel,private_channel", exclude_archived=True, limit=PAGE, cursor=cursor))
-            for room in page.get("channels") or []:
+            for room in objects_in(page.get("channels")):
                 info = self._info(room)
                 if wanted in " ".join(filter(None, (info.name, info.topic, info.purpose))).lower():
                     found.append(info)
-            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            cursor = next_cursor(page)
             if len(found) >= limit or not cursor:
                 break
         return found[:limit]
 
     async def channel_history(self, channel_id: str, *, limit: int) -> list[HistoryItem]:
         page = await self._ask(self._client.conversations_history(channel=channel(channel_id), limit=min(limit, 999)))
-        messages = [m for m in page.get("messages") or [] if is_words(m)]
+        messages = [m for m in objects_in(page.get("messages")) if is_words(m)]
         return await self.history_items(list(reversed(messages[:limit])))
 
     async def history_items(self, messages: list[Mapping[str, Any]]) -> list[HistoryItem]:
@@ -118,16 +120,17 @@ class SlackDirectory:
     def _info(self, room: Mapping[str, Any]) -> ChannelInfo:
         direct = bool(room.get("is_im"))
         name = room.get("name") or ("direct message" if direct else str(room.get("id")))
+        purpose: Mapping[str, Any] = room.get("purpose") or {}
+        topic: Mapping[str, Any] = room.get("topic") or {}
         return ChannelInfo(channel_id=f"{self._team()}:{room.get('id')}", name=str(name),
-                           purpose=(room.get("purpose") or {}).get("value") or None,
-                           topic=(room.get("topic") or {}).get("value") or None,
+                           purpose=purpose.get("value") or None, topic=topic.get("value") or None,
                            member_count=room.get("num_members"), is_direct=direct)
 
-    async def _ask(self, request: Awaitable[Any]) -> Any:
+    async def _ask(self, request: Awaitable[SlackAnswer]) -> SlackAnswer:
         try:
             return await request
         except SlackApiError as exc:
-            raise DirectoryRefused(f"slack refused the lookup: {exc.response.get('error')}") from None
+            raise DirectoryRefused(f"slack refused the lookup: {refusal_answer(exc).get('error')}") from None
 
 
 def channel(room_id: str) -> str:
@@ -143,7 +146,7 @@ def is_words(message: Mapping[str, Any]) -> bool:
 def speaker_of(sender: str, person: SlackPerson | None, message: Mapping[str, Any], *, workspace: str,
                is_bot: bool = False) -> Speaker:
     """Who wrote `message`: by the looked-up name, else the bot profile's, else the id."""
-    profile = message.get("bot_profile") or {}
+    profile: Mapping[str, Any] = message.get("bot_profile") or {}
     name = person.display_name if person else profile.get("name") or message.get("username") or sender
     bot = is_bot or bool(message.get("bot_id")) or bool(person and person.is_bot)
     return Speaker(platform="slack", platform_user_id=sender, workspace=workspace,

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.wire import is_object
+
 log = logging.getLogger(__name__)
 
 PEOPLE_KEY = "gateway_people"
@@ -44,7 +46,7 @@ class SlackPerson:
     @classmethod
     def from_user(cls, user: Mapping[str, Any]) -> SlackPerson:
         """From a `users.info` user object: the name shown in Slack, then the real name, then the account name."""
-        profile = user.get("profile") or {}
+        profile: Mapping[str, Any] = user.get("profile") or {}
         name = profile.get("display_name") or profile.get("real_name") or user.get("real_name") or user.get("name")
         return cls(user_id=str(user["id"]), handle=user.get("name"), display_name=str(name or user["id"]),
                    is_bot=bool(user.get("is_bot")))
@@ -105,10 +107,10 @@ class People:
 def people_of(payload: Mapping[str, Any]) -> dict[str, SlackPerson]:
     """The names an annotated payload carries, by user id."""
     carried = payload.get(PEOPLE_KEY)
-    if not isinstance(carried, Mapping):
+    if not is_object(carried):
         return {}
     return {str(user_id): SlackPerson.from_json(str(user_id), data) for user_id, data in carried.items()
-            if isinstance(data, Mapping)}
+            if is_object(data)}
 
 
 def mentioned_users(text: str) -> list[str]:
@@ -118,11 +120,11 @@ def mentioned_users(text: str) -> list[str]:
 def _people_in(payload: Mapping[str, Any]) -> list[str]:
     """The speaker (or clicker) of a payload and the users its text mentions."""
     event = payload.get("event")
-    if isinstance(event, Mapping):
+    if is_object(event):
         speaker = [str(event["user"])] if isinstance(event.get("user"), str) else []
         text = event.get("text")
         return speaker + (mentioned_users(text) if isinstance(text, str) else [])
     user = payload.get("user")
-    if isinstance(user, Mapping) and isinstance(user.get("id"), str):
+    if is_object(user) and isinstance(user.get("id"), str):
         return [user["id"]]
     return []

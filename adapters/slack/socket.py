@@ -20,7 +20,7 @@ import aiohttp
 
 from adapters.base import Deliver, MalformedPayload, PlatformConfigError
 from adapters.ordering import InOrder
-from adapters.wire import read_json_object, unreadable_frame
+from adapters.wire import is_object, read_json_object, unreadable_frame
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ def _envelope_id_of(frame: str) -> Any:
         envelope = json.loads(frame)
     except (ValueError, RecursionError):
         return None
-    return envelope.get("envelope_id") if isinstance(envelope, dict) else None
+    return envelope.get("envelope_id") if is_object(envelope) else None
 
 
 def _described(value: Any) -> str:
@@ -169,11 +169,11 @@ def _described(value: Any) -> str:
 
 def _channel_of(payload: Any) -> str:
     """The channel an envelope's payload belongs to (an event's, or the clicked message's); "" when it names none."""
-    if not isinstance(payload, Mapping):
+    if not is_object(payload):
         return ""
     event, channel = payload.get("event"), payload.get("channel")
-    if isinstance(event, Mapping) and isinstance(event.get("channel"), str):
+    if is_object(event) and isinstance(event.get("channel"), str):
         return event["channel"]
-    if isinstance(channel, Mapping) and isinstance(channel.get("id"), str):
+    if is_object(channel) and isinstance(channel.get("id"), str):
         return channel["id"]
     return named if isinstance(named := payload.get("channel_id"), str) else ""

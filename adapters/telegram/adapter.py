@@ -43,7 +43,15 @@ from adapters.protocols import WebhookRoute
 from adapters.telegram.clients import bot_requests
 from adapters.telegram.directory import Call, TelegramDirectory
 from adapters.telegram.markup import render_telegram_html, render_telegram_plain
-from adapters.wire import check_storable, file_ref, read_json_object, refuse_unreadable, unreadable_frame
+from adapters.wire import (
+    check_storable,
+    file_ref,
+    is_object,
+    read_json_object,
+    refuse_unreadable,
+    text_id,
+    unreadable_frame,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -136,8 +144,7 @@ class TelegramAdapter:
         if verb is None or message is None or query.from_user.is_bot:
             return None
         _check_ids(query.from_user.id, message.chat.id, message.message_id, getattr(message, "message_thread_id", None))
-        if not isinstance(query.id, str) or not query.id:
-            raise MalformedPayload(f"callback_query.id is a {type(query.id).__name__}, not an id")
+        text_id(query.id, "callback_query.id")  # typed str, but python-telegram-bot keeps whatever type came
         chat = message.chat
         # an inaccessible (too old) message carries no thread; only a topic message's thread is the conversation's
         topic = message.message_thread_id if isinstance(message, Message) and message.is_topic_message else None
@@ -377,7 +384,7 @@ class Polling:
                 for update in updates:
                     await order.submit(_chat_of(update), partial(deliver, _readable(update)))
             for update in updates:
-                offset = _next_offset(offset, update.get("update_id") if isinstance(update, Mapping) else None)
+                offset = _next_offset(offset, update.get("update_id") if is_object(update) else None)
 
 
 def _check_ids(*ids: Any) -> None:
@@ -390,7 +397,7 @@ def _check_ids(*ids: Any) -> None:
 
 def _readable(update: Any) -> Mapping[str, Any]:
     """A polled update as the parser gets it, or the record of one that cannot be stored as it is."""
-    if not isinstance(update, Mapping):
+    if not is_object(update):
         return unreadable_frame(repr(update), "update is not an object")
     try:
         check_storable(update, "update")
@@ -413,12 +420,12 @@ def _next_offset(offset: int | None, update_id: Any) -> int | None:
 
 def _chat_of(update: Any) -> str:
     """The chat an update belongs to (a message's, or a clicked card's); "" when it names none."""
-    if not isinstance(update, Mapping):
+    if not is_object(update):
         return ""
     query = update.get("callback_query")
-    message = update.get("message") or (query.get("message") if isinstance(query, Mapping) else None)
-    chat = message.get("chat") if isinstance(message, Mapping) else None
-    chat_id = chat.get("id") if isinstance(chat, Mapping) else None
+    message = update.get("message") or (query.get("message") if is_object(query) else None)
+    chat = message.get("chat") if is_object(message) else None
+    chat_id = chat.get("id") if is_object(chat) else None
     return str(chat_id) if isinstance(chat_id, int | str) else ""
 
 

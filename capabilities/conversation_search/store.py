@@ -163,7 +163,7 @@ class PersonalConversations:
         directory = self._directories.get(thread.bot_name)
         if directory is None:
             return False  # the bot holding the thread is gone: nothing can vouch for the membership
-        verdicts = []
+        verdicts: list[bool | None] = []
         for user_id in sorted(thread.speakers):
             key = (thread.bot_name, thread.channel_id, user_id)
             if key not in checked:

@@ -33,7 +33,7 @@ class Mem0Binding:
 def mem0_bindings(agents: Iterable[tuple[str, Sequence[Mapping[str, Any]]]],
                   secret: Callable[[str], str | None]) -> list[Mem0Binding]:
     """Every `memory_mem0` entry of these agents (name, `capabilities[]` as dicts), with its key looked up."""
-    found = []
+    found: list[Mem0Binding] = []
     for agent, entries in agents:
         for entry in entries:
             if entry.get("id") != "memory_mem0":
@@ -60,7 +60,7 @@ class Mem0Forgetting:
 
     async def forget(self, owners: Sequence[MemoryOwner]) -> list[tuple[str, str]]:
         """Delete these owners' memories for every binding agent; (agent, why) for each where that failed."""
-        failed = []
+        failed: list[tuple[str, str]] = []
         for binding in self._bindings:
             problem = await self._forget_one(binding, owners)
             if problem is not None:
