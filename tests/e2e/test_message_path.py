@@ -27,6 +27,9 @@ ROOT = str(Path(__file__).resolve().parents[2]) + "/"
 PRODUCT = ("adapters/", "capabilities/", "gateway/", "storage/")
 MAX_FILES = 20
 MAX_FOLDERS = 6
+CAPABILITY_PLUMBING = ("gateway/pipeline/outbox.py", "storage/conversation_state.py", "gateway/agents/tool_policy.py",
+                       "gateway/agents/mcp_servers.py")
+"""What a run builds only for the capabilities and MCP servers its agent binds."""
 
 
 @contextmanager
@@ -85,3 +88,5 @@ async def test_a_plain_dm_runs_in_few_files_and_folders(telegram: FakeTelegram, 
     folders = list(dict.fromkeys(str(Path(path).parent) for path in ran))
     print(f"\n{len(ran)} files in {len(folders)} folders:\n" + "\n".join(ran))
     assert len(ran) <= MAX_FILES and len(folders) <= MAX_FOLDERS, (len(ran), folders, ran)
+    plumbing = [path for path in ran if path.startswith("capabilities/") or path in CAPABILITY_PLUMBING]
+    assert not plumbing, f"an agent that binds no capability paid for {plumbing}"
