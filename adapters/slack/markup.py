@@ -16,8 +16,7 @@ from urllib.parse import urlsplit
 
 from markdown_it.tree import SyntaxTreeNode
 
-from adapters.markdown.layout import table_text
-from adapters.markdown.walker import Emphasis, MarkdownWalker
+from adapters.markdown import Emphasis, MarkdownWalker, table_text
 
 LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 """Link schemes rendered as `<url|label>`; a link with any other scheme shows only its label."""

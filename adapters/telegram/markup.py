@@ -15,8 +15,7 @@ from urllib.parse import urlsplit
 
 from markdown_it.tree import SyntaxTreeNode
 
-from adapters.markdown.layout import table_text
-from adapters.markdown.walker import Emphasis, MarkdownWalker
+from adapters.markdown import Emphasis, MarkdownWalker, table_text
 
 LINK_SCHEMES = frozenset({"http", "https", "tg", "mailto"})
 """Link schemes rendered as `<a href>`; a link with any other scheme shows only its text."""

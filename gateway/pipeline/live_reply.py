@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from adapters.base import ChatAddress, MessageRef
-from adapters.markdown.chunking import split_text
+from adapters.chunking import split_text
 from adapters.protocols import ChatOutput, FindsOwnPosts, PostsOnce, ShowsTyping
 from gateway.pipeline.tasks import cancel_and_wait
 

@@ -1,1 +1,0 @@
-"""Markdown as the model writes it, laid out for each platform's markup and split to its limits."""
