@@ -12,7 +12,7 @@ PACKAGES = ("gateway", "adapters", "capabilities", "storage", "local_platforms")
 
 LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     "gateway/cli/main.py": "the command line imports a command's implementation when that command runs: the "
-                           "server stack (pydantic-ai, FastAPI, uvicorn, the SDKs) takes seconds to import, and "
+                           "server stack (pydantic-ai, Starlette, uvicorn, the SDKs) takes seconds to import, and "
                            "`gateway --help` or `--version` should not wait for it",
     "gateway/cli/knowledge.py": "as gateway/cli/main.py: the knowledge store and the database load when a knowledge "
                                 "command runs, not with `gateway --help`",

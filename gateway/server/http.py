@@ -68,8 +68,8 @@ MAX_BODY = 1024 * 1024
 
 def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness: ReadinessCheck,
                    registry: Registry | None = None, metrics: Scrape | None = None) -> Starlette:
-    """Every route in one list, so the HTTP surface is read in one place. Starlette alone: the surface has no
-    request models to validate and no API documentation to serve, which is what FastAPI would add (some 5 MB)."""
+    """Every route in one list, so the HTTP surface is read in one place. Plain Starlette: the surface has no
+    request models to validate and no API documentation to serve."""
 
     async def capabilities(_request: Request) -> JSONResponse:
         """The registry as it stands in this deployment, each config with its JSON Schema."""
