@@ -7,6 +7,7 @@ placeholder "…" (in a thread rooted at the post outside DMs, as the gateway an
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import re
@@ -52,3 +53,7 @@ async def serve(answerer: Answerer, url: str, token: str) -> None:
                 task = asyncio.create_task(answer(post, direct))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
+
+
+def run(answerer: Answerer, args: argparse.Namespace) -> None:
+    asyncio.run(serve(answerer, args.url, args.token))

@@ -7,6 +7,7 @@ to the answer. Other events (channel `message`s, the bot's own posts, edits) are
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import re
 from typing import Any
@@ -46,3 +47,7 @@ async def serve(answerer: Answerer, url: str, token: str, app_token: str) -> Non
     client.socket_mode_request_listeners.append(on_request)  # type: ignore[arg-type]
     await client.connect()
     await asyncio.Event().wait()  # until SIGTERM
+
+
+def run(answerer: Answerer, args: argparse.Namespace) -> None:
+    asyncio.run(serve(answerer, args.url, args.token, args.app_token))

@@ -56,6 +56,11 @@ WATCHES: dict[str, Callable[[], Watch]] = {"telegram": TelegramWatch, "slack": S
 VARIANTS = {"echo": "echo floor", "llm": "LLM floor", "base-sqlite": "baseline gateway, SQLite",
             "sqlite": "gateway, SQLite", "postgresql": "gateway, PostgreSQL"}
 FLOORS = ("echo", "llm")
+GATEWAYS = ("base-sqlite", "sqlite", "postgresql")
+TARGETS: tuple[tuple[str, Callable[[Run], float], float], ...] = (
+    ("CPU per answered message", lambda r: r.cpu_per_message, 1.25),
+    ("peak RSS", lambda r: r.peak_rss, 1.3))
+"""The ceilings on gateway ÷ LLM floor: a plain turn's CPU and the process's peak memory."""
 ACKS = {"telegram": "Telegram offset ack", "slack": "Slack envelope ack", "mattermost": "Mattermost ack (it has none)"}
 
 
@@ -220,20 +225,37 @@ def label(variant: str, platform: str) -> str:
     return VARIANTS[variant] + (f" ({elsewhere.title()})" if elsewhere != platform else "")
 
 
+def median(runs: dict[str, list[Run]], name: str, pick: Callable[[Run], float]) -> float:
+    values = [pick(r) for r in runs.get(name, []) if not math.isnan(pick(r))]
+    return statistics.median(values) if values else math.nan
+
+
+def gateway_name(variant: str) -> str:
+    return VARIANTS[variant].split(", ")[1] + (" (baseline)" if variant.startswith("base") else "")
+
+
+def targets(runs: dict[str, list[Run]]) -> None:
+    """The two ratios the targets name, gateway ÷ LLM floor (medians), each against its ceiling."""
+    if "llm" not in runs:
+        return
+    print("\ntargets, gateway ÷ LLM floor (medians of the repetitions):")
+    for title, pick, ceiling in TARGETS:
+        base = median(runs, "llm", pick)
+        for gateway in (g for g in GATEWAYS if g in runs):
+            ratio = median(runs, gateway, pick) / base
+            print(f"  {title:<24} {gateway_name(gateway):<22} {ratio:.2f}x  (target ≤ {ceiling:.2f}x: "
+                  f"{'met' if ratio <= ceiling else 'not met'})")
+
+
 def table(runs: dict[str, list[Run]], platform: str) -> None:
     names = list(runs)
     header = "| figure | " + " | ".join(label(n, platform) for n in names) + " | ratios (gateway ÷ floor) |"
     print("\n" + header)
     print("|" + "---|" * (len(names) + 2))
 
-    def median(name: str, pick: Callable[[Run], float]) -> float:
-        values = [pick(r) for r in runs.get(name, []) if not math.isnan(pick(r))]
-        return statistics.median(values) if values else math.nan
-
     def ratios(pick: Callable[[Run], float], floor: str) -> str:
-        base = median(floor, pick)
-        parts = [f"{VARIANTS[g].split(', ')[1]}{' (baseline)' if g.startswith('base') else ''} "
-                 f"{median(g, pick) / base:.2f}x" for g in ("base-sqlite", "sqlite", "postgresql")
+        base = median(runs, floor, pick)
+        parts = [f"{gateway_name(g)} {median(runs, g, pick) / base:.2f}x" for g in GATEWAYS
                  if g in runs and base and not math.isnan(base)]
         return (f"vs {label(floor, platform)}: " + ", ".join(parts)) if parts and floor in runs else ""
 
@@ -284,6 +306,7 @@ async def main_async(args: argparse.Namespace) -> None:
                   + (f"; not shown exactly once: {', '.join(run.misses)}" if run.misses else ""), flush=True)
     if variants:
         table(runs, args.platform)
+        targets(runs)
     for platform, count in (("telegram", args.idle_bots), ("slack", args.idle_slack),
                             ("mattermost", args.idle_mattermost)):
         if count:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -20,8 +21,6 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, CursorResult, Result, create_engine, event
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -222,9 +221,14 @@ def rows_changed(result: Result[Any]) -> int:
     return result.rowcount
 
 
+DIALECTS = {"postgresql": "sqlalchemy.dialects.postgresql", "sqlite": "sqlalchemy.dialects.sqlite"}
+"""Each dialect's package, found by name: a deployment loads only its own (its engine already has), so SQLite's
+does not carry PostgreSQL's (2 MB)."""
+
+
 def insert_for(dialect: str) -> Callable[..., Any]:
     """The dialect's `INSERT` that knows `ON CONFLICT` (both spell it the same; the core `insert` does not)."""
-    return pg_insert if dialect == "postgresql" else sqlite_insert
+    return importlib.import_module(DIALECTS.get(dialect, DIALECTS["sqlite"])).insert
 
 
 def _defaults(url: str) -> dict[str, Any]:

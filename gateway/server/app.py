@@ -16,8 +16,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
-from fastapi import FastAPI
 from sqlalchemy import text
+from starlette.applications import Starlette
 
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Closable, PostsFiles
@@ -263,7 +263,7 @@ class Gateway:
         """Block until a component stops on its own (which only happens on a fatal error)."""
         await asyncio.wait(self._essential, return_when=asyncio.FIRST_COMPLETED)
 
-    async def _serve_http(self, app: FastAPI) -> None:
+    async def _serve_http(self, app: Starlette) -> None:
         server_spec = self.config.server
         try:
             sock = socket.create_server((server_spec.host, server_spec.port), reuse_port=False)

@@ -6,8 +6,11 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from adapters.base import MalformedPayload, VerificationError
 from adapters.protocols import Webhook, WebhookAnswer, WebhookRoute
@@ -64,40 +67,45 @@ MAX_BODY = 1024 * 1024
 
 
 def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness: ReadinessCheck,
-                   registry: Registry | None = None, metrics: Scrape | None = None) -> FastAPI:
-    """Every route in one list, so the HTTP surface is read in one place."""
-    app = FastAPI(title="chat-gateway", docs_url=None, redoc_url=None, openapi_url=None)
+                   registry: Registry | None = None, metrics: Scrape | None = None) -> Starlette:
+    """Every route in one list, so the HTTP surface is read in one place. Plain Starlette: the surface has no
+    request models to validate and no API documentation to serve."""
 
-    @app.get("/api/v1/capabilities")
-    async def capabilities() -> JSONResponse:
+    async def capabilities(_request: Request) -> JSONResponse:
         """The registry as it stands in this deployment, each config with its JSON Schema."""
         return JSONResponse({"capabilities": registry.describe() if registry is not None else []})
 
-    for platform, route in WEBHOOK_ROUTES:
-        app.add_api_route(f"/{platform}/{{bot}}/{route}", _endpoint(intake, adapters, platform, route),
-                          methods=["POST"], name=f"{platform}_{route}")
-
-    @app.get("/healthz")
-    async def healthz() -> JSONResponse:
+    async def healthz(_request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    @app.get("/readyz")
-    async def readyz() -> JSONResponse:
+    async def readyz(_request: Request) -> JSONResponse:
         answer = await readiness()
         return JSONResponse(answer.body(), status_code=200 if answer.ready else 503)
 
+    routes = [
+        Route("/api/v1/capabilities", capabilities, methods=["GET"]),
+        *(Route(f"/{platform}/{{bot}}/{route}", _endpoint(intake, adapters, platform, route), methods=["POST"],
+                name=f"{platform}_{route}") for platform, route in WEBHOOK_ROUTES),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+    ]
     if metrics is not None:
-        @app.get("/metrics")
-        async def metrics_page() -> Response:
+        async def metrics_page(_request: Request) -> Response:
             return Response(await metrics(), media_type=CONTENT_TYPE)
+        routes.append(Route("/metrics", metrics_page, methods=["GET"]))
+    return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
 
-    return app
+
+async def _http_error(_request: Request, exc: Exception) -> Response:
+    """An unknown path or method answered as JSON, `{"detail": …}`, with the status Starlette chose."""
+    assert isinstance(exc, HTTPException)
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 
 
 def _endpoint(intake: Intake, adapters: Mapping[str, Webhook], platform: str,
-              route: WebhookRoute) -> Callable[[str, Request], Awaitable[JSONResponse]]:
-    async def endpoint(bot: str, request: Request) -> JSONResponse:
-        return await _webhook(intake, adapters, platform, bot, route, request)
+              route: WebhookRoute) -> Callable[[Request], Awaitable[JSONResponse]]:
+    async def endpoint(request: Request) -> JSONResponse:
+        return await _webhook(intake, adapters, platform, request.path_params["bot"], route, request)
     return endpoint
 
 

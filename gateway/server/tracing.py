@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import NoOpTracer, Tracer
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
 from gateway.config.schema import Settings
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 TRACER_NAME = "chat-gateway"
 
@@ -37,15 +37,13 @@ class Tracing:
 
 
 def build_tracing(settings: Settings) -> Tracing:
-    """Traces to `OTEL_EXPORTER_OTLP_ENDPOINT` (the exporter reads `OTEL_EXPORTER_OTLP_HEADERS` itself, which is
-    how Logfire's token travels), or no tracing at all. Message text and tool arguments leave the process only
-    when `GATEWAY_TRACE_CONTENT` opts in."""
+    """Traces to `OTEL_EXPORTER_OTLP_ENDPOINT` (`gateway/server/otlp.py`), or no tracing at all. Message text and
+    tool arguments leave the process only when `GATEWAY_TRACE_CONTENT` opts in."""
     if not settings.otlp_endpoint:
         return Tracing(tracer=NoOpTracer(), instrumentation=None)
-    resource = Resource.create({SERVICE_NAME: TRACER_NAME}).merge(OTELResourceDetector().detect())
-    provider = TracerProvider(resource=resource)
-    endpoint = settings.otlp_endpoint.rstrip("/") + "/v1/traces"
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    # Deferred: the SDK and its OTLP exporter (protobuf; some 4 MB) load only in a deployment that exports traces.
+    from gateway.server.otlp import otlp_provider
+    provider = otlp_provider(TRACER_NAME, settings.otlp_endpoint)
     return Tracing(tracer=provider.get_tracer(TRACER_NAME), provider=provider,
                    instrumentation=InstrumentationSettings(tracer_provider=provider,
                                                            include_content=settings.trace_content,

@@ -68,7 +68,7 @@ async def test_a_usage_error_is_typers_own_with_status_2(args: list[str], messag
     assert "unexpected error" not in finished.stderr and "--debug" not in finished.stderr
 
 
-CHECK_HEAVY = ("pydantic_ai", "pydantic_ai_harness", "openai", "sqlalchemy", "fastapi", "bs4", "matplotlib")
+CHECK_HEAVY = ("pydantic_ai", "pydantic_ai_harness", "openai", "sqlalchemy", "starlette", "bs4", "matplotlib")
 """What `gateway check` does without: the capabilities' declarations are read, their builders are not loaded, and
 models are judged from pydantic-ai's generated tables rather than built."""
 

@@ -1,8 +1,9 @@
 """How many database transactions one plain Telegram turn costs, from the accept to the finished inbox item.
 
-Counted with SQLAlchemy's engine events on the gateway's own engine. The sweeps (approval expiry, inbox pruning)
-run on their own clock whether anybody writes or not, so their tasks are left out; everything else a turn causes
-counts, the worker's claims after it included: the count ends when the gateway has stopped, not after a pause.
+Counted with SQLAlchemy's engine events on the gateway's own engine. The sweeps (approval expiry, inbox pruning,
+the outbox's look for cut-off uploads) run on their own clock whether anybody writes or not, so they are left out;
+everything else a turn causes counts, the worker's claims after it included: the count ends when the gateway has
+stopped, not after a pause.
 """
 
 from __future__ import annotations
@@ -27,12 +28,22 @@ PLAIN_TURN_TRANSACTIONS = 5
 """The accept, the claim, the turn's start (user turn, history, run), the first post's id (stored by itself right
 after it is posted, since a Telegram retry could not find it again) and the turn's end (answer, run, item)."""
 
+OUTBOX_LOOK = "SELECT min(outbox_files.claimed_until)"
+"""The outbox sweep's look for uploads cut off mid-way, a second after the start and then only every `file_claim`:
+it runs on the database's thread (`Database.run`), where no task name tells it from a turn's work, so it is told
+by its one statement."""
+
 
 @dataclass
 class Counted:
     begins: int = 0
     commits: int = 0
     statements: list[list[str]] = field(default_factory=list)
+
+    @property
+    def turns(self) -> list[list[str]]:
+        """Each transaction's statements, the outbox sweep's look left out."""
+        return [s for s in self.statements if not (len(s) == 1 and s[0].startswith(OUTBOX_LOOK))]
 
 
 @contextmanager
@@ -90,8 +101,8 @@ async def test_a_plain_turn_costs_at_most_four_transactions(telegram: FakeTelegr
             await until_done(database_url, 2)
             await running.aclose()  # the gateway stopped and its workers drained: all the turn causes is counted
         assert counted.commits == counted.begins, counted.statements
-        assert counted.begins <= PLAIN_TURN_TRANSACTIONS, "\n".join(
-            f"{n}: {' | '.join(s)}" for n, s in enumerate(counted.statements, 1))
+        assert len(counted.turns) <= PLAIN_TURN_TRANSACTIONS, "\n".join(
+            f"{n}: {' | '.join(s)}" for n, s in enumerate(counted.turns, 1))
 
     check = Database(database_url)
     try:

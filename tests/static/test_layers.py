@@ -12,7 +12,7 @@ PACKAGES = ("gateway", "adapters", "capabilities", "storage", "local_platforms")
 
 LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     "gateway/cli/main.py": "the command line imports a command's implementation when that command runs: the "
-                           "server stack (pydantic-ai, FastAPI, uvicorn, the SDKs) takes seconds to import, and "
+                           "server stack (pydantic-ai, Starlette, uvicorn, the SDKs) takes seconds to import, and "
                            "`gateway --help` or `--version` should not wait for it",
     "gateway/cli/knowledge.py": "as gateway/cli/main.py: the knowledge store and the database load when a knowledge "
                                 "command runs, not with `gateway --help`",
@@ -33,6 +33,8 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     "gateway/checks/report.py": "pydantic-ai (a second of imports) loads in `gateway check` only to infer the profile "
                                 "of a model its generated tables do not list, and only when an agent binds "
                                 "`thinking` on one: whether the setting does anything on it",
+    "gateway/server/tracing.py": "the OpenTelemetry SDK and its OTLP exporter (protobuf, ~4 MB) load only in a "
+                                 "deployment that exports traces",
     "capabilities/knowledge/store.py": "pypdf (~10 MB) is for `gateway knowledge add`, never a running gateway",
     "gateway/cli/doctor_services.py": "Redis's client (~0.5 s of imports) loads only when the deployment being checked "
                                       "has a REDIS_URL",
