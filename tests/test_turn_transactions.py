@@ -7,73 +7,21 @@ counts, the worker's claims after it included: the count ends when the gateway h
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from contextlib import AsyncExitStack
 
-from sqlalchemy import event, select
+from sqlalchemy import select
 
-from gateway.server.app import Gateway
 from storage.db import Database
 from storage.models import InboxRow, MessageRow, RunRow
 from tests.fakes.telegram import FakeTelegram
 from tests.harness import QUIET, TelegramBot, ask, running_gateway
 from tests.records import until_done
 from tests.scripted import echoes
+from tests.transactions import counting, listed
 
 PLAIN_TURN_TRANSACTIONS = 5
 """The accept, the claim, the turn's start (user turn, history, run), the first post's id (stored by itself right
 after it is posted, since a Telegram retry could not find it again) and the turn's end (answer, run, item)."""
-
-
-@dataclass
-class Counted:
-    begins: int = 0
-    commits: int = 0
-    statements: list[list[str]] = field(default_factory=list)
-
-
-@contextmanager
-def counting(gateway: Gateway) -> Iterator[Counted]:
-    assert gateway.db is not None and gateway.db.sync_engine is not None
-    engines = (gateway.db.engine.sync_engine, gateway.db.sync_engine)  # `transaction()`'s and `run()`'s
-    counted = Counted()
-
-    def in_sweep() -> bool:
-        try:
-            task = asyncio.current_task()
-        except RuntimeError:  # the database's own thread (`Database.run`), where no sweep runs
-            return False
-        return task is not None and task.get_name().startswith("sweep")
-
-    def begin(conn: Any) -> None:
-        if not in_sweep():
-            counted.begins += 1
-            counted.statements.append([])
-            if conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
-                counted.commits += 1  # one statement that commits on its own (`Database.run(single=True)`)
-
-    def commit(_conn: Any) -> None:
-        if not in_sweep():
-            counted.commits += 1
-
-    def statement(_conn: Any, _cursor: Any, sql: str, *_: Any) -> None:
-        if not in_sweep() and counted.statements:
-            counted.statements[-1].append(" ".join(sql.split())[:90])
-
-    for engine in engines:
-        event.listen(engine, "begin", begin)
-        event.listen(engine, "commit", commit)
-        event.listen(engine, "before_cursor_execute", statement)
-    try:
-        yield counted
-    finally:
-        for engine in engines:
-            event.remove(engine, "begin", begin)
-            event.remove(engine, "commit", commit)
-            event.remove(engine, "before_cursor_execute", statement)
 
 
 async def test_a_plain_turn_costs_at_most_four_transactions(telegram: FakeTelegram, database_url: str) -> None:
@@ -90,8 +38,7 @@ async def test_a_plain_turn_costs_at_most_four_transactions(telegram: FakeTelegr
             await until_done(database_url, 2)
             await running.aclose()  # the gateway stopped and its workers drained: all the turn causes is counted
         assert counted.commits == counted.begins, counted.statements
-        assert counted.begins <= PLAIN_TURN_TRANSACTIONS, "\n".join(
-            f"{n}: {' | '.join(s)}" for n, s in enumerate(counted.statements, 1))
+        assert counted.transactions <= PLAIN_TURN_TRANSACTIONS, listed(counted)
 
     check = Database(database_url)
     try:
