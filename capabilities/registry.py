@@ -154,6 +154,9 @@ class CapabilityDef(Generic[C]):
     context it was built from; not when the run parks, since a parked run goes on. Per-run cleanup lives here."""
     defers_mcp_tools: bool = False
     """Binding this capability loads the agent's MCP tools deferred: hidden until the model finds them through it."""
+    asks_in_chat: bool = False
+    """A run may park on a question this capability puts to the person in the chat, answered by their next message
+    there: only where an agent binds such a capability does each message look for an open question."""
 
     def tool(self, tool_id: str) -> ToolInfo | None:
         return next((t for t in self.tools if t.id == tool_id), None)

@@ -18,7 +18,7 @@ __all__ = ["CAPABILITY", "SubagentsConfig"]
 CAPABILITY = CapabilityDef(
     id="subagents", name="Delegation", category="reasoning", config=SubagentsConfig, offered=offered,
     build=Deferred("capabilities.subagents.delegation:build_delegation"),
-    scopes=frozenset({"agents:delegate"}),
+    scopes=frozenset({"agents:delegate"}), asks_in_chat=True,
     description="Hands self-contained work to specialists and to other agents of this gateway, each on its own "
                 "model and step limit; their usage counts into the run.",
     tools=(ToolInfo(id="task", summary="Hands a self-contained piece of work to one of this agent's delegates."),
