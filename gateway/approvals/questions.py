@@ -20,8 +20,8 @@ from gateway.approvals.question_store import (
     answered_question,
     pending_question,
 )
-from gateway.pipeline.router import TakenAnswer
 from gateway.pipeline.runtime import Parked, TurnDeps
+from gateway.pipeline.steps.services import TakenAnswer
 from storage.models import utcnow
 
 log = logging.getLogger(__name__)
