@@ -12,6 +12,7 @@ from sqlalchemy import Connection
 
 from adapters.base import ApprovalClick, Inbound, MalformedPayload, MessageRef
 from adapters.platforms import PlatformAdapter
+from adapters.protocols import Parser
 from capabilities.registry import Registry
 from gateway.agents.bindings import Binding, BindingStore, UnknownBot
 from gateway.people.commands import DirectCommands
@@ -63,13 +64,14 @@ class Router:
         self._steps: Sequence[Step] = tuple(step(services) for step in STEPS)
 
     def prepare(self, connection: Connection, items: list[InboxItem]) -> None:
-        """Inside the claim's transaction: each item's event, a message's binding, and which steps have nothing to do
-        for it. What cannot be prepared is read again in `handle`."""
+        """Inside the claim's transaction: each item's event (as intake parsed it here, else from its payload), a
+        message's binding, and which steps have nothing to do for it. What cannot be prepared is read again in
+        `handle`."""
         bindings: dict[str, Binding] = {}
         for item in items:
             adapter = self._adapters.get(item.bot_name)
             try:
-                event = adapter.parse(item.payload) if adapter is not None else None
+                event = _event(adapter, item) if adapter is not None else None
                 if isinstance(event, ApprovalClick):
                     self._prepared[item.id] = Prepared(event=event)
                 if adapter is None or not isinstance(event, Inbound):
@@ -89,7 +91,7 @@ class Router:
         if adapter is None:
             log.error("inbox item %d is for bot %r, which this gateway does not run", item.id, item.bot_name)
             return None
-        event = prepared.event if prepared is not None else adapter.parse(item.payload)
+        event = prepared.event if prepared is not None else _event(adapter, item)
         if isinstance(event, ApprovalClick):
             return await self._approval_flow.on_click(adapter, event, retried=item.attempts > 1)
         if not isinstance(event, Inbound):
@@ -108,7 +110,7 @@ class Router:
     async def give_up(self, item: InboxItem) -> None:
         """Tell the chat a message will not be answered: in the reply already begun, or in a new one."""
         adapter = self._adapters.get(item.bot_name)
-        inbound = adapter.parse(item.payload) if adapter is not None else None
+        inbound = _event(adapter, item) if adapter is not None else None
         if adapter is None or not isinstance(inbound, Inbound):
             return
         if item.reply_message_id is None:
@@ -132,3 +134,8 @@ class Router:
                   "final_ms": round(final * 1000), "requests": usage.requests,
                   "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
         log.info("turn %s", " ".join(f"{name}={value}" for name, value in fields.items()), extra={"turn": fields})
+
+
+def _event(adapter: Parser, item: InboxItem) -> Inbound | ApprovalClick | None:
+    """The item's event: as intake parsed it in this process, else parsed from the stored payload."""
+    return item.event if item.event is not None else adapter.parse(item.payload)
