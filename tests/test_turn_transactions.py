@@ -39,6 +39,8 @@ async def test_a_plain_turn_costs_at_most_four_transactions(telegram: FakeTelegr
             await running.aclose()  # the gateway stopped and its workers drained: all the turn causes is counted
         assert counted.commits == counted.begins, counted.statements
         assert counted.transactions <= PLAIN_TURN_TRANSACTIONS, listed(counted)
+        assert not any("delegate_questions" in sql for statements in counted.statements for sql in statements), \
+            "an agent binding nothing that asks in the chat has no open question to look for"
 
     check = Database(database_url)
     try:
