@@ -6,19 +6,19 @@ import asyncio
 import hashlib
 import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import and_, exists, func, select, update
+from sqlalchemy import Connection, and_, bindparam, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ApprovalCard, Speaker
 from gateway.agents.bindings import is_listed
 from gateway.config.schema import ApprovalPolicy
 from storage.db import Database, insert_for
-from storage.models import ApprovalRow, ApprovalVoteRow, ParkedRunRow, utcnow
+from storage.models import ApprovalRow, ApprovalVoteRow, ParkedRunRow, table_of, utcnow
 
 Verdict = Literal["approved", "denied", "expired"]
 Status = Literal["pending", "approved", "denied", "expired"]
@@ -203,11 +203,10 @@ class Approvals:
             return [_approval(row) for row in rows.scalars()]
         return await self._db.transaction(work)
 
-    async def mark_resumed(self, parked_run_id: int) -> None:
-        async def work(session: AsyncSession) -> None:
-            await session.execute(update(ParkedRunRow).where(ParkedRunRow.id == parked_run_id)
-                                  .values(status="resumed", resumed_at=utcnow()))
-        await self._db.transaction(work)
+    async def commit(self, writes: Callable[[Connection], None]) -> None:
+        """A resume's last writes (`mark_resumed` among them), by themselves: where no inbox item's completion
+        commits them (the expiry sweep's resumes)."""
+        await self._db.run(writes)
 
     async def recent(self, *, limit: int = 50) -> list[Approval]:
         """Pending first, then the latest decisions: the audit view."""
@@ -216,6 +215,16 @@ class Approvals:
                 (ApprovalRow.status != "pending"), ApprovalRow.created_at.desc()).limit(limit))
             return [_approval(row) for row in rows.scalars()]
         return await self._db.transaction(work)
+
+
+PARKED_RUNS = table_of(ParkedRunRow)
+_MARK_RESUMED = (update(PARKED_RUNS).where(PARKED_RUNS.c.id == bindparam("parked_run_id"))
+                 .values(status="resumed", resumed_at=bindparam("now")))
+
+
+def mark_resumed(connection: Connection, parked_run_id: int) -> None:
+    """The parked run went on, in the caller's transaction (its resume's end)."""
+    connection.execute(_MARK_RESUMED, {"parked_run_id": parked_run_id, "now": utcnow()})
 
 
 def args_hash(args: Mapping[str, Any]) -> str:

@@ -190,8 +190,8 @@ class Gateway:
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
-        flow = ApprovalFlow(approvals=approvals, runtime=runtime, conversations=conversations,
-                            adapters=self.adapters, waits=[questions], metrics=self.metrics)
+        flow = ApprovalFlow(approvals=approvals, runtime=runtime, adapters=self.adapters, waits=[questions],
+                            metrics=self.metrics)
         typing = TypingShown()
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,

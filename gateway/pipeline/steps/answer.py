@@ -19,6 +19,7 @@ from gateway.pipeline.live_reply import LiveReply, Placeholder
 from gateway.pipeline.runtime import Answered, Parked, Turn, TurnDeps, open_run, record_answered
 from gateway.pipeline.steps.services import StepServices
 from gateway.pipeline.steps.step import HANDLED, Delivery, Handled
+from gateway.pipeline.worker import Finish
 
 THREAD_CONTEXT_LIMIT = 50
 """How many earlier thread messages a bot first mentioned mid-thread reads."""
@@ -58,9 +59,10 @@ class Answer:
         outcome = await self._runtime.run(turn, reply, run_id=run_id, record_answer=False)
         self._account(delivery, outcome, started=started, posted_at=reply.posted_at)
         if isinstance(outcome, Answered):
-            return Handled(partial(_finish, outcome, record.conversation_id, delivery.binding.agent.name))
+            return Handled(finish_answered(outcome, record.conversation_id, delivery.binding.agent.name))
         if isinstance(outcome, Parked):
-            await self._parked.park(delivery.adapter, turn.deps, record.conversation_id, outcome)
+            await self._parked.park(delivery.adapter, turn.deps, record.conversation_id, outcome,
+                                    inbox_id=turn.inbox_id)
         return HANDLED
 
     @staticmethod
@@ -101,8 +103,11 @@ def _begin(delivery: Delivery, files: tuple[Attachment, ...], shown_id: str | No
     return turn, record, open_run(connection, turn)
 
 
-def _finish(answered: Answered, conversation_id: int, agent_name: str, connection: Connection) -> None:
-    """The answered turn's end, committed with its inbox item: the run's row and the answer in the history."""
-    record_answered(connection, answered)
-    record_answer(connection, conversation_id, run_id=answered.run_id, text=answered.text, speaker_name=agent_name,
-                  platform_message_id=answered.message_id)
+def finish_answered(answered: Answered, conversation_id: int, agent_name: str) -> Finish:
+    """An answered run's end, committed with the inbox item that led to it (a turn's, a resume's): the run's row and
+    the answer in the history."""
+    def finish(connection: Connection) -> None:
+        record_answered(connection, answered)
+        record_answer(connection, conversation_id, run_id=answered.run_id, text=answered.text,
+                      speaker_name=agent_name, platform_message_id=answered.message_id)
+    return finish

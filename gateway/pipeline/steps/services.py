@@ -35,7 +35,10 @@ class ParkedRuns(Protocol):
     """Where a run waiting on people goes, and how it comes back (`gateway/approvals/parking.py`). A resume's
     last writes come back as a `Finish`, committed with the inbox item that caused it."""
 
-    async def park(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: Parked) -> None: ...
+    async def park(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: Parked, *,
+                   inbox_id: int | None) -> None:
+        """`inbox_id`: the item of the turn that parked, whose outbox key the resume goes on with."""
+        ...
 
     async def on_click(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> Finish | None: ...
 
