@@ -69,21 +69,28 @@ class Router:
         `handle`."""
         bindings: dict[str, Binding] = {}
         for item in items:
-            adapter = self._adapters.get(item.bot_name)
             try:
-                event = _event(adapter, item) if adapter is not None else None
-                if isinstance(event, ApprovalClick):
-                    self._prepared[item.id] = Prepared(event=event)
-                if adapter is None or not isinstance(event, Inbound):
-                    continue
-                if item.bot_name not in bindings:
-                    bindings[item.bot_name] = self._bindings.read(connection, item.bot_name)
+                prepared = self._prepared_item(connection, item, bindings)
             except (UnknownBot, MalformedPayload):  # `handle` says so in its own words
                 continue
-            delivery = Delivery(item=item, inbound=event, binding=bindings[item.bot_name], adapter=adapter)
-            skipped = frozenset(step for step in self._steps
-                                if isinstance(step, LooksAhead) and not step.may_handle(connection, delivery))
-            self._prepared[item.id] = Prepared(event=event, delivery=delivery, skipped=skipped)
+            if prepared is not None:
+                self._prepared[item.id] = prepared
+
+    def _prepared_item(self, connection: Connection, item: InboxItem,
+                       bindings: dict[str, Binding]) -> Prepared | None:
+        """`bindings`: those this claim read so far, by bot name (a claim of several items reads each once)."""
+        adapter = self._adapters.get(item.bot_name)
+        event = _event(adapter, item) if adapter is not None else None
+        if adapter is None or event is None:
+            return None
+        if isinstance(event, ApprovalClick):
+            return Prepared(event=event)
+        if item.bot_name not in bindings:
+            bindings[item.bot_name] = self._bindings.read(connection, item.bot_name)
+        delivery = Delivery(item=item, inbound=event, binding=bindings[item.bot_name], adapter=adapter)
+        skipped = frozenset(step for step in self._steps
+                            if isinstance(step, LooksAhead) and not step.may_handle(connection, delivery))
+        return Prepared(event=event, delivery=delivery, skipped=skipped)
 
     async def handle(self, item: InboxItem) -> Finish | None:
         prepared = self._prepared.pop(item.id, None)
@@ -96,11 +103,13 @@ class Router:
             return await self._approval_flow.on_click(adapter, event, retried=item.attempts > 1)
         if not isinstance(event, Inbound):
             return None
-        delivery = prepared.delivery if prepared is not None else None
-        if delivery is None:
-            delivery = Delivery(item=item, inbound=event, binding=await self._bindings.load(item.bot_name),
-                                adapter=adapter)
-        skipped = prepared.skipped if prepared is not None else frozenset()
+        if prepared is not None and prepared.delivery is not None:
+            return await self._walk(prepared.delivery, skipped=prepared.skipped)
+        binding = await self._bindings.load(item.bot_name)
+        return await self._walk(Delivery(item=item, inbound=event, binding=binding, adapter=adapter))
+
+    async def _walk(self, delivery: Delivery, *, skipped: frozenset[Step] = frozenset()) -> Finish | None:
+        """The steps in order, until one ends the delivery."""
         for step in self._steps:
             handled = None if step in skipped else await step.handle(delivery)
             if handled is not None:

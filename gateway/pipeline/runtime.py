@@ -221,18 +221,13 @@ class Runtime:
         self._file_claim = file_claim
         self._resolver = resolver
 
-    async def run(self, turn: Turn, reply: LiveReply, *, run_id: int | None = None,
-                  record_answer: bool = True) -> RunOutcome:
-        """`run_id`: the row `open_run` opened (in the caller's transaction); `record_answer=False` leaves an answered
-        run's row to `record_answered`, which the caller commits with the rest of the turn's end."""
+    async def run(self, turn: Turn, reply: LiveReply, *, run_id: int | None = None) -> RunOutcome:
+        """`run_id`: the row `open_run` opened (in the caller's transaction). An answered run's row is left to
+        `record_answered`, which the caller commits with the rest of the turn's end."""
         if run_id is None:
             run_id = await self.open_run(turn)
-        return await self._drive(run_id, turn.deps, reply, record_answer=record_answer, prompt=turn.prompt,
-                                 history=turn.history, files=turn.files, turn_key=turn_key(run_id, turn.inbox_id),
-                                 retried=turn.retried)
-
-    async def record_answered(self, outcome: Answered) -> None:
-        await self._db.run(lambda connection: record_answered(connection, outcome))
+        return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history, files=turn.files,
+                                 turn_key=turn_key(run_id, turn.inbox_id), retried=turn.retried)
 
     async def resume(self, run_id: int, deps: TurnDeps, state: str, results: DeferredToolResults,
                      reply: LiveReply, *, booked: Booked, specialists: Sequence[Mapping[str, Any]] = ()) -> RunOutcome:
@@ -245,8 +240,7 @@ class Runtime:
         # own usage, which the continuation counts on from.
         delegated = spent_since(booked.usage, conversation.usage)
         return await self._drive(run_id, deps, reply, resuming=True, delegated=delegated, conversation=conversation,
-                                 results=results, specialists=specialists, record_answer=False,
-                                 turn_key=turn_key(run_id, booked.inbox_id))
+                                 results=results, specialists=specialists, turn_key=turn_key(run_id, booked.inbox_id))
 
     async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, **kwargs: Any) -> RunOutcome:
         """The run with the MCP servers its agent binds connected for its length (those down are skipped)."""
@@ -260,7 +254,7 @@ class Runtime:
     async def _drive_connected(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, mcp: ConnectedServers,
                                resuming: bool = False, delegated: RunUsage | None = None,
                                specialists: Sequence[Mapping[str, Any]] = (), files: Sequence[Attachment] = (),
-                               turn_key: str, record_answer: bool = True, retried: bool = False,
+                               turn_key: str, retried: bool = False,
                                **run_input: Any) -> RunOutcome:
         """`turn_key`: the outbox key of the run's turn (its inbox item's); `retried`: an earlier attempt of
         this turn may have stored files it did not post."""
@@ -316,8 +310,6 @@ class Runtime:
         await _deliver(outbox)
         usage = result.usage + assembled.delegated
         answered = Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id, usage=usage)
-        if record_answer:
-            await self.record_answered(answered)
         await assembled.end_run()
         return answered
 

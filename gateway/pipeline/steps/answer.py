@@ -56,10 +56,10 @@ class Answer:
         turn, record, run_id = await self._db.run(partial(_begin, delivery, await _files(delivery),
                                                           None if shown is None else shown.message_id))
         turn = await self._with_thread(turn, record, delivery, reply)
-        outcome = await self._runtime.run(turn, reply, run_id=run_id, record_answer=False)
+        outcome = await self._runtime.run(turn, reply, run_id=run_id)
         self._account(delivery, outcome, started=started, posted_at=reply.posted_at)
         if isinstance(outcome, Answered):
-            return Handled(finish_answered(outcome, record.conversation_id, delivery.binding.agent.name))
+            return Handled(finish=finish_answered(outcome, record.conversation_id, delivery.binding.agent.name))
         if isinstance(outcome, Parked):
             await self._parked.park(delivery.adapter, turn.deps, record.conversation_id, outcome,
                                     inbox_id=turn.inbox_id)

@@ -28,7 +28,8 @@ class DelegateAnswer:
         answered = await self._questions.take_answer(delivery.inbound, retried=delivery.retried)
         if answered is None:
             return None
-        return Handled(await self._parked.resume(delivery.adapter, answered.parked_run_id, reclaim=answered.retried))
+        return Handled(finish=await self._parked.resume(delivery.adapter, answered.parked_run_id,
+                                                     reclaim=answered.retried))
 
 
 def asks_in_chat(registry: Registry, binding: Binding) -> bool:

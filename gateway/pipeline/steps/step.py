@@ -30,7 +30,7 @@ class Delivery:
         return self.item.attempts > 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Handled:
     """The delivery ends at this step."""
 

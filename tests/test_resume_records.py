@@ -1,0 +1,35 @@
+"""A resume ends as a turn does: the parked run marked resumed, the run's row answered, the answer in the history,
+whether a click's inbox item commits it or the expiry sweep, with no item, commits it by itself."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from storage.db import Database
+from storage.models import MessageRow, ParkedRunRow, RunRow
+from tests.fakes.telegram import FakeTelegram
+from tests.records import until_resumed
+from tests.test_telegram_approvals import awaiting_decision, texts
+
+
+async def ended(database_url: str) -> tuple[list[str], list[str], list[str]]:
+    """The history's roles, the runs' statuses and the parked runs' statuses."""
+    check = Database(database_url)
+    try:
+        async with check.session() as session:
+            roles = (await session.execute(select(MessageRow.role).order_by(MessageRow.id))).scalars().all()
+            runs = (await session.execute(select(RunRow.status))).scalars().all()
+            parked = (await session.execute(select(ParkedRunRow.status))).scalars().all()
+    finally:
+        await check.close()
+    return list(roles), list(runs), list(parked)
+
+
+async def test_a_resume_the_expiry_sweep_started_records_its_end(telegram: FakeTelegram, sqlite_url: str) -> None:
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with awaiting_decision(telegram, sqlite_url, chat=chat, asker=alice, text="deploy web",
+                                 binding={"approvals": {"expires_after": 1}}):
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1].startswith("done:"), timeout=10)
+        await until_resumed(sqlite_url, 1)  # the answer is shown before its end commits
+    assert await ended(sqlite_url) == (["user", "assistant"], ["answered"], ["resumed"])
