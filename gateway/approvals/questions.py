@@ -56,6 +56,8 @@ class QuestionFlow:
         gave one. A call that no longer asks what was shown is denied."""
         decisions: dict[str, DeferredToolApprovalResult | bool] = {}
         carried: dict[str, dict[str, Any]] = {}
+        if not any(asked(requests.metadata.get(call.tool_call_id)) for call in requests.approvals):
+            return DeferredToolResults()  # the run parked on approvals alone: it asked nothing to look up
         for question in await self._questions.of_run(parked_run_id):
             metadata = requests.metadata.get(question.tool_call_id)
             if metadata is None or asked(metadata) != (question.specialist, question.question):
