@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 from gateway.agents.bindings import is_listed
-from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.steps.services import StepServices
 from gateway.pipeline.steps.step import Delivery, Handled, refuse
 
@@ -16,7 +15,7 @@ NOT_ALLOWED = "Sorry, this bot only answers people on its allowlist."
 
 class Access:
     def __init__(self, services: StepServices) -> None:
-        self._metrics: GatewayMetrics = services.metrics
+        self._metrics = services.metrics
 
     async def handle(self, delivery: Delivery) -> Handled | None:
         binding, speaker = delivery.binding, delivery.inbound.speaker
