@@ -17,10 +17,10 @@ from tests.scripted import calls_then_answers
 from tests.test_telegram_approvals import buttons, cards, texts
 from tests.transactions import counting, listed
 
-CLICK_TRANSACTIONS = 11
-"""The accept, the claim, the approval read, the decision, the card marked closed, the look for open questions, the
-resume's claim, the decisions read, the run row back to running, the look for files the parked turn left, and the
-resume's end (parked run, run row, answer, item) as one, as a plain turn's end is."""
+CLICK_TRANSACTIONS = 10
+"""The accept, the claim, the approval read, the decision, the card marked closed, the resume's claim (open questions
+looked for in its one statement), the decisions read, the run row back to running, the look for files the parked
+turn left, and the resume's end (parked run, run row, answer, item) as one, as a plain turn's end is."""
 
 
 async def test_an_approve_click_costs_at_most_its_budget_of_transactions(telegram: FakeTelegram,

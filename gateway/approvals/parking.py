@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from pydantic_ai import ConversationTypeAdapter, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.tools import DeferredToolApprovalResult
-from sqlalchemy import Connection
+from sqlalchemy import ColumnElement, Connection
 
 from adapters.base import ApprovalClick, ApprovalOutcome, ChatAddress, MessageRef, joined_names
 from adapters.protocols import Chat
@@ -46,8 +46,9 @@ class Wait(Protocol):
         """Store what this run waits on and put it to the people in the chat."""
         ...
 
-    async def waiting(self, parked_run_id: int) -> bool:
-        """True while something of this parked run is still open."""
+    def still_open(self, parked_run_id: int) -> ColumnElement[bool]:
+        """An SQL condition, true while something of this parked run is still open: the resume's claim takes the run
+        only where none holds, in its one statement."""
         ...
 
     async def results(self, parked_run_id: int, requests: DeferredToolRequests) -> DeferredToolResults:
@@ -224,10 +225,8 @@ class ApprovalFlow:
         comes back to be committed in one transaction with the inbox item that caused it: the parked run marked
         resumed, and an answer's run row and history; a run that parks again is parked again first. None: nothing
         was resumed. `reclaim` also takes a run whose resume a crash cut short (its decision is being retried)."""
-        for wait in self._waits:
-            if await wait.waiting(parked_run_id):
-                return None
-        parked = await self._approvals.claim_resume(parked_run_id, reclaim=reclaim)
+        parked = await self._approvals.claim_resume(parked_run_id, reclaim=reclaim,
+                                                    unless=[wait.still_open(parked_run_id) for wait in self._waits])
         if parked is None:
             return None
         deps = deps_from_snapshot(parked.turn)

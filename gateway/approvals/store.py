@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, and_, bindparam, exists, func, select, update
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ApprovalCard, Speaker
@@ -171,9 +171,10 @@ class Approvals:
             return list(rows.scalars())
         return await self._db.transaction(work)
 
-    async def claim_resume(self, parked_run_id: int, *, reclaim: bool = False) -> ParkedRun | None:
-        """Exactly one caller wins, and only once no approval of the run is pending (what else it waits on,
-        `ApprovalFlow.resume` asks before).
+    async def claim_resume(self, parked_run_id: int, *, reclaim: bool = False,
+                           unless: Sequence[ColumnElement[bool]] = ()) -> ParkedRun | None:
+        """Exactly one caller wins, and only once no approval of the run is pending and none of `unless` holds (what
+        else it waits on: `Wait.still_open`), all in one statement.
 
         `reclaim` also takes a run left `resuming` by a worker that crashed mid-resume (its click is retried).
         """
@@ -183,7 +184,7 @@ class Approvals:
             pending = exists().where(ApprovalRow.parked_run_id == parked_run_id, ApprovalRow.status == "pending")
             result = await session.execute(
                 update(ParkedRunRow).where(and_(ParkedRunRow.id == parked_run_id, ParkedRunRow.status.in_(states),
-                                                ~pending))
+                                                ~pending, *(~condition for condition in unless)))
                 .values(status="resuming").returning(ParkedRunRow))
             row = result.scalar_one_or_none()
             return _parked(row) if row is not None else None
