@@ -172,6 +172,12 @@ class CapabilityDef(Generic[C]):
     asked: Asked | Deferred[Asked] | None = None
     """(asker, question) when a parked call's metadata waits on such a question rather than an approval."""
 
+    @property
+    def asks_in_chat(self) -> bool:
+        """A run may park on a question this capability puts to the person in the chat, answered by their next
+        message there: only where an agent binds such a capability does each message look for an open question."""
+        return self.ask_user is not None
+
     def tool(self, tool_id: str) -> ToolInfo | None:
         return next((t for t in self.tools if t.id == tool_id), None)
 

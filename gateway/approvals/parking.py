@@ -5,19 +5,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, Protocol
 
 from pydantic_ai import ConversationTypeAdapter, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.tools import DeferredToolApprovalResult
+from sqlalchemy import ColumnElement, Connection
 
 from adapters.base import ApprovalClick, ApprovalOutcome, ChatAddress, MessageRef, joined_names
 from adapters.protocols import Chat
-from gateway.approvals.store import Approval, Approvals, NewCall, args_hash, named, refusal
-from gateway.people.conversations import Conversations
+from gateway.approvals.store import Approval, Approvals, NewCall, args_hash, mark_resumed, named, refusal
 from gateway.pipeline.live_reply import LiveReply
 from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.runtime import (
     Answered,
+    Booked,
     Parked,
     Runtime,
     TurnDeps,
@@ -26,6 +28,8 @@ from gateway.pipeline.runtime import (
     shown_call,
     spent_since,
 )
+from gateway.pipeline.steps.answer import finish_answered
+from gateway.pipeline.worker import Finish
 from storage.models import utcnow
 
 log = logging.getLogger(__name__)
@@ -42,8 +46,9 @@ class Wait(Protocol):
         """Store what this run waits on and put it to the people in the chat."""
         ...
 
-    async def waiting(self, parked_run_id: int) -> bool:
-        """True while something of this parked run is still open."""
+    def still_open(self, parked_run_id: int) -> ColumnElement[bool]:
+        """An SQL condition, true while something of this parked run is still open: the resume's claim takes the run
+        only where none holds, in its one statement."""
         ...
 
     async def results(self, parked_run_id: int, requests: DeferredToolRequests) -> DeferredToolResults:
@@ -59,25 +64,24 @@ class ApprovalFlow:
     """Parks a run, decides its calls by verified clicks (compare-and-swap, votes, expiry), and resumes it on
     whichever replica saw the last decision."""
 
-    def __init__(self, *, approvals: Approvals, runtime: Runtime, conversations: Conversations,
-                 adapters: Mapping[str, Chat], waits: Sequence[Wait] = (),
-                 metrics: GatewayMetrics | None = None) -> None:
+    def __init__(self, *, approvals: Approvals, runtime: Runtime, adapters: Mapping[str, Chat],
+                 waits: Sequence[Wait] = (), metrics: GatewayMetrics | None = None) -> None:
         self._approvals = approvals
         self._runtime = runtime
-        self._conversations = conversations
         self._adapters = adapters
         self._waits = tuple(waits)
         self._metrics = metrics or GatewayMetrics({})
 
-    async def park(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: Parked) -> None:
+    async def park(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: Parked, *,
+                   inbox_id: int | None) -> None:
         """Store the parked run, then put what it waits on to the chat: one card per gated call, the first in the
-        reply's placeholder when that shows only the waiting line."""
+        reply's placeholder when that shows only the waiting line. `inbox_id`: the item of the turn that parked."""
         calls = [NewCall(tool_call_id=c.tool_call_id, tool_id=c.tool_id, tool_name=c.tool_name, args=c.args)
                  for c in outcome.calls]
         parked_run_id, approvals = await self._approvals.park(
             run_id=outcome.run_id, conversation_id=conversation_id, conversation_key=deps.address.conversation_key,
-            bot_name=deps.binding.bot_name, turn=parked_snapshot(deps, outcome), state=outcome.state, calls=calls,
-            requester=deps.speaker, policy=deps.binding.spec.approvals)
+            bot_name=deps.binding.bot_name, turn=parked_snapshot(deps, outcome, inbox_id=inbox_id),
+            state=outcome.state, calls=calls, requester=deps.speaker, policy=deps.binding.spec.approvals)
         for wait in self._waits:  # stored before any card is out: a click must not resume the run without them
             await wait.ask(adapter, deps, parked_run_id, outcome)
         placeholder = outcome.placeholder_id
@@ -100,38 +104,42 @@ class ApprovalFlow:
                 log.warning("could not turn the placeholder into approval card %s: %s", approval.id, exc)
         return await adapter.post_approval(address, approval.card)
 
-    async def on_click(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> None:
+    async def on_click(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> Finish | None:
+        """Decide by a verified click; what the run's resume last writes comes back, to be committed with the
+        click's inbox item."""
         approval = await self._approvals.get(click.approval_id)
         if approval is None or approval.card_message_id != click.card.message_id \
                 or approval.conversation_key != click.card.address.conversation_key:
             log.warning("bot %r: click on an unknown or mismatched approval card refused", click.card.address.bot_id)
             await adapter.answer_click(click, "This button does not belong to a pending approval.", refused=True)
-            return
+            return None
         if approval.status == "pending" and approval.expires_at <= utcnow():
-            if await self._expired_by_click(adapter, click, approval.id):
-                return
+            expired = await self._expire(adapter, approval.id, click.card)
+            if expired is not None:
+                return await self._expired_by_click(adapter, click, expired)
             approval = await self._current(approval)
         if approval.status != "pending":
-            await self._answer_late(adapter, click, approval, retried=retried)
-            return
+            return await self._answer_late(adapter, click, approval, retried=retried)
         reason = refusal(approval, click.clicker)
         if reason is not None:
             log.info("bot %r: %s may not decide approval %s", click.card.address.bot_id, click.clicker.platform_user_id,
                      approval.id)
             await adapter.answer_click(click, reason, refused=True)
-            return
-        await self._decide(adapter, click, approval)
+            return None
+        return await self._decide(adapter, click, approval)
 
-    async def _answer_late(self, adapter: Chat, click: ApprovalClick, approval: Approval, *, retried: bool) -> None:
+    async def _answer_late(self, adapter: Chat, click: ApprovalClick, approval: Approval, *,
+                           retried: bool) -> Finish | None:
         """A click on a decided card: the clicker is told what was decided, and by whom."""
         current = await self._current(approval)
         if current.card_closed_at is None:  # its earlier edit failed: the card must stop offering buttons
             await self._close_card(adapter, click.card, current)
         await adapter.answer_click(click, settled(current), refused=True)
         if retried:
-            await self.resume(adapter, current.parked_run_id, reclaim=True)
+            return await self.resume(adapter, current.parked_run_id, reclaim=True)
+        return None
 
-    async def _decide(self, adapter: Chat, click: ApprovalClick, approval: Approval) -> None:
+    async def _decide(self, adapter: Chat, click: ApprovalClick, approval: Approval) -> Finish | None:
         name = named(click.clicker)
         needed = approval.policy.required_approvals
         if click.verb == "approve" and needed > 1:
@@ -139,20 +147,20 @@ class ApprovalFlow:
             if len(votes) < needed:
                 await self._show_votes(adapter, click.card, replace(approval, approved_by=votes))
                 await adapter.answer_click(click, f"Your approval is recorded ({len(votes)} of {needed}).")
-                return
+                return None
             name = joined_names(votes)
         verdict = "approved" if click.verb == "approve" else "denied"
         decided = await self._approvals.decide(approval.id, verdict, name)
         if decided is None:
             current = await self._current(approval)
             # still pending: it expired between the look and the swap, so this click expires it
-            if current.status == "pending" and await self._expired_by_click(adapter, click, approval.id):
-                return
-            await self._answer_late(adapter, click, current, retried=False)
-            return
+            expired = await self._expire(adapter, approval.id, click.card) if current.status == "pending" else None
+            if expired is not None:
+                return await self._expired_by_click(adapter, click, expired)
+            return await self._answer_late(adapter, click, current, retried=False)
         await self._close_card(adapter, click.card, decided)
         await adapter.answer_click(click, f"{verdict.capitalize()} by {decided.decided_by}.")
-        await self.resume(adapter, decided.parked_run_id)
+        return await self.resume(adapter, decided.parked_run_id)
 
     async def _show_votes(self, adapter: Chat, card: MessageRef, approval: Approval) -> None:
         """The card, still open, names who approved so far; a decision that landed meanwhile is shown again."""
@@ -180,24 +188,26 @@ class ApprovalFlow:
             decided = await self._expire(adapter, approval_id, MessageRef(address=address, message_id=""))
             if decided is not None:
                 expired += 1
-                await self.resume(adapter, decided.parked_run_id)
+                await self._resume_by_itself(adapter, decided.parked_run_id)
         for wait in self._waits:
             for parked_run_id in await wait.expire_due():
                 expired += 1
                 adapter, _address = await self._home(parked_run_id)
                 if adapter is not None:
-                    await self.resume(adapter, parked_run_id)
+                    await self._resume_by_itself(adapter, parked_run_id)
         return expired
 
-    async def _expired_by_click(self, adapter: Chat, click: ApprovalClick, approval_id: str) -> bool:
-        """A click past the expiry expires the approval then and there, as the sweep would have: the card turns
-        expired, the clicker is told, the run resumes. False when another decision came first."""
-        decided = await self._expire(adapter, approval_id, click.card)
-        if decided is None:
-            return False
-        await adapter.answer_click(click, settled(decided), refused=True)
-        await self.resume(adapter, decided.parked_run_id)
-        return True
+    async def _resume_by_itself(self, adapter: Chat, parked_run_id: int) -> None:
+        """A resume no inbox item caused (the sweep's): its last writes commit by themselves."""
+        finish = await self.resume(adapter, parked_run_id)
+        if finish is not None:
+            await self._approvals.commit(finish)
+
+    async def _expired_by_click(self, adapter: Chat, click: ApprovalClick, expired: Approval) -> Finish | None:
+        """A click past the expiry expired the approval then and there, as the sweep would have (`_expire`): the
+        clicker is told, the run resumes."""
+        await adapter.answer_click(click, settled(expired), refused=True)
+        return await self.resume(adapter, expired.parked_run_id)
 
     async def _expire(self, adapter: Chat, approval_id: str, card: MessageRef) -> Approval | None:
         """Expire an approval past its time by the compare-and-swap every decision takes, so the sweep and a
@@ -210,16 +220,15 @@ class ApprovalFlow:
             await self._close_card(adapter, replace(card, message_id=decided.card_message_id), decided)
         return decided
 
-    async def resume(self, adapter: Chat, parked_run_id: int, *, reclaim: bool = False) -> None:
-        """Continue the parked run once nothing of it is open, exactly once across replicas; its answer is
-        recorded here, and a run that parks again is parked again. `reclaim` also takes a run whose resume a
-        crash cut short (its decision is being retried)."""
-        for wait in self._waits:
-            if await wait.waiting(parked_run_id):
-                return
-        parked = await self._approvals.claim_resume(parked_run_id, reclaim=reclaim)
+    async def resume(self, adapter: Chat, parked_run_id: int, *, reclaim: bool = False) -> Finish | None:
+        """Continue the parked run once nothing of it is open, exactly once across replicas. As a turn's, its end
+        comes back to be committed in one transaction with the inbox item that caused it: the parked run marked
+        resumed, and an answer's run row and history; a run that parks again is parked again first. None: nothing
+        was resumed. `reclaim` also takes a run whose resume a crash cut short (its decision is being retried)."""
+        parked = await self._approvals.claim_resume(parked_run_id, reclaim=reclaim,
+                                                    unless=[wait.still_open(parked_run_id) for wait in self._waits])
         if parked is None:
-            return
+            return None
         deps = deps_from_snapshot(parked.turn)
         requests = ConversationTypeAdapter.validate_json(parked.state).deferred_tool_requests \
             or DeferredToolRequests()
@@ -228,20 +237,18 @@ class ApprovalFlow:
             results = _joined(results, await wait.results(parked_run_id, requests))
         log.info("resuming run %d in %s", parked.run_id, deps.address.conversation_key)
         reply = LiveReply(adapter, deps.address)
-        before = await self._runtime.booked_usage(parked.run_id)
-        outcome = await self._runtime.resume(parked.run_id, deps, parked.state, results, reply,
+        booked = Booked.of_snapshot(parked.turn) or await self._runtime.booked(parked.run_id)
+        outcome = await self._runtime.resume(parked.run_id, deps, parked.state, results, reply, booked=booked,
                                              specialists=parked.turn.get("specialists") or ())
-        await self._approvals.mark_resumed(parked_run_id)
         self._metrics.resumed(deps.binding.bot_name, answered=isinstance(outcome, Answered))
-        more = spent_since(outcome.usage, before)  # the park's own spending was counted with its turn
+        more = spent_since(outcome.usage, booked.usage)  # the park's own spending was counted with its turn
         self._metrics.model_used(deps.binding.agent.spec.model, requests=more.requests,
                                  input_tokens=more.input_tokens, output_tokens=more.output_tokens)
-        if isinstance(outcome, Answered):
-            await self._conversations.record_answer(parked.conversation_id, run_id=outcome.run_id,
-                                                    text=outcome.text, speaker_name=deps.binding.agent.name,
-                                                    platform_message_id=outcome.message_id)
-        elif isinstance(outcome, Parked):
-            await self.park(adapter, deps, parked.conversation_id, outcome)
+        if isinstance(outcome, Parked):
+            await self.park(adapter, deps, parked.conversation_id, outcome, inbox_id=booked.inbox_id)
+        answered = finish_answered(outcome, parked.conversation_id, deps.binding.agent.name) \
+            if isinstance(outcome, Answered) else None
+        return partial(_resumed, parked_run_id, answered)
 
     async def _current(self, approval: Approval) -> Approval:
         return await self._approvals.get(approval.id) or approval
@@ -275,13 +282,22 @@ def settled(approval: Approval) -> str:
     return f"Already {approval.status} by {approval.decided_by}."
 
 
-def parked_snapshot(deps: TurnDeps, outcome: Parked) -> dict[str, object]:
-    """The admitting turn's facts and the specialists the model wrote before the park (#175): a resume, on
-    any replica, registers them again (`Delegation._restore_specialists`)."""
+def parked_snapshot(deps: TurnDeps, outcome: Parked, *, inbox_id: int | None) -> dict[str, object]:
+    """The admitting turn's facts, what the run had booked and its turn's inbox item (so a resume reads no run row),
+    and the specialists the model wrote before the park (#175): a resume, on any replica, registers them again
+    (`Delegation._restore_specialists`)."""
     snapshot: dict[str, object] = deps_snapshot(deps)
+    snapshot["booked"] = Booked(usage=outcome.usage, inbox_id=inbox_id).snapshot()
     if outcome.specialists:
         snapshot["specialists"] = [dict(specialist) for specialist in outcome.specialists]
     return snapshot
+
+
+def _resumed(parked_run_id: int, answered: Finish | None, connection: Connection) -> None:
+    """A resume's end: the parked run went on, and an answered run's row and history."""
+    mark_resumed(connection, parked_run_id)
+    if answered is not None:
+        answered(connection)
 
 
 def _results(requests: DeferredToolRequests, approvals: list[Approval]) -> DeferredToolResults:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, exists, select, update
+from sqlalchemy import ColumnElement, Connection, bindparam, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import Speaker
@@ -97,14 +97,6 @@ class DelegateQuestions:
             return [_question(row) for row in result.scalars()]
         return await self._db.transaction(work)
 
-    async def open_for(self, parked_run_id: int) -> bool:
-        """True while a question of this parked run waits for its answer."""
-        async def work(session: AsyncSession) -> bool:
-            found = await session.execute(select(exists().where(DelegateQuestionRow.parked_run_id == parked_run_id,
-                                                                DelegateQuestionRow.status == "pending")))
-            return bool(found.scalar())
-        return await self._db.transaction(work)
-
     async def of_run(self, parked_run_id: int) -> list[Question]:
         async def work(session: AsyncSession) -> list[Question]:
             rows = await session.execute(select(DelegateQuestionRow)
@@ -130,6 +122,11 @@ _ANSWERED = select(QUESTIONS).where(QUESTIONS.c.conversation_key == bindparam("k
                                    QUESTIONS.c.answer_message_id == bindparam("message_id"),
                                    QUESTIONS.c.status == "answered").limit(1)
 """Asked before every turn (`QuestionFlow.may_take`): Core statements built once, rows read as plain tuples."""
+
+
+def open_question(parked_run_id: int) -> ColumnElement[bool]:
+    """True while a question of this parked run waits for its answer: a condition for the statement that asks."""
+    return exists().where(QUESTIONS.c.parked_run_id == parked_run_id, QUESTIONS.c.status == "pending")
 
 
 def pending_question(connection: Connection, conversation_key: str, requester_id: str) -> Question | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.tools import DeferredToolApprovalResult
-from sqlalchemy import Connection
+from sqlalchemy import ColumnElement, Connection
 
 from adapters.base import Inbound
 from adapters.protocols import Chat
@@ -18,10 +18,11 @@ from gateway.approvals.question_store import (
     NewQuestion,
     Question,
     answered_question,
+    open_question,
     pending_question,
 )
-from gateway.pipeline.router import TakenAnswer
 from gateway.pipeline.runtime import Parked, TurnDeps
+from gateway.pipeline.steps.services import TakenAnswer
 from storage.models import utcnow
 
 log = logging.getLogger(__name__)
@@ -48,14 +49,16 @@ class QuestionFlow:
             await self._questions.attach_message(question.id, ref.message_id)
         log.info("run %d asks %d question(s) in %s", outcome.run_id, len(questions), deps.address.conversation_key)
 
-    async def waiting(self, parked_run_id: int) -> bool:
-        return await self._questions.open_for(parked_run_id)
+    def still_open(self, parked_run_id: int) -> ColumnElement[bool]:
+        return open_question(parked_run_id)
 
     async def results(self, parked_run_id: int, requests: DeferredToolRequests) -> DeferredToolResults:
         """Each asked call approved either way: the delegate continues in place, told the answer or that nobody
         gave one. A call that no longer asks what was shown is denied."""
         decisions: dict[str, DeferredToolApprovalResult | bool] = {}
         carried: dict[str, dict[str, Any]] = {}
+        if not any(asked(requests.metadata.get(call.tool_call_id)) for call in requests.approvals):
+            return DeferredToolResults()  # the run parked on approvals alone: it asked nothing to look up
         for question in await self._questions.of_run(parked_run_id):
             metadata = requests.metadata.get(question.tool_call_id)
             if metadata is None or asked(metadata) != (question.specialist, question.question):

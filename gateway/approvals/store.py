@@ -6,19 +6,19 @@ import asyncio
 import hashlib
 import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import and_, exists, func, select, update
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ApprovalCard, Speaker
 from gateway.agents.bindings import is_listed
 from gateway.config.schema import ApprovalPolicy
 from storage.db import Database, insert_for
-from storage.models import ApprovalRow, ApprovalVoteRow, ParkedRunRow, utcnow
+from storage.models import ApprovalRow, ApprovalVoteRow, ParkedRunRow, table_of, utcnow
 
 Verdict = Literal["approved", "denied", "expired"]
 Status = Literal["pending", "approved", "denied", "expired"]
@@ -171,9 +171,10 @@ class Approvals:
             return list(rows.scalars())
         return await self._db.transaction(work)
 
-    async def claim_resume(self, parked_run_id: int, *, reclaim: bool = False) -> ParkedRun | None:
-        """Exactly one caller wins, and only once no approval of the run is pending (what else it waits on,
-        `ApprovalFlow.resume` asks before).
+    async def claim_resume(self, parked_run_id: int, *, reclaim: bool = False,
+                           unless: Sequence[ColumnElement[bool]] = ()) -> ParkedRun | None:
+        """Exactly one caller wins, and only once no approval of the run is pending and none of `unless` holds (what
+        else it waits on: `Wait.still_open`), all in one statement.
 
         `reclaim` also takes a run left `resuming` by a worker that crashed mid-resume (its click is retried).
         """
@@ -183,7 +184,7 @@ class Approvals:
             pending = exists().where(ApprovalRow.parked_run_id == parked_run_id, ApprovalRow.status == "pending")
             result = await session.execute(
                 update(ParkedRunRow).where(and_(ParkedRunRow.id == parked_run_id, ParkedRunRow.status.in_(states),
-                                                ~pending))
+                                                ~pending, *(~condition for condition in unless)))
                 .values(status="resuming").returning(ParkedRunRow))
             row = result.scalar_one_or_none()
             return _parked(row) if row is not None else None
@@ -203,11 +204,10 @@ class Approvals:
             return [_approval(row) for row in rows.scalars()]
         return await self._db.transaction(work)
 
-    async def mark_resumed(self, parked_run_id: int) -> None:
-        async def work(session: AsyncSession) -> None:
-            await session.execute(update(ParkedRunRow).where(ParkedRunRow.id == parked_run_id)
-                                  .values(status="resumed", resumed_at=utcnow()))
-        await self._db.transaction(work)
+    async def commit(self, writes: Callable[[Connection], None]) -> None:
+        """A resume's last writes (`mark_resumed` among them), by themselves: where no inbox item's completion
+        commits them (the expiry sweep's resumes)."""
+        await self._db.run(writes)
 
     async def recent(self, *, limit: int = 50) -> list[Approval]:
         """Pending first, then the latest decisions: the audit view."""
@@ -216,6 +216,16 @@ class Approvals:
                 (ApprovalRow.status != "pending"), ApprovalRow.created_at.desc()).limit(limit))
             return [_approval(row) for row in rows.scalars()]
         return await self._db.transaction(work)
+
+
+PARKED_RUNS = table_of(ParkedRunRow)
+_MARK_RESUMED = (update(PARKED_RUNS).where(PARKED_RUNS.c.id == bindparam("parked_run_id"))
+                 .values(status="resumed", resumed_at=bindparam("now")))
+
+
+def mark_resumed(connection: Connection, parked_run_id: int) -> None:
+    """The parked run went on, in the caller's transaction (its resume's end)."""
+    connection.execute(_MARK_RESUMED, {"parked_run_id": parked_run_id, "now": utcnow()})
 
 
 def args_hash(args: Mapping[str, Any]) -> str:

@@ -47,12 +47,6 @@ class Conversations:
             return found.scalar() is not None
         return await self._db.transaction(work)
 
-    async def record_answer(self, conversation_id: int, *, run_id: int, text: str, speaker_name: str,
-                            platform_message_id: str | None) -> None:
-        await self._db.run(lambda connection: record_answer(connection, conversation_id, run_id=run_id, text=text,
-                                                         speaker_name=speaker_name,
-                                                         platform_message_id=platform_message_id))
-
 
 # The turn's statements, on the tables' columns (Core: no ORM unit of work), built once; each runs in its caller's
 # transaction (`Database.run`), which the router composes into the turn's start and end.

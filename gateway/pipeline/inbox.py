@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from adapters.base import ApprovalClick, Inbound
 from storage.db import Database, insert_for, rows_changed
 from storage.models import InboxRow, table_of, utcnow
 
@@ -24,6 +26,9 @@ REJECT_ERROR = 1_000
 """Characters of the reason a payload was unreadable."""
 REJECTED_RETENTION = timedelta(days=3)
 """How long a rejected payload is kept: long enough to look into, shorter than answered items."""
+PARSED_KEPT = 10_000
+"""Events parsed at intake kept for their claim in this process; past it the oldest are dropped (a claim on another
+replica takes theirs), and their claim parses the stored payload."""
 INBOX = table_of(InboxRow)
 """Statements on the turn's path name the table, not the mapped class: Core statements skip the ORM's bulk
 persistence (its attribute evaluation and synchronisation), which cost more than the statements themselves."""
@@ -42,6 +47,9 @@ class InboxItem:
     reply_message_id: str | None
     accepted_at: datetime
     """When intake committed it: where the turn's trace begins."""
+    event: Inbound | ApprovalClick | None = None
+    """What intake parsed from `payload`, when it accepted the item in this process; None: parse `payload` (a claim
+    on another replica, a retry, a restart)."""
 
 
 class Inbox:
@@ -51,13 +59,24 @@ class Inbox:
         self._insert = (insert_for(db.dialect)(INBOX).on_conflict_do_nothing(index_elements=["logical_id"])
                         .returning(INBOX.c.id))
         """Its columns are the keys of the values it runs with (an accepted event's, a rejected payload's)."""
+        self._parsed: dict[int, Inbound | ApprovalClick] = {}
+        """Accepted items' events, by item id, until their claim here (`InboxItem.event`)."""
+        self._parsed_lock = threading.Lock()
+        """The claim takes from `_parsed` on the database's thread."""
 
     async def accept(self, *, logical_id: str, bot_name: str, conversation_key: str,
-                     payload: Mapping[str, Any]) -> bool:
-        """Commit one event; False when its logical id was accepted before (a redelivery)."""
+                     payload: Mapping[str, Any], event: Inbound | ApprovalClick | None = None) -> bool:
+        """Commit one event; False when its logical id was accepted before (a redelivery). `event`: what `payload`
+        parses to, handed to the item's claim in this process so the delivery is parsed once."""
         values = {"logical_id": logical_id, "bot_name": bot_name, "conversation_key": conversation_key,
                   "payload": dict(payload), "status": "pending", "created_at": utcnow()}
-        return await self._insert_once(values)
+        item_id = await self._insert_once(values)
+        if item_id is not None and event is not None:
+            with self._parsed_lock:
+                self._parsed[item_id] = event
+                if len(self._parsed) > PARSED_KEPT:
+                    del self._parsed[next(iter(self._parsed))]
+        return item_id is not None
 
     async def reject(self, *, bot_name: str, body: bytes, error: str) -> None:
         """Keep what an unreadable payload was, for inspection: its hash, its size and its first bytes.
@@ -91,7 +110,7 @@ class Inbox:
             now = utcnow()
             rows = connection.execute(claim, {"now": now, "limit": limit, "owner": worker_id,
                                               "until": now + lease}).all()
-            claimed = sorted((_item(row) for row in rows), key=lambda item: item.id)
+            claimed = sorted((self._with_event(_item(row)) for row in rows), key=lambda item: item.id)
             if claimed and then is not None:
                 then(connection, claimed)
             return claimed
@@ -165,10 +184,16 @@ class Inbox:
                         finished_at=utcnow() if status != "pending" else None, **counts))
         await self._db.run(work, single=True)
 
-    async def _insert_once(self, values: dict[str, Any]) -> bool:
-        def work(connection: Connection) -> bool:
-            return connection.execute(self._insert, values).first() is not None
+    async def _insert_once(self, values: dict[str, Any]) -> int | None:
+        """The new item's id; None when its logical id was taken."""
+        def work(connection: Connection) -> int | None:
+            return connection.execute(self._insert, values).scalar()
         return await self._db.run(work, urgent=True, single=True)  # the platform's ack waits for it
+
+    def _with_event(self, item: InboxItem) -> InboxItem:
+        with self._parsed_lock:
+            event = self._parsed.pop(item.id, None)
+        return item if event is None else replace(item, event=event)
 
 
 def remember_reply(connection: Connection, item_id: int, message_id: str) -> None:

@@ -84,7 +84,8 @@ class Intake:
         else:
             return "ignored"
         accepted = await self._inbox.accept(logical_id=event.logical_id, bot_name=bot_name,
-                                            conversation_key=conversation.conversation_key, payload=payload)
+                                            conversation_key=conversation.conversation_key, payload=payload,
+                                            event=event)
         if not accepted:
             log.info("bot %r: duplicate delivery of %s dropped", bot_name, event.logical_id)
             return "duplicate"

@@ -148,6 +148,29 @@ class Failed:
 RunOutcome = Answered | Parked | Failed
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Booked:
+    """What a parked run had booked when it parked, kept in its snapshot for the resume to go on from."""
+
+    usage: RunUsage
+    """Its whole spending so far, delegates' included (the run row's)."""
+    inbox_id: int | None
+    """The item of the turn that parked: the key its outbox goes on under (`turn_key`)."""
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"inbox_id": self.inbox_id, "usage": {"requests": self.usage.requests,
+                                                     "input_tokens": self.usage.input_tokens,
+                                                     "output_tokens": self.usage.output_tokens}}
+
+    @staticmethod
+    def of_snapshot(snapshot: Mapping[str, Any]) -> Booked | None:
+        """As `snapshot()` stored it; None for a snapshot without it, whose run's row holds it (`Runtime.booked`)."""
+        stored = snapshot.get("booked")
+        if stored is None:
+            return None
+        return Booked(usage=RunUsage(**stored["usage"]), inbox_id=stored["inbox_id"])
+
+
 def spent_since(total: RunUsage, before: RunUsage) -> RunUsage:
     """What `total` adds to `before`, never below nothing (a failed run books only its delegates)."""
     return RunUsage(requests=max(0, total.requests - before.requests),
@@ -180,28 +203,26 @@ class Runtime:
         self._chats = chats
         self._instrumentation = instrumentation
 
-    async def run(self, turn: Turn, reply: LiveReply, *, run_id: int | None = None,
-                  record_answer: bool = True) -> RunOutcome:
-        """`run_id`: the row `open_run` opened (in the caller's transaction); `record_answer=False` leaves an answered
-        run's row to `record_answered`, which the caller commits with the rest of the turn's end."""
+    async def run(self, turn: Turn, reply: LiveReply, *, run_id: int | None = None) -> RunOutcome:
+        """`run_id`: the row `open_run` opened (in the caller's transaction). An answered run's row is left to
+        `record_answered`, which the caller commits with the rest of the turn's end."""
         if run_id is None:
             run_id = await self.open_run(turn)
-        return await self._drive(run_id, turn.deps, reply, record_answer=record_answer, prompt=turn.prompt,
-                                 history=turn.history, files=turn.files, inbox_id=turn.inbox_id,
-                                 retried=turn.retried)
-
-    async def record_answered(self, outcome: Answered) -> None:
-        await self._db.run(lambda connection: record_answered(connection, outcome))
+        return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history, files=turn.files,
+                                 inbox_id=turn.inbox_id, retried=turn.retried)
 
     async def resume(self, run_id: int, deps: TurnDeps, state: str, results: DeferredToolResults,
-                     reply: LiveReply, *, specialists: Sequence[Mapping[str, Any]] = ()) -> RunOutcome:
+                     reply: LiveReply, *, booked: Booked, specialists: Sequence[Mapping[str, Any]] = ()) -> RunOutcome:
         """Continue a parked run with the decisions, as the same agent version and binding, and with the
-        specialists the model wrote before it parked."""
+        specialists the model wrote before it parked. An answered run's row is left to `record_answered`, which the
+        caller commits with the rest of the resume's end."""
         await self._set_run(run_id, status="running")
         conversation = ConversationTypeAdapter.validate_json(state)
-        delegated = await self._delegated_before(run_id, conversation.usage)
+        # What delegates spent before the park: the row booked it, the parked conversation carries only the agent's
+        # own usage, which the continuation counts on from.
+        delegated = spent_since(booked.usage, conversation.usage)
         return await self._drive(run_id, deps, reply, resuming=True, delegated=delegated, conversation=conversation,
-                                 results=results, specialists=specialists)
+                                 results=results, specialists=specialists, inbox_id=booked.inbox_id)
 
     async def _drive(self, run_id: int, deps: TurnDeps, reply: LiveReply, **kwargs: Any) -> RunOutcome:
         """The run with the MCP servers its agent binds connected for its length (those down are skipped)."""
@@ -217,17 +238,15 @@ class Runtime:
     async def _drive_connected(self, run_id: int, deps: TurnDeps, reply: LiveReply, *, mcp: ConnectedServers,
                                resuming: bool = False, delegated: RunUsage | None = None,
                                specialists: Sequence[Mapping[str, Any]] = (), files: Sequence[Attachment] = (),
-                               record_answer: bool = True, inbox_id: int | None = None, retried: bool = False,
-                               **run_input: Any) -> RunOutcome:
-        """`inbox_id`: the item of a new run's turn, which keys its outbox (a resume looks it up); `retried`: an
-        earlier attempt of this turn may have stored files it did not post."""
+                               inbox_id: int | None, retried: bool = False, **run_input: Any) -> RunOutcome:
+        """`inbox_id`: the item of the run's turn, which keys its outbox; `retried`: an earlier attempt of this turn
+        may have stored files it did not post."""
         bot = deps.binding.bot_name
         bound = _bound_ids(deps.binding)
         outbox = None
         if bound and self._capabilities.registry.posts_files(bound):
             outbox = RunOutbox(self._db, self._chats.files.get(bot), deps.address, run_id=run_id,
-                               key=turn_key(run_id, inbox_id) if not resuming else await self._turn_key(run_id),
-                               earlier=retried or resuming,
+                               key=turn_key(run_id, inbox_id), earlier=retried or resuming,
                                claim=self._chats.file_claim)
         run = RunFacts(address=deps.address, agent_name=deps.binding.agent.name, owner=deps.owner,
                        speaker=deps.speaker, user_key=deps.user_key, run_id=run_id,
@@ -276,8 +295,6 @@ class Runtime:
         await _deliver(outbox)
         usage = result.usage + assembled.delegated
         answered = Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id, usage=usage)
-        if record_answer:
-            await self.record_answered(answered)
         await assembled.end_run()
         return answered
 
@@ -322,27 +339,16 @@ class Runtime:
             prompt, message_history=history, conversation=conversation, deferred_tool_results=results, deps=deps,
             usage_limits=UsageLimits(request_limit=REQUEST_LIMIT), event_stream_handler=show)
 
-    async def booked_usage(self, run_id: int) -> RunUsage:
-        """What the run's row books so far: a parked run's whole spending, delegates' included."""
-        async def work(session: AsyncSession) -> RunUsage:
+    async def booked(self, run_id: int) -> Booked:
+        """What the run's row books so far, and its turn's inbox item: for a run parked without them in its
+        snapshot (`Booked.of_snapshot`)."""
+        async def work(session: AsyncSession) -> Booked:
             row = await session.get(RunRow, run_id)
             if row is None:
-                return RunUsage()
-            return RunUsage(requests=row.requests or 0, input_tokens=row.input_tokens or 0,
-                            output_tokens=row.output_tokens or 0)
+                return Booked(usage=RunUsage(), inbox_id=None)
+            return Booked(usage=RunUsage(requests=row.requests or 0, input_tokens=row.input_tokens or 0,
+                                         output_tokens=row.output_tokens or 0), inbox_id=row.inbox_id)
         return await self._db.transaction(work)
-
-    async def _delegated_before(self, run_id: int, own: RunUsage) -> RunUsage:
-        """What delegates spent before the park: the row books it, the parked conversation carries only the
-        agent's own usage, which the continuation counts on from."""
-        return spent_since(await self.booked_usage(run_id), own)
-
-    async def _turn_key(self, run_id: int) -> str:
-        """The outbox key of the run's turn: its inbox item's, so a retried attempt finds what the last one stored."""
-        async def work(session: AsyncSession) -> int | None:
-            row = await session.get(RunRow, run_id)
-            return row.inbox_id if row is not None else None
-        return turn_key(run_id, await self._db.transaction(work))
 
     async def open_run(self, turn: Turn) -> int:
         return await self._db.run(lambda connection: open_run(connection, turn))

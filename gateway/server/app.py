@@ -185,14 +185,13 @@ class Gateway:
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
-        flow = ApprovalFlow(approvals=approvals, runtime=runtime, conversations=conversations,
-                            adapters=self.adapters, waits=[questions], metrics=self.metrics)
+        flow = ApprovalFlow(approvals=approvals, runtime=runtime, adapters=self.adapters, waits=[questions],
+                            metrics=self.metrics)
         typing = TypingShown()
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
                         commands=DirectCommands(identities=Identities(db), memory=memory, mem0=self._mem0_forgetting()),
-                        db=db,
-                        metrics=self.metrics, typing=typing)
+                        db=db, registry=self.registry, metrics=self.metrics, typing=typing)
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, give_up=router.give_up, concurrency=tuning.worker_concurrency,
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer,

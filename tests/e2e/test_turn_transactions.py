@@ -8,84 +8,21 @@ stopped, not after a pause.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from contextlib import AsyncExitStack
 
-from sqlalchemy import event, select
+from sqlalchemy import select
 
-from gateway.server.app import Gateway
 from storage.db import Database
 from storage.models import InboxRow, MessageRow, RunRow
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import QUIET, TelegramBot, ask, running_gateway
 from tests.support.records import until_done
 from tests.support.scripted import echoes
+from tests.support.transactions import counting, listed
 
 PLAIN_TURN_TRANSACTIONS = 5
 """The accept, the claim, the turn's start (user turn, history, run), the first post's id (stored by itself right
 after it is posted, since a Telegram retry could not find it again) and the turn's end (answer, run, item)."""
-
-OUTBOX_LOOK = "SELECT min(outbox_files.claimed_until)"
-"""The outbox sweep's look for uploads cut off mid-way, a second after the start and then only every `file_claim`:
-it runs on the database's thread (`Database.run`), where no task name tells it from a turn's work, so it is told
-by its one statement."""
-
-
-@dataclass
-class Counted:
-    begins: int = 0
-    commits: int = 0
-    statements: list[list[str]] = field(default_factory=list)
-
-    @property
-    def turns(self) -> list[list[str]]:
-        """Each transaction's statements, the outbox sweep's look left out."""
-        return [s for s in self.statements if not (len(s) == 1 and s[0].startswith(OUTBOX_LOOK))]
-
-
-@contextmanager
-def counting(gateway: Gateway) -> Iterator[Counted]:
-    assert gateway.db is not None and gateway.db.sync_engine is not None
-    engines = (gateway.db.engine.sync_engine, gateway.db.sync_engine)  # `transaction()`'s and `run()`'s
-    counted = Counted()
-
-    def in_sweep() -> bool:
-        try:
-            task = asyncio.current_task()
-        except RuntimeError:  # the database's own thread (`Database.run`), where no sweep runs
-            return False
-        return task is not None and task.get_name().startswith("sweep")
-
-    def begin(conn: Any) -> None:
-        if not in_sweep():
-            counted.begins += 1
-            counted.statements.append([])
-            if conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
-                counted.commits += 1  # one statement that commits on its own (`Database.run(single=True)`)
-
-    def commit(_conn: Any) -> None:
-        if not in_sweep():
-            counted.commits += 1
-
-    def statement(_conn: Any, _cursor: Any, sql: str, *_: Any) -> None:
-        if not in_sweep() and counted.statements:
-            counted.statements[-1].append(" ".join(sql.split())[:90])
-
-    for engine in engines:
-        event.listen(engine, "begin", begin)
-        event.listen(engine, "commit", commit)
-        event.listen(engine, "before_cursor_execute", statement)
-    try:
-        yield counted
-    finally:
-        for engine in engines:
-            event.remove(engine, "begin", begin)
-            event.remove(engine, "commit", commit)
-            event.remove(engine, "before_cursor_execute", statement)
-
 
 async def test_a_plain_turn_costs_at_most_four_transactions(telegram: FakeTelegram, database_url: str) -> None:
     bot = TelegramBot().register(telegram)
@@ -101,8 +38,9 @@ async def test_a_plain_turn_costs_at_most_four_transactions(telegram: FakeTelegr
             await until_done(database_url, 2)
             await running.aclose()  # the gateway stopped and its workers drained: all the turn causes is counted
         assert counted.commits == counted.begins, counted.statements
-        assert len(counted.turns) <= PLAIN_TURN_TRANSACTIONS, "\n".join(
-            f"{n}: {' | '.join(s)}" for n, s in enumerate(counted.turns, 1))
+        assert counted.transactions <= PLAIN_TURN_TRANSACTIONS, listed(counted)
+        assert not any("delegate_questions" in sql for statements in counted.statements for sql in statements), \
+            "an agent binding nothing that asks in the chat has no open question to look for"
 
     check = Database(database_url)
     try:

@@ -8,7 +8,7 @@ from datetime import timedelta
 from sqlalchemy import select, update
 
 from storage.db import Database
-from storage.models import ApprovalRow, InboxRow, utcnow
+from storage.models import ApprovalRow, InboxRow, ParkedRunRow, utcnow
 
 
 async def inbox_rows(database_url: str) -> list[InboxRow]:
@@ -67,6 +67,22 @@ async def until_replies_recorded(database_url: str, count: int) -> None:
                     recorded = (await session.execute(select(InboxRow.id)
                                                       .where(InboxRow.reply_message_id.is_not(None)))).all()
                 if len(recorded) >= count:
+                    return
+                await asyncio.sleep(0.02)
+    finally:
+        await observer.close()
+
+
+async def until_resumed(database_url: str, count: int) -> None:
+    """Wait (through a second engine) until `count` parked runs are resumed: their resume's end is committed."""
+    observer = Database(database_url)
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                async with observer.session() as session:
+                    resumed = (await session.execute(select(ParkedRunRow.id)
+                                                     .where(ParkedRunRow.status == "resumed"))).all()
+                if len(resumed) >= count:
                     return
                 await asyncio.sleep(0.02)
     finally:

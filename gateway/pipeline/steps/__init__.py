@@ -1,0 +1,25 @@
+"""The steps a claimed message passes, in order: each ends its delivery or hands it to the next (`step.py`).
+
+Each is built once at start from `StepServices` (`services.py`); the router walks them for every message
+(`gateway/pipeline/router.py`). An approval click takes no step: it decides a parked run (`ParkedRuns.on_click`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gateway.pipeline.steps.access import Access
+from gateway.pipeline.steps.answer import Answer
+from gateway.pipeline.steps.command import Command
+from gateway.pipeline.steps.delegate_answer import DelegateAnswer
+from gateway.pipeline.steps.rate_limit import RateLimit
+from gateway.pipeline.steps.services import StepServices
+from gateway.pipeline.steps.step import Step
+
+STEPS: tuple[Callable[[StepServices], Step], ...] = (
+    Access,          # people off the binding's allowlist are refused
+    RateLimit,       # so is a person past the binding's rate limit
+    Command,         # link, unlink, forget: answered without a model
+    DelegateAnswer,  # the answer to a delegate's open question resumes its parked run
+    Answer,          # everything else is a turn of the agent
+)

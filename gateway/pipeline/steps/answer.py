@@ -1,0 +1,113 @@
+"""The agent answers: the first sign in the chat, the turn's start in one transaction, the run streamed live into
+the reply, and its end committed with the inbox item (or the run parked for a person's decision)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from functools import partial
+
+from sqlalchemy import Connection
+
+from adapters.protocols import FollowsThreads, ReadsFiles
+from gateway.people.conversations import TurnRecord, record_answer, speaker_line, start_turn, thread_context
+from gateway.people.identities import user_key
+from gateway.people.scope import memory_owner
+from gateway.pipeline.attachments import Attachment, fetch_attachments
+from gateway.pipeline.inbox import remember_reply
+from gateway.pipeline.live_reply import LiveReply, Placeholder
+from gateway.pipeline.runtime import Answered, Parked, Turn, TurnDeps, open_run, record_answered
+from gateway.pipeline.steps.services import StepServices
+from gateway.pipeline.steps.step import HANDLED, Delivery, Handled
+from gateway.pipeline.worker import Finish
+
+THREAD_CONTEXT_LIMIT = 50
+"""How many earlier thread messages a bot first mentioned mid-thread reads."""
+
+
+class Answer:
+    def __init__(self, services: StepServices) -> None:
+        self._db = services.db
+        self._inbox = services.inbox
+        self._runtime = services.runtime
+        self._parked = services.parked
+        self._typing = services.typing
+        self._account = services.account
+
+    async def handle(self, delivery: Delivery) -> Handled:
+        """The first sign (the person sees the bot react), then one transaction for the user's turn, the history,
+        the run's row and the placeholder's id; the answer's rows are committed with the item's end. Where the
+        first post waits for text (`waits_for_text`), it is stored by itself right after it is posted."""
+        inbound, item = delivery.inbound, delivery.item
+        placeholder = Placeholder(recorded_id=item.reply_message_id, key=inbound.logical_id,
+                                  record=partial(self._inbox.remember_reply, item.id),
+                                  answering=inbound.message_id, retried=delivery.retried)
+        # The first post clears the typing: a message queued after it is shown typing again at once.
+        reply = LiveReply(delivery.adapter, inbound.address, placeholder=placeholder,
+                          posting=partial(self._typing.cleared, inbound.address.conversation_key))
+        try:
+            return await self._answer(reply, delivery)
+        finally:
+            await reply.cancel()  # a turn that failed before its first post must not keep showing typing
+
+    async def _answer(self, reply: LiveReply, delivery: Delivery) -> Handled:
+        started = time.monotonic()
+        shown = await reply.start(record=False)
+        turn, record, run_id = await self._db.run(partial(_begin, delivery, await _files(delivery),
+                                                          None if shown is None else shown.message_id))
+        turn = await self._with_thread(turn, record, delivery, reply)
+        outcome = await self._runtime.run(turn, reply, run_id=run_id)
+        self._account(delivery, outcome, started=started, posted_at=reply.posted_at)
+        if isinstance(outcome, Answered):
+            return Handled(finish=finish_answered(outcome, record.conversation_id, delivery.binding.agent.name))
+        if isinstance(outcome, Parked):
+            await self._parked.park(delivery.adapter, turn.deps, record.conversation_id, outcome,
+                                    inbox_id=turn.inbox_id)
+        return HANDLED
+
+    @staticmethod
+    async def _with_thread(turn: Turn, record: TurnRecord, delivery: Delivery, reply: LiveReply) -> Turn:
+        """A bot first mentioned mid-thread reads the thread so far; a thread this very message starts (a top-level
+        mention on Slack) has nothing earlier to read."""
+        inbound, adapter = delivery.inbound, delivery.adapter
+        if not record.first_turn or inbound.address.thread_id in (None, inbound.message_id) \
+                or not isinstance(adapter, FollowsThreads):
+            return turn
+        earlier = [m for m in await adapter.read_thread(inbound.address, limit=THREAD_CONTEXT_LIMIT)
+                   if m.message_id != reply.message_id]  # our own placeholder, posted just before
+        return replace(turn, history=thread_context(earlier, before=inbound.message_id))
+
+
+async def _files(delivery: Delivery) -> tuple[Attachment, ...]:
+    """What the person attached, downloaded (or why not)."""
+    adapter = delivery.adapter
+    return await fetch_attachments(adapter if isinstance(adapter, ReadsFiles) else None, delivery.inbound.attachments)
+
+
+def _begin(delivery: Delivery, files: tuple[Attachment, ...], shown_id: str | None,
+           connection: Connection) -> tuple[Turn, TurnRecord, int]:
+    """The turn's start, in one transaction: the user's words, the history, the run's row, the placeholder's id."""
+    inbound, item, binding = delivery.inbound, delivery.item, delivery.binding
+    group = not inbound.address.is_direct
+    record, earlier = start_turn(connection, inbound, retried=delivery.retried, limit=binding.spec.history_turns,
+                                 name_speakers=group)
+    owner = memory_owner(inbound.address, identity_id=record.identity_id, person_id=record.person_id,
+                         allow_personal=binding.spec.allow_personal_memory)
+    turn = Turn(deps=TurnDeps(address=inbound.address, speaker=inbound.speaker, binding=binding, owner=owner,
+                              user_key=user_key(identity_id=record.identity_id, person_id=record.person_id)),
+                prompt=speaker_line(inbound.speaker.display_name, inbound.text, group), history=earlier,
+                conversation_id=record.conversation_id, identity_id=record.identity_id, inbox_id=item.id,
+                files=files, retried=delivery.retried)
+    if shown_id is not None and shown_id != item.reply_message_id:
+        remember_reply(connection, item.id, shown_id)
+    return turn, record, open_run(connection, turn)
+
+
+def finish_answered(answered: Answered, conversation_id: int, agent_name: str) -> Finish:
+    """An answered run's end, committed with the inbox item that led to it (a turn's, a resume's): the run's row and
+    the answer in the history."""
+    def finish(connection: Connection) -> None:
+        record_answered(connection, answered)
+        record_answer(connection, conversation_id, run_id=answered.run_id, text=answered.text,
+                      speaker_name=agent_name, platform_message_id=answered.message_id)
+    return finish

@@ -1,0 +1,25 @@
+"""`link`, `unlink`, `forget` in a DM, or a link code typed in a group: answered here, kept out of the history,
+no model run."""
+
+from __future__ import annotations
+
+from gateway.pipeline.steps.services import StepServices
+from gateway.pipeline.steps.step import HANDLED, Delivery, Handled
+
+
+class Command:
+    def __init__(self, services: StepServices) -> None:
+        self._commands = services.commands
+        self._conversations = services.conversations
+        self._inbox = services.inbox
+
+    async def handle(self, delivery: Delivery) -> Handled | None:
+        inbound, item = delivery.inbound, delivery.item
+        if not self._commands.recognizes(inbound):
+            return None
+        if item.reply_message_id is not None:
+            return HANDLED  # answered before a crash; running it again would spend a code or a second link attempt
+        identity_id = await self._conversations.identity(inbound.speaker)
+        ref = await delivery.adapter.send(inbound.address, await self._commands.answer(inbound, identity_id))
+        await self._inbox.remember_reply(item.id, ref.message_id)
+        return HANDLED

@@ -1,0 +1,83 @@
+"""What the steps are built from, once, at start: the gateway's stores and flows, and the seams to parked runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlalchemy import Connection
+
+from adapters.base import ApprovalClick, Inbound
+from adapters.protocols import Chat
+from capabilities.registry import Registry
+from gateway.people.commands import DirectCommands
+from gateway.people.conversations import Conversations
+from gateway.pipeline.inbox import Inbox
+from gateway.pipeline.intake import TypingShown
+from gateway.pipeline.metrics import GatewayMetrics
+from gateway.pipeline.runtime import Parked, RunOutcome, Runtime, TurnDeps
+from gateway.pipeline.steps.step import Delivery
+from gateway.pipeline.worker import Finish
+from storage.cache import Cache
+from storage.db import Database
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TakenAnswer:
+    """A message that answered an open question: the parked run it belongs to resumes."""
+
+    parked_run_id: int
+    retried: bool
+    """The message was taken before a crash: the resume it started may be left half done."""
+
+
+class ParkedRuns(Protocol):
+    """Where a run waiting on people goes, and how it comes back (`gateway/approvals/parking.py`). A resume's
+    last writes come back as a `Finish`, committed with the inbox item that caused it."""
+
+    async def park(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: Parked, *,
+                   inbox_id: int | None) -> None:
+        """`inbox_id`: the item of the turn that parked, whose outbox key the resume goes on with."""
+        ...
+
+    async def on_click(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> Finish | None: ...
+
+    async def resume(self, adapter: Chat, parked_run_id: int, *, reclaim: bool = False) -> Finish | None: ...
+
+
+class OpenQuestions(Protocol):
+    """Delegates' questions put to people (`gateway/approvals/questions.py`)."""
+
+    def may_take(self, connection: Connection, inbound: Inbound, *, retried: bool) -> bool:
+        """Whether `take_answer` could find anything for this message (reads only, in the claim's transaction)."""
+        ...
+
+    async def take_answer(self, inbound: Inbound, *, retried: bool) -> TakenAnswer | None:
+        """The parked run a message answers the open question of, or None: the message is a turn of its own."""
+        ...
+
+
+class Account(Protocol):
+    def __call__(self, delivery: Delivery, outcome: RunOutcome, *, started: float, posted_at: float | None) -> None:
+        """A model run's metrics and its one log line (`Router`)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepServices:
+    """Everything a step may be built from; each step takes what it uses."""
+
+    db: Database
+    cache: Cache
+    inbox: Inbox
+    registry: Registry
+    """The capabilities agents bind: what a step asks of an agent's declarations (`asks_in_chat`)."""
+    conversations: Conversations
+    commands: DirectCommands
+    runtime: Runtime
+    parked: ParkedRuns
+    questions: OpenQuestions
+    metrics: GatewayMetrics
+    typing: TypingShown
+    """What `Intake` showed typing in; a turn's first post clears it there."""
+    account: Account
