@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from adapters.base import Speaker
 from capabilities import default_registry
+from capabilities.registry import BoundRegistry
 from gateway.agents.models import ModelResolver
 from gateway.approvals.parking import ApprovalFlow
 from gateway.approvals.question_store import DelegateQuestions, NewQuestion
@@ -53,7 +54,9 @@ async def test_a_run_with_an_open_question_is_not_claimed_until_it_is_answered(d
                                                             question="Which region?")],
                                      requester=ALICE, expires_at=utcnow() + timedelta(hours=1))
     approvals = Approvals(db)
-    runtime = Runtime(models=ModelResolver({}, SecretSource(environ={})), db=db, registry=default_registry())
+    registry = default_registry()
+    runtime = Runtime(models=ModelResolver({}, SecretSource(environ={})), db=db,
+                      capabilities=BoundRegistry(registry, {}, secrets=None))
     wait = QuestionFlow(questions)
     flow = ApprovalFlow(approvals=approvals, runtime=runtime, adapters={}, waits=[wait])
     # no adapter: a run that is not claimed posts nothing

@@ -14,6 +14,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("gateway", "adapters", "capabilities", "storage", "local_platforms")
 MAX_MEMBERS = 6
+LIBRARY_SURFACES = {
+    "SlackWebApi": "the slice of slack-sdk's `AsyncWebClient` the Slack adapter calls, typed for the strict check: a "
+                   "library's surface as it is, not a seam of ours",
+}
+"""Protocols that mirror a third-party client for the type checker, by name, with the reason."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,7 +112,7 @@ def test_every_protocol_in_the_product_has_at_most_six_members() -> None:
     counts = member_counts(ROOT)
     offenders = [f"{p.where} {p.name} has {len(names)} members: {', '.join(sorted(names))}"
                  for p, names in sorted(counts.items(), key=lambda item: (item[0].path, item[0].line))
-                 if len(names) > MAX_MEMBERS]
+                 if len(names) > MAX_MEMBERS and p.name not in LIBRARY_SURFACES]
     assert counts, "no protocol found: the walk read the wrong tree"
     assert not offenders, "protocols over six members:\n" + "\n".join(offenders)
 
