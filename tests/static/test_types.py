@@ -19,7 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = 0
 """Errors pyright reports today; the target is 0."""
-STRICT = {"adapters", "storage", "local_platforms", "gateway/people"}
+STRICT = {"adapters", "storage", "local_platforms", "gateway/people", "capabilities/registry", "capabilities/run.py",
+          "capabilities/egress", "capabilities/tool_replies.py"}
 """Folders checked in strict mode; like the baseline, this only grows."""
 
 
