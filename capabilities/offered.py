@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from capabilities import (
     browser_use,
     channel_tools,
@@ -29,7 +31,7 @@ from capabilities import (
 )
 from capabilities.registry import ALL_SCOPES, CapabilityDef, Registry
 
-CAPABILITIES: tuple[CapabilityDef, ...] = (
+CAPABILITIES: tuple[CapabilityDef[Any], ...] = (
     memory_files.CAPABILITY,
     planning.CAPABILITY,
     thinking.CAPABILITY,
@@ -58,6 +60,6 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
 
 def default_registry(*, granted_scopes: frozenset[str] = ALL_SCOPES, fetch_local: bool = False) -> Registry:
     """`fetch_local` lets `web_fetch` reach private and loopback addresses: for tests and development only."""
-    defs = [web_fetch.capability(allow_local=True) if d.id == "web_fetch" and fetch_local else d
-            for d in CAPABILITIES]
+    defs: list[CapabilityDef[Any]] = [
+        web_fetch.capability(allow_local=True) if d.id == "web_fetch" and fetch_local else d for d in CAPABILITIES]
     return Registry(defs, granted_scopes=granted_scopes)

@@ -56,7 +56,7 @@ class Deployment:
     config: Any
     settings: Any
     secrets: SecretLookup = field(repr=False)
-    directories: Mapping[str, Directory] = field(default_factory=dict)
+    directories: Mapping[str, Directory] = field(default_factory=dict[str, Directory])
     """Each bot's channel lookups, by bot name."""
     resolver: Resolver = system_resolver
     """Where the names an outbound fetch reaches are looked up, before the URL guard checks their addresses."""
@@ -216,7 +216,7 @@ class DelegationFacts:
     """Puts a synchronous delegate's question to the person holding the run; `None`: nobody to ask."""
     pinned: tuple[str, ...] = ()
     """The other agents of this gateway the delegating agent names in its spec's top-level `subagents`."""
-    specialists: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+    specialists: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]], compare=False)
     """The specialists the model wrote with `create_agent` in this run, by name (name, description,
     instructions, model, mode): carried across an approval park and registered again on resume.
 
@@ -391,7 +391,7 @@ class RunFacts:
     lent: frozenset[str] | None = None
     """None for the agent a chat admitted; for a delegate, the capability ids its delegating agent lent it, which
     then work on the delegating agent's own per-run state (one workspace for both)."""
-    kept: dict[str, Any] = field(default_factory=dict, compare=False)
+    kept: dict[str, Any] = field(default_factory=dict[str, Any], compare=False)
     """What a capability keeps for the run's length, by capability id (a workspace's open state), made by its
     builder on first use; a delegate holds only what its delegating agent lent it, the same objects."""
     sandbox_scope: str | None = None

@@ -46,7 +46,7 @@ class ToolText:
     """What the tool does in one sentence, then when to use it rather than its neighbours."""
     returns: str
     """The shape of the answer, where it is a truncated slice, and what a failure looks like."""
-    args: Mapping[str, str] = field(default_factory=dict)
+    args: Mapping[str, str] = field(default_factory=dict[str, str])
     """Argument descriptions to replace (meaning, default, ceiling); others keep the library's."""
 
     def render(self) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
@@ -90,7 +90,8 @@ async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> Non
 
 
 @asynccontextmanager
-async def guarded_proxy(resolver: Resolver, *, allow_private: bool = False) -> AsyncIterator[tuple[str, GuardedProxy]]:
+async def guarded_proxy(resolver: Resolver, *,
+                        allow_private: bool = False) -> AsyncGenerator[tuple[str, GuardedProxy], None]:
     """A proxy on a loopback port for as long as the block runs: its URL, and the proxy."""
     proxy = GuardedProxy(resolver, allow_private=allow_private)
     server = await asyncio.start_server(proxy.serve, "127.0.0.1", 0)

@@ -25,7 +25,7 @@ _SPACES = re.compile(r"[\s\x00-\x1f\x7f]+")
 class ChannelToolsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    tools: list[ChannelLookup] = Field(default_factory=list)
+    tools: list[ChannelLookup] = Field(default_factory=list[ChannelLookup])
     """Which lookups this binding grants; nothing by default."""
     default_limit: int = Field(default=20, ge=1, le=MAX_LIMIT)
     """How many members, channels or messages a lookup returns when the model does not say."""

@@ -5,15 +5,21 @@ backend, while a bare figure is safe to draw in a worker thread (`asyncio.to_thr
 is quiet on purpose: a left-aligned title, no box, light horizontal guides, direct colours that stay apart.
 """
 
+# matplotlib's stubs leave `**kwargs` unannotated, so each drawing method with keyword styling reads as partly
+# unknown; this module is where the product meets matplotlib, and it calls nothing else.
+# pyright: reportUnknownMemberType=false
+
 from __future__ import annotations
 
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.patches import Wedge
+    from matplotlib.text import Text
 
 SIZE = (8.0, 4.5)
 """Inches: a 16:9 picture, which chat clients show wide without cropping."""
@@ -121,10 +127,12 @@ def _pie(axes: Axes, chart: ChartData) -> None:
     """A donut: the shares read as percentages on the ring, the names in the legend beside it."""
     _label, values = chart.series[0]
     names = [str(x) for x in chart.x_values]
-    wedges, _texts, autotexts = axes.pie(
+    # With `autopct`, matplotlib 3.10 returns (wedges, texts, autotexts) and 3.11 a container that unpacks as that
+    # tuple; the 3.11 stubs type the container as a bare tuple.
+    wedges, _texts, autotexts = cast("tuple[list[Wedge], list[Text], list[Text]]", axes.pie(
         values, colors=[_colour(i) for i in range(len(values))], startangle=90, counterclock=False,
         autopct=lambda share: f"{share:.0f}%" if share >= 4 else "", pctdistance=0.78,
-        wedgeprops={"width": 0.42, "edgecolor": "white", "linewidth": 1.5})
+        wedgeprops={"width": 0.42, "edgecolor": "white", "linewidth": 1.5}))
     for text in autotexts:
         text.set_color("white")
         text.set_fontsize(9)
@@ -154,7 +162,7 @@ def _frame(axes: Axes, chart: ChartData) -> None:
         axes.spines[side].set_color(FAINT)
     axes.tick_params(colors=INK, labelsize=9, length=0, pad=6)
     axes.yaxis.set_major_locator(MaxNLocator(nbins=6))
-    axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: _number(value)))
+    axes.yaxis.set_major_formatter(FuncFormatter(_tick_label))
     if chart.grid:
         axes.grid(axis="y", color=FAINT, linewidth=0.8)
         axes.set_axisbelow(True)
@@ -164,6 +172,10 @@ def _frame(axes: Axes, chart: ChartData) -> None:
         axes.set_ylabel(chart.y_label, color=INK, fontsize=10, labelpad=8)
     if chart.chart_type in ("bar", "area") and min(min(v) for _l, v in chart.series) >= 0:
         axes.set_ylim(bottom=0)
+
+
+def _tick_label(value: float, _position: int | None) -> str:
+    return _number(value)
 
 
 def _number(value: float) -> str:

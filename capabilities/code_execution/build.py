@@ -60,7 +60,7 @@ class CappedOutput:
     """What a program prints, kept up to `limit` characters and counted beyond them."""
 
     limit: int = OUTPUT_LIMIT
-    kept: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list[str])
     size: int = 0
     """Characters printed in all, kept or not."""
 

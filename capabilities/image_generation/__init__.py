@@ -13,7 +13,7 @@ when the config is checked, naming the values it does take, since the provider w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
@@ -55,7 +55,7 @@ class ImageGenerationConfig(BaseModel):
     @classmethod
     def _stored_shapes(cls, data: Any) -> Any:
         """A provider without a model takes its first; a stored `prefix:model` string names both halves."""
-        if not isinstance(data, dict):
+        if not _is_fields(data):
             return data
         if "provider" in data:
             provider = CATALOG.provider(str(data["provider"]))
@@ -123,6 +123,12 @@ class ImageGenerationConfig(BaseModel):
         chosen = {"openai_quality": self.quality, "openai_size": self.size, "openai_background": self.background,
                   "openai_output_format": self.output_format}
         return settings | {name: value for name, value in chosen.items() if value is not None}  # type: ignore[return-value]
+
+
+
+def _is_fields(data: object) -> TypeGuard[dict[str, Any]]:
+    """Whether a config's raw input is a mapping of its fields (by name), rather than a built config."""
+    return isinstance(data, dict)
 
 
 CAPABILITY = CapabilityDef(

@@ -28,7 +28,7 @@ class ImageModel(_Entry):
     name: str
     description: str
     """When to reach for this model rather than its neighbours."""
-    settings: dict[Setting, tuple[str, ...]] = Field(default_factory=dict)
+    settings: dict[Setting, tuple[str, ...]] = Field(default_factory=dict[Setting, tuple[str, ...]])
     """Values this model accepts where they differ from its provider's."""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -77,7 +78,7 @@ class Mem0Tools:
             return problem
         return "\n".join(f"- {' '.join(text.split())}" for text in found) or "Nothing remembered about that."
 
-    async def _call(self, ctx: RunContext[Any], call: Any) -> str | None:
+    async def _call(self, ctx: RunContext[Any], call: Callable[[Mem0Client], Awaitable[None]]) -> str | None:
         """None when the call went through; otherwise what the model is told (a retry while mem0 is down)."""
         if self.client is None:
             return REFUSED.format(reason=self.refusal)

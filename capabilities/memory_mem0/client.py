@@ -13,6 +13,7 @@ import httpx
 from pydantic import SecretStr
 
 from adapters.unreachable import describe_unreachable
+from adapters.wire import is_object
 from capabilities.memory_mem0.access import Dialect, Mem0Refused, Mem0Unavailable, Memory
 
 
@@ -35,9 +36,9 @@ class Mem0Client:
                                       json={"query": query, "filters": {"user_id": user_id}, "top_k": top_k})
         else:
             answer = await self._call("POST", "/search", json={"query": query, "user_id": user_id, "top_k": top_k})
-        items = answer.get("results", []) if isinstance(answer, dict) else answer
+        items = answer.get("results", []) if is_object(answer) else answer
         found = [Memory(text=str(item.get("memory") or ""), score=item.get("score"))
-                 for item in items or [] if isinstance(item, dict)]
+                 for item in items or () if is_object(item)]
         return [memory for memory in found if memory.text][:top_k]
 
     async def forget(self, user_id: str) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
 
@@ -109,7 +109,7 @@ class Deferred(Generic[F]):
     the catalog holds, so a misspelt one fails there rather than at a run's first build."""
 
     target: str
-    _resolved: list[F] = field(default_factory=list, init=False, repr=False, compare=False)
+    _resolved: list[F] = field(default_factory=list[F], init=False, repr=False, compare=False)
     """The imported function once resolved: a one-slot cache, since the dataclass is frozen."""
 
     def resolve(self) -> F:
@@ -207,8 +207,8 @@ class CapabilityDef(Generic[C]):
 
 
 class Registry:
-    def __init__(self, defs: Iterable[CapabilityDef], *, granted_scopes: frozenset[str] = ALL_SCOPES) -> None:
-        self._defs: dict[str, CapabilityDef] = {}
+    def __init__(self, defs: Iterable[CapabilityDef[Any]], *, granted_scopes: frozenset[str] = ALL_SCOPES) -> None:
+        self._defs: dict[str, CapabilityDef[Any]] = {}
         for definition in defs:
             if definition.id in self._defs:
                 raise ValueError(f"capability id {definition.id!r} is registered twice")
@@ -225,17 +225,17 @@ class Registry:
                                      f"{definition.id!r}; approval gates key on it, so it must be unique")
         self.granted_scopes = granted_scopes
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[CapabilityDef[Any]]:
         return iter(self._defs.values())
 
-    def get(self, capability_id: str) -> CapabilityDef | None:
+    def get(self, capability_id: str) -> CapabilityDef[Any] | None:
         return self._defs.get(capability_id)
 
     def bind(self, deployment: Deployment, ids: Iterable[str]) -> BoundRegistry:
         """The registry with the services of the capabilities `ids` names built from `deployment`: what the gateway
         does once at start for every capability an enabled entry binds. A service one of them cannot have raises
         `ServiceMissing` here, so the start fails naming it, never a turn."""
-        services = {}
+        services: dict[str, Any] = {}
         for capability_id in sorted(set(ids)):
             definition = self._defs.get(capability_id)
             if definition is not None and definition.bind is not None:
@@ -254,7 +254,7 @@ class Registry:
         return any((definition := self._defs.get(capability_id)) is not None and definition.posts_files
                    for capability_id in ids)
 
-    def with_extra(self, *defs: CapabilityDef) -> Registry:
+    def with_extra(self, *defs: CapabilityDef[Any]) -> Registry:
         """A registry with more capabilities (a deployment's own, the demo's)."""
         return Registry([*self._defs.values(), *defs], granted_scopes=self.granted_scopes)
 
@@ -369,8 +369,8 @@ def schema_problems(schema: type[BaseModel], config: Mapping[str, Any], path: st
     return []
 
 
-def _tool_key_problems(definition: CapabilityDef, entry: Any, path: str) -> list[str]:
-    problems = []
+def _tool_key_problems(definition: CapabilityDef[Any], entry: Any, path: str) -> list[str]:
+    problems: list[str] = []
     known = ", ".join(t.id for t in definition.tools) or "none"
     for tool_id in entry.tool_approval:
         if definition.tool(tool_id) is None:
@@ -386,7 +386,7 @@ def _tool_key_problems(definition: CapabilityDef, entry: Any, path: str) -> list
 def override_problems(override: Mapping[str, Any], where: str) -> list[str]:
     """What one `tool_overrides` entry at `where` gets wrong, a capability's or an MCP server's tool alike: a
     name no model could call, or a field other than name and description."""
-    problems = []
+    problems: list[str] = []
     name = override.get("name")
     if name is not None and not CALLABLE_NAME.match(name):
         problems.append(f"{where}.name: {name!r} is not a name a model can call "
@@ -401,7 +401,7 @@ def provider_gate_problems(definition: CapabilityDef[Any], entry: Any, path: str
                            binding_modes: Mapping[str, str] | None = None) -> list[str]:
     """A tool the model provider runs cannot wait for a person, so requiring an approval for it is refused: at
     check, and again at assembly (with the bot binding's modes), since nothing re-validates a stored version."""
-    problems = []
+    problems: list[str] = []
     provider = definition.provider_tools(config)
     for tool in definition.tools:
         if tool.id not in provider:

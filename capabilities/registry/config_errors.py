@@ -11,7 +11,7 @@ import types
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeGuard, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -126,14 +126,18 @@ def _union_members(annotation: Any) -> tuple[Any, ...]:
     return ()
 
 
-def _member(members: tuple[Any, ...], tag: int | str) -> Any:
+def _member(members: tuple[object, ...], tag: int | str) -> Any:
     for member in members:
-        if isinstance(member, type) and issubclass(member, BaseModel):
+        if _is_model(member):
             if member.__name__ == tag or tag in _literal_tags(member):
                 return member
         elif getattr(member, "__name__", None) == tag:
             return member
     return None
+
+
+def _is_model(member: object) -> TypeGuard[type[BaseModel]]:
+    return isinstance(member, type) and issubclass(member, BaseModel)
 
 
 def _literal_tags(model: type[BaseModel]) -> tuple[Any, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability, Capability, CombinedCapability
@@ -116,7 +116,7 @@ def _facts(context: BuildContext[SandboxConfig]) -> WorkspaceFacts:
 
 
 def _scope(scope: str | None) -> SessionScope | None:
-    return cast(SessionScope, scope) if scope in SHARED_WITH else None
+    return scope if scope in SHARED_WITH else None
 
 
 def _open(context: BuildContext[SandboxConfig], facts: WorkspaceFacts, key: str) -> WorkspaceSession:

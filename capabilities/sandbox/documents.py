@@ -49,9 +49,9 @@ class StoredDocument:
     documents: WorkspaceDocuments | None
     """None: the workspace lives in memory for this run only."""
     max_bytes: int
-    _store: dict[str, StateBackend] = field(default_factory=dict, init=False, repr=False)
-    _opened: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
-    _opened_dirs: set[str] = field(default_factory=set, init=False, repr=False)
+    _store: dict[str, StateBackend] = field(default_factory=dict[str, StateBackend], init=False, repr=False)
+    _opened: dict[str, Any] = field(default_factory=dict[str, Any], init=False, repr=False)
+    _opened_dirs: set[str] = field(default_factory=set[str], init=False, repr=False)
     _is_open: bool = field(default=False, init=False, repr=False)
     workspace: Workspace = field(init=False, repr=False)
     """What the run's tools work in: the library's backend over this run's copy of the document."""

@@ -92,15 +92,15 @@ class WorkspaceFacts:
     """The bot binding's `sandbox_scope`, which overrides the spec's `session_scope` in that bot's chats."""
     documents: WorkspaceDocuments | None = None
     """Where `state` workspaces are kept; None: in memory for this run only (a delegate, a test)."""
-    connections: Mapping[str, SandboxConnection] = field(default_factory=dict)
+    connections: Mapping[str, SandboxConnection] = field(default_factory=dict[str, SandboxConnection])
     default_connection: str | None = None
     """What `connection_id: null` means; None when the operator registered no connection."""
     state_max_bytes: int = DEFAULT_STATE_MAX_BYTES
     uploads: Sequence[UploadedFile] = ()
     """Attachments of the admitting message, placed under `uploads/`; filled by the files branch's intake."""
-    skills: Mapping[str, Mapping[str, bytes]] = field(default_factory=dict)
+    skills: Mapping[str, Mapping[str, bytes]] = field(default_factory=dict[str, Mapping[str, bytes]])
     """Skills bound to the agent, by name: relative path → content (`SKILL.md` and its resources), placed under
     `skills/<name>/`; filled where the skills capability resolves an agent's skill folders."""
-    opened: dict[str, Any] = field(default_factory=dict, compare=False)
+    opened: dict[str, Any] = field(default_factory=dict[str, Any], compare=False)
     """The `state` workspaces this run has open, by key: one copy per run, so a delegate the workspace is lent
     to (`share_with_delegates: [sandbox]`) reads what the agent wrote a moment ago, and the other way round."""

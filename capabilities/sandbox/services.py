@@ -27,7 +27,7 @@ REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 class WorkspaceWiring:
     """What the deployment gives every run's workspace: the operator's sandbox connections and the `state` cap."""
 
-    connections: Mapping[str, SandboxConnection] = field(default_factory=dict)
+    connections: Mapping[str, SandboxConnection] = field(default_factory=dict[str, SandboxConnection])
     default_connection: str | None = None
     state_max_bytes: int = DEFAULT_STATE_MAX_BYTES
 
@@ -37,7 +37,7 @@ class SandboxServices:
     documents: WorkspaceDocuments | None
     """Where `state` workspaces are kept; None: in memory for each run only."""
     wiring: WorkspaceWiring = WorkspaceWiring()
-    skill_folders: Mapping[str, SkillFolder] = field(default_factory=dict)
+    skill_folders: Mapping[str, SkillFolder] = field(default_factory=dict[str, SkillFolder])
 
 
 def bind(deployment: Deployment) -> SandboxServices:

@@ -75,7 +75,7 @@ class FileOverride(_Strict):
 
 
 class SubagentsConfig(_Strict):
-    inline: list[Specialist] = Field(default_factory=list)
+    inline: list[Specialist] = Field(default_factory=list[Specialist])
     """Specialists defined inside this agent."""
     mode: Mode = "sync"
     """`sync`: task waits for the answer. `async`: it returns a task id. `auto`: the model decides per task."""

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -60,7 +60,7 @@ from capabilities.subagents.config import (
     SubagentsConfig,
     background_reachable,
 )
-from capabilities.subagents.questions import ASK_PARENT, answers_for, questions_of
+from capabilities.subagents.questions import ASK_PARENT, answers_for, is_delegation_state, questions_of
 from capabilities.tool_replies import described, function_toolset, retry_or_text
 
 log = logging.getLogger(__name__)
@@ -146,8 +146,8 @@ class Delegation(AbstractCapability[Any]):
     """What the gateway decided about this delegation; `facts.specialists` is the run's, shared on purpose."""
     depth: int
     """Levels of delegation this agent has: its delegates are built with one less."""
-    calls: Counter[str] = field(default_factory=Counter)
-    dynamic_modes: dict[str, Literal["sync", "async"]] = field(default_factory=dict)
+    calls: Counter[str] = field(default_factory=Counter[str])
+    dynamic_modes: dict[str, Literal["sync", "async"]] = field(default_factory=dict[str, Literal["sync", "async"]])
 
     async def for_run(self, ctx: RunContext[Any]) -> Delegation:
         run = replace(self, calls=Counter(), dynamic_modes={})
@@ -203,7 +203,7 @@ class Delegation(AbstractCapability[Any]):
         """`task` offers `mode` only where a delegate runs in `auto` (then it is required), and `model` only
         with a model menu (then as its keys)."""
         auto = any(d.mode == "auto" for d in self.delegates.values())
-        shaped = []
+        shaped: list[ToolDefinition] = []
         for tool_def in tool_defs:
             if tool_def.name == "task":
                 schema = dict(tool_def.parameters_json_schema)
@@ -253,7 +253,7 @@ class Delegation(AbstractCapability[Any]):
             sentence saying so, to decide from.
         """
         state = ctx.tool_call_metadata if ctx.tool_call_approved else None
-        if isinstance(state, dict) and "delegate" in state:
+        if is_delegation_state(state):
             return await self._continue(ctx, state)
         delegate = self.delegates.get(subagent_type)
         dynamic_mode = self.dynamic_modes.get(subagent_type)
@@ -390,7 +390,7 @@ class Delegation(AbstractCapability[Any]):
             return retry_or_text(ctx, str(exc))
 
     @contextlib.contextmanager
-    def _on_model(self, delegate: Delegate | None, option: ModelOption | None) -> Iterator[None]:
+    def _on_model(self, delegate: Delegate | None, option: ModelOption | None) -> Generator[None, None, None]:
         if delegate is None or option is None:
             yield
             return

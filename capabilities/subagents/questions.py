@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic_ai import CallDeferred, DeferredToolRequests
 
@@ -27,18 +27,24 @@ async def ask_in_chat(question: str) -> str:
 def asked(metadata: Any) -> tuple[str, str] | None:
     """(specialist, question) when a parked call waits on a delegate's question to the person, looking
     through nested delegations; None for an approval or anything else."""
-    if not isinstance(metadata, dict) or "delegate" not in metadata:
+    if not is_delegation_state(metadata):
         return None
-    calls = metadata.get("calls") or []
+    calls: list[Any] = metadata.get("calls") or []
     if calls:
         return asked(calls[0].get("metadata")) if len(calls) == 1 else None
-    questions = [q for q in metadata.get("questions") or [] if q.get("question") is not None]
+    pending: list[Any] = metadata.get("questions") or []
+    questions = [q for q in pending if q.get("question") is not None]
     return (str(metadata["delegate"]), str(questions[0]["question"])) if questions else None
+
+
+def is_delegation_state(metadata: object) -> TypeGuard[dict[str, Any]]:
+    """Whether a parked call's metadata is what a delegation parks with (`suspension_state`), not an approval's."""
+    return isinstance(metadata, dict) and "delegate" in metadata
 
 
 def with_answer(metadata: dict[str, Any], answer: str | None) -> dict[str, Any]:
     """The parked state with the person's answer (None: nobody answered) put where the asking delegate reads it."""
-    calls = metadata.get("calls") or []
+    calls: list[Any] = metadata.get("calls") or []
     if calls:
         inner = calls[0].get("metadata")
         return {**metadata, "calls": [{**calls[0], "metadata": with_answer(inner, answer)}, *calls[1:]]}
@@ -52,9 +58,9 @@ def questions_of(requests: DeferredToolRequests) -> list[Any]:
 def answers_for(state: dict[str, Any]) -> dict[str, str]:
     """A result for every call the delegate deferred: the person's answer to the question that was asked
     (the first, when no approval came first), and a sentence for the rest."""
-    deferred = state.get("questions") or []
+    deferred: list[Any] = state.get("questions") or []
     put = not state.get("calls") and asked(state) is not None
-    answers = {}
+    answers: dict[str, str] = {}
     for index, call in enumerate(deferred):
         if call.get("question") is None:
             answers[call["tool_call_id"]] = NOT_RUN_HERE

@@ -38,7 +38,7 @@ class FixedReminder(Cadence):
 class SystemRemindersConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    reminders: list[FixedReminder] = Field(default_factory=list)
+    reminders: list[FixedReminder] = Field(default_factory=list[FixedReminder])
     """Fixed lines you write, each on its own cadence. Costs nothing."""
     goal_reanchor: Cadence | None = None
     """Points the model back at the conversation's first request. Costs nothing."""

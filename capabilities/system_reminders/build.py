@@ -46,9 +46,9 @@ class ConversationReminders(SystemReminders[Any]):
     """`SystemReminders` whose counters are the conversation's rather than the run's."""
 
     state: ConversationState | None = None
-    dynamic: Mapping[str, Cadence] = field(default_factory=dict)
+    dynamic: Mapping[str, Cadence] = field(default_factory=dict[str, Cadence])
     """`goal_reanchor` / `llm_reminder` → its cadence."""
-    dynamic_fires: dict[str, int] = field(default_factory=dict)
+    dynamic_fires: dict[str, int] = field(default_factory=dict[str, int])
 
     @property
     def request_count(self) -> int:
@@ -91,6 +91,6 @@ def build(context: BuildContext[SystemRemindersConfig]) -> ConversationReminders
     fixed = [Reminder(r.text, interval=r.interval, first_after=r.first_after, max_fires=r.max_fires, tag=None)
              for r in config.reminders]
     # Placeholders until `for_run` binds each to the run; the harness requires one reminder at construction.
-    placeholders = [lambda _ctx: None for _ in dynamic]
+    placeholders: list[Callable[[RunContext[Any]], None]] = [lambda _ctx: None for _ in dynamic]
     return ConversationReminders(reminders=fixed, dynamic_reminders=placeholders, state=context.run.state,
                                  dynamic=dynamic)

@@ -50,7 +50,9 @@ class DescribedToolOutputLimits(ToolOutputLimits[Any]):
             return None
         if not isinstance(toolset, AbstractToolset):  # built per run: its tools are not known here to describe
             return toolset
-        return described(toolset, {READ_TOOL_NAME: READ_TEXT})
+        return described(
+            toolset,  # pyright: ignore[reportUnknownArgumentType] - narrowed from pydantic-ai's AgentToolset union
+            {READ_TOOL_NAME: READ_TEXT})
 
 
 def build(context: BuildContext[ToolOutputLimitsConfig]) -> ToolOutputLimits[Any]:

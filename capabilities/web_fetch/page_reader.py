@@ -22,7 +22,10 @@ import anyio
 import httpx2
 from pydantic_ai import BinaryContent
 from pydantic_ai._utils import is_text_like_media_type
-from pydantic_ai.common_tools.web_fetch import WebFetchResult, _convert_html
+from pydantic_ai.common_tools.web_fetch import (
+    WebFetchResult,
+    _convert_html,  # pyright: ignore[reportPrivateUsage] - pydantic-ai's own converter, as the docstring says
+)
 
 from capabilities.egress.url_guard import Refused, canonical_host, check_literal, url_host
 

@@ -22,6 +22,8 @@ import ddgs
 import httpx
 from ddgs.exceptions import DDGSException
 
+from adapters.wire import is_object, objects_in
+
 if TYPE_CHECKING:  # `ddgs.DDGS` is a lazy-loading proxy; the class it stands for is this one
     from ddgs.ddgs import DDGS
 
@@ -71,7 +73,8 @@ def endpoint(service: str, environ: Mapping[str, str] | None = None) -> str:
 def ddgs_client(environ: Mapping[str, str] | None = None) -> DDGS:
     """`ddgs` as this deployment runs it: through `DDGS_PROXY` when set, trusting `GATEWAY_DDGS_CA_FILE` when set."""
     env = environ if environ is not None else os.environ
-    return ddgs.DDGS(proxy=env.get("DDGS_PROXY") or None, verify=env.get("GATEWAY_DDGS_CA_FILE") or True)
+    return ddgs.DDGS(  # pyright: ignore[reportUnknownMemberType] - ddgs types its lazy proxy as unknown
+        proxy=env.get("DDGS_PROXY") or None, verify=env.get("GATEWAY_DDGS_CA_FILE") or True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,7 +147,7 @@ class Brave(_HttpService):
     async def search(self, query: str, *, max_results: int) -> list[Hit]:
         answer = await self._call("GET", "/res/v1/web/search", params={"q": query, "count": max_results},
                                   headers={"X-Subscription-Token": self.key, "Accept": "application/json"})
-        web = answer.get("web") if isinstance(answer, dict) else None
+        web = answer.get("web") if is_object(answer) else None
         return [Hit(title=str(r.get("title") or ""), url=str(r["url"]), snippet=str(r.get("description") or ""))
                 for r in _items(web, "results") if r.get("url")][:max_results]
 
@@ -169,12 +172,11 @@ def _token_invalid(response: httpx.Response) -> bool:
         error = response.json().get("error")
     except (ValueError, AttributeError):
         return False
-    return isinstance(error, dict) and error.get("code") == "SUBSCRIPTION_TOKEN_INVALID"
+    return is_object(error) and error.get("code") == "SUBSCRIPTION_TOKEN_INVALID"
 
 
-def _items(answer: Any, key: str) -> list[dict[str, Any]]:
-    items = answer.get(key) if isinstance(answer, dict) else None
-    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+def _items(answer: Any, key: str) -> list[Mapping[str, Any]]:
+    return objects_in(answer.get(key)) if is_object(answer) else []
 
 
 def provider_for(method: str, key: str | None, environ: Mapping[str, str] | None = None) -> SearchProvider:
