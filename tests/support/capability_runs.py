@@ -225,10 +225,7 @@ class AskingRegistry(BoundRegistry):
 
     def __init__(self, bound: BoundRegistry, ask: Callable[[str], Awaitable[str]]) -> None:
         super().__init__(bound.registry, {d.id: bound.services(d.id) for d in bound.registry}, secrets=bound.secrets)
-        self._ask = ask
-
-    def ask_user(self) -> Callable[[str], Awaitable[str]]:
-        return self._ask
+        self.asking = ask
 
 
 def context_for(capability: str, config: Any, run: RunFacts, **options: Any) -> Any:
