@@ -359,7 +359,7 @@ class RunFacts:
     agent_name: str
     """The agent the chat admitted: memory notes are kept per agent, delegates reach the same ones."""
     owner: MemoryOwner | None = None
-    """Whose memory this run reaches (`gateway/people/scope.py`); None: nobody's, as in a one-to-one chat of a
+    """Whose memory this run reaches (`gateway/pipeline/scope.py`); None: nobody's, as in a one-to-one chat of a
     bot with personal memory switched off."""
     speaker: Speaker | None = None
     """Who sent the message that admitted the run; None for a run outside any chat."""

@@ -1,7 +1,7 @@
 """`memory_files`: notes an agent keeps across conversations, with `MEMORY.md` as their index.
 
 Whose notes a run reaches is `RunFacts.owner`, decided by the server from who will hear the answer
-(`gateway/people/scope.py`) and bound into the tools at assembly; no tool takes an owner, so the model
+(`gateway/pipeline/scope.py`) and bound into the tools at assembly; no tool takes an owner, so the model
 cannot pick another store. The index is
 injected into the instructions in one-to-one chats only, and left out whole when it is too long.
 """

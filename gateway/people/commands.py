@@ -26,7 +26,7 @@ from gateway.people.identities import (
 
 log = logging.getLogger(__name__)
 
-_COMMAND = re.compile(r"^/?(?:(?P<link>link)(?:\s+(?P<code>[A-Za-z0-9-]{1,20}))?|(?P<unlink>unlink)"
+COMMAND = re.compile(r"^/?(?:(?P<link>link)(?:\s+(?P<code>[A-Za-z0-9-]{1,20}))?|(?P<unlink>unlink)"
                       r"|(?P<forget>forget)(?:\s+(?P<yes>yes))?)$", re.IGNORECASE)
 
 LINK_HELP = ("Your link code is `{code}`. Within {minutes} minutes, send `link {code}` in a direct message to "
@@ -62,19 +62,11 @@ class DirectCommands:
         self._mem0 = mem0
         """The agents binding `memory_mem0`, whose memories are deleted through mem0's API."""
 
-    @staticmethod
-    def recognizes(inbound: Inbound) -> bool:
-        """A command in a one-to-one chat; in a group, only `link CODE` (with something shaped like a code)."""
-        match = _COMMAND.match(inbound.text.strip())
-        if match is None:
-            return False
-        return inbound.address.is_direct or _code_shaped(match["code"])
-
     async def answer(self, inbound: Inbound, identity_id: int) -> str:
-        """Carry out a command `recognizes` accepted, and say what happened."""
-        match = _COMMAND.match(inbound.text.strip())
+        """Carry out a command the command step recognized (`COMMAND`), and say what happened."""
+        match = COMMAND.match(inbound.text.strip())
         if match is None:
-            raise ValueError("not a direct command; check `recognizes` first")
+            raise ValueError("not a command; match `COMMAND` first")
         if not inbound.address.is_direct:
             retired = await self._identities.retire_code(match["code"])
             log.info("a link code was typed in a group (%s)", "retired" if retired else "no live code")
@@ -121,6 +113,6 @@ class DirectCommands:
         return FORGOTTEN.format(notes=deleted)
 
 
-def _code_shaped(text: str | None) -> bool:
+def code_shaped(text: str | None) -> bool:
     code = normalize_code(text or "")
     return len(code) == CODE_LENGTH and set(code) <= set(CODE_ALPHABET)

@@ -235,8 +235,3 @@ def _identity(row: IdentityRow) -> Identity:
     return Identity(id=row.id, platform=row.platform, workspace=row.workspace, platform_user_id=row.platform_user_id,
                     handle=row.handle, display_name=row.display_name, person_id=row.person_id,
                     link_locked_until=row.link_locked_until)
-
-
-def user_key(*, identity_id: int, person_id: int | None) -> str:
-    """One person across platforms when their identities are linked; otherwise this identity."""
-    return f"person:{person_id}" if person_id is not None else f"identity:{identity_id}"

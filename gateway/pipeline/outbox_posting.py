@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, FileUnreadable, OutgoingFile, PlatformConfigError
 from adapters.protocols import ChatOutput, PostsFiles
-from gateway.people.conversations import record_answer
+from gateway.pipeline.conversations import record_answer
 from storage.db import Database
 from storage.models import OutboxFileRow, RunRow, table_of, utcnow
 

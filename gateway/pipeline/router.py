@@ -16,7 +16,7 @@ from adapters.protocols import Parser
 from capabilities.registry import Registry
 from gateway.agents.bindings import Binding, BindingStore, UnknownBot
 from gateway.people.commands import DirectCommands
-from gateway.people.conversations import Conversations
+from gateway.pipeline.conversations import Conversations
 from gateway.pipeline.inbox import Inbox, InboxItem, conversation_hash
 from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.metrics import GatewayMetrics
@@ -87,7 +87,8 @@ class Router:
             return Prepared(event=event)
         if item.bot_name not in bindings:
             bindings[item.bot_name] = self._bindings.read(connection, item.bot_name)
-        delivery = Delivery(item=item, inbound=event, binding=bindings[item.bot_name], adapter=adapter)
+        delivery = Delivery(item=item, inbound=event, binding=bindings[item.bot_name], adapter=adapter,
+                            retried=item.attempts > 1)
         skipped = frozenset(step for step in self._steps
                             if isinstance(step, LooksAhead) and not step.may_handle(connection, delivery))
         return Prepared(event=event, delivery=delivery, skipped=skipped)
@@ -106,7 +107,8 @@ class Router:
         if prepared is not None and prepared.delivery is not None:
             return await self._walk(prepared.delivery, skipped=prepared.skipped)
         binding = await self._bindings.load(item.bot_name)
-        return await self._walk(Delivery(item=item, inbound=event, binding=binding, adapter=adapter))
+        return await self._walk(Delivery(item=item, inbound=event, binding=binding, adapter=adapter,
+                                         retried=item.attempts > 1))
 
     async def _walk(self, delivery: Delivery, *, skipped: frozenset[Step] = frozenset()) -> Finish | None:
         """The steps in order, until one ends the delivery."""

@@ -49,6 +49,8 @@ from storage.models import RunRow, table_of, utcnow
 log = logging.getLogger(__name__)
 
 REQUEST_LIMIT = 25
+PLAIN_AGENTS = 256
+"""Assembled agents kept for bindings that build nothing per run; past it the oldest goes."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,7 +61,7 @@ class TurnDeps:
     speaker: Speaker
     binding: Binding
     owner: MemoryOwner | None = None
-    """Whose memory this run reaches (`gateway/people/scope.py`); None: no store in this conversation."""
+    """Whose memory this run reaches (`gateway/pipeline/scope.py`); None: no store in this conversation."""
     background: bool = False
     """True inside a background delegation: a gated tool there is refused, since nobody can be asked."""
     user_key: str | None = None
@@ -202,6 +204,9 @@ class Runtime:
         self._mcp = mcp or McpServers(servers={}, secrets=SecretSource(environ={}))
         self._chats = chats
         self._instrumentation = instrumentation
+        self._plain: dict[tuple[str, str, int, str], AssembledAgent] = {}
+        """The assembled agents of bindings that build nothing per run (no capability, no MCP server, no channel
+        placeholder), by bot, agent, version and binding instructions: one pydantic-ai Agent serves all their runs."""
 
     async def run(self, turn: Turn, reply: LiveReply, *, run_id: int | None = None) -> RunOutcome:
         """`run_id`: the row `open_run` opened (in the caller's transaction). An answered run's row is left to
@@ -257,8 +262,8 @@ class Runtime:
                        uploads=tuple(Upload(name=file.name, data=file.data) for file in files if file.data is not None))
         assembled: AssembledAgent | None = None
         try:  # from here on, whatever fails (the model's set-up included) ends in a notice, never in silence
-            assembled = assemble(deps.binding, capabilities=self._capabilities, models=self._models, run=run,
-                                 specialists=specialists, instrumentation=self._instrumentation, mcp=mcp)
+            assembled = self._assembled(deps.binding, run, plain=not (bound or mcp.servers or specialists),
+                                        specialists=specialists, mcp=mcp)
             if delegated is not None:
                 assembled.delegated.incr(delegated)
             if files:  # what the model takes of them depends on the model, known only now
@@ -271,7 +276,7 @@ class Runtime:
             await _deliver(outbox)
             await self._set_run(run_id, status=exc.status, error=str(exc))
             if assembled is not None:
-                await assembled.end_run()
+                await _end(assembled)
             return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
         except Exception as exc:
             failed = await self._failed(run_id, deps, reply, exc, assembled)
@@ -295,8 +300,27 @@ class Runtime:
         await _deliver(outbox)
         usage = result.usage + assembled.delegated
         answered = Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id, usage=usage)
-        await assembled.end_run()
+        await _end(assembled)
         return answered
+
+    def _assembled(self, binding: Binding, run: RunFacts, *, plain: bool, specialists: Sequence[Mapping[str, Any]],
+                   mcp: ConnectedServers) -> AssembledAgent:
+        """The run's agent; for a binding that builds nothing per run, the one assembled for its first run, with a
+        ledger of this run's own."""
+        spec = binding.spec
+        key = (binding.bot_name, binding.agent.name, binding.agent.version, spec.instructions)
+        plain = plain and "{" not in spec.instructions and not any(
+            getattr(spec, grant, None) is not None for grant in self._capabilities.binding_only)
+        kept = self._plain.get(key) if plain else None
+        if kept is not None:
+            return AssembledAgent(agent=kept.agent, policy=kept.policy)
+        assembled = assemble(binding, capabilities=self._capabilities, models=self._models, run=run,
+                             specialists=specialists, instrumentation=self._instrumentation, mcp=mcp)
+        if plain:
+            if len(self._plain) >= PLAIN_AGENTS:
+                del self._plain[next(iter(self._plain))]
+            self._plain[key] = assembled
+        return assembled
 
     async def _failed(self, run_id: int, deps: TurnDeps, reply: LiveReply, exc: Exception,
                       assembled: AssembledAgent | None) -> Failed:
@@ -314,7 +338,7 @@ class Runtime:
         usage = assembled.delegated if assembled is not None and assembled.delegated.requests else None
         await self._set_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", usage=usage)
         if assembled is not None:
-            await assembled.end_run()
+            await _end(assembled)
         return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id, usage=usage or RunUsage())
 
     async def _stream(self, assembled: AssembledAgent, deps: TurnDeps, reply: LiveReply,
@@ -385,6 +409,12 @@ def set_run(connection: Connection, run_id: int, *, status: str, usage: RunUsage
 def record_answered(connection: Connection, outcome: Answered) -> None:
     """An answered run's row, in the caller's transaction (the turn's end)."""
     set_run(connection, outcome.run_id, status="answered", usage=outcome.usage)
+
+
+async def _end(assembled: AssembledAgent) -> None:
+    """The run's end for the capabilities built into it; none to tell for an agent that binds none."""
+    if assembled.end_run.hooks:
+        await assembled.end_run()
 
 
 def _bound_ids(binding: Binding) -> set[str]:

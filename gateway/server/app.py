@@ -38,8 +38,8 @@ from gateway.checks.validation import check_appliable, deployment_registry
 from gateway.config.schema import GatewayConfig, Settings, capability_secrets
 from gateway.config.secrets import SecretSource
 from gateway.people.commands import DirectCommands
-from gateway.people.conversations import Conversations
 from gateway.people.identities import Identities
+from gateway.pipeline.conversations import Conversations
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.intake import Intake, TypingShown
 from gateway.pipeline.metrics import Backlog, GatewayMetrics

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from adapters.base import Speaker
 from gateway.cli.main import app
-from gateway.people.conversations import Conversations
+from gateway.pipeline.conversations import Conversations
 from storage.db import Database
 from storage.migrate import upgrade
 from storage.models import AgentRow

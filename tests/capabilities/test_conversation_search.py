@@ -17,8 +17,8 @@ from capabilities.conversation_search import GROUP_REFUSAL
 from capabilities.conversation_search.store import PersonalConversations
 from capabilities.registry import ALL_SCOPES
 from gateway.config.schema import CapabilityEntry
-from gateway.people.conversations import Conversations
 from gateway.people.identities import Identities
+from gateway.pipeline.conversations import Conversations
 from storage.db import Database
 from storage.migrate import upgrade
 from storage.models import MessageRow

@@ -25,8 +25,8 @@ from gateway.checks.report import check_file
 from gateway.config.schema import CapabilityEntry, Settings
 from gateway.config.secrets import SecretSource
 from gateway.people.commands import DirectCommands
-from gateway.people.conversations import Conversations
 from gateway.people.identities import Identities
+from gateway.pipeline.conversations import Conversations
 from storage.db import Database
 from tests.support.capability_runs import ROOM, assembled, binding_with, run
 from tests.support.fakes.mem0 import FakeMem0, self_signed

@@ -11,7 +11,7 @@ from adapters.base import Speaker
 from capabilities.memory_files.store import MemoryNotes
 from capabilities.run import MemoryOwner
 from gateway.cli.main import app
-from gateway.people.conversations import Conversations
+from gateway.pipeline.conversations import Conversations
 from storage.db import Database
 from storage.migrate import upgrade
 from tests.support.people_harness import identity_rows, stored_notes

@@ -9,8 +9,8 @@ from sqlalchemy import select, update
 from adapters.base import Speaker
 from capabilities.memory_files.store import MemoryNotes
 from capabilities.run import MemoryOwner
-from gateway.people.conversations import Conversations
 from gateway.people.identities import LOCKOUT, MAX_FAILED_ATTEMPTS, Identities, Linked, Refused, code_hash
+from gateway.pipeline.conversations import Conversations
 from storage.db import Database
 from storage.models import IdentityRow, LinkCodeRow, utcnow
 

@@ -10,13 +10,12 @@ from functools import partial
 from sqlalchemy import Connection
 
 from adapters.protocols import FollowsThreads, ReadsFiles
-from gateway.people.conversations import TurnRecord, record_answer, speaker_line, start_turn, thread_context
-from gateway.people.identities import user_key
-from gateway.people.scope import memory_owner
 from gateway.pipeline.attachments import Attachment, fetch_attachments
+from gateway.pipeline.conversations import TurnRecord, record_answer, speaker_line, start_turn, thread_context
 from gateway.pipeline.inbox import remember_reply
 from gateway.pipeline.live_reply import LiveReply, Placeholder
 from gateway.pipeline.runtime import Answered, Parked, Turn, TurnDeps, open_run, record_answered
+from gateway.pipeline.scope import memory_owner
 from gateway.pipeline.steps.services import StepServices
 from gateway.pipeline.steps.step import HANDLED, Delivery, Handled
 from gateway.pipeline.worker import Finish
@@ -80,8 +79,10 @@ class Answer:
 
 async def _files(delivery: Delivery) -> tuple[Attachment, ...]:
     """What the person attached, downloaded (or why not)."""
-    adapter = delivery.adapter
-    return await fetch_attachments(adapter if isinstance(adapter, ReadsFiles) else None, delivery.inbound.attachments)
+    adapter, attachments = delivery.adapter, delivery.inbound.attachments
+    if not attachments:
+        return ()
+    return await fetch_attachments(adapter if isinstance(adapter, ReadsFiles) else None, attachments)
 
 
 def _begin(delivery: Delivery, files: tuple[Attachment, ...], shown_id: str | None,
@@ -94,7 +95,7 @@ def _begin(delivery: Delivery, files: tuple[Attachment, ...], shown_id: str | No
     owner = memory_owner(inbound.address, identity_id=record.identity_id, person_id=record.person_id,
                          allow_personal=binding.spec.allow_personal_memory)
     turn = Turn(deps=TurnDeps(address=inbound.address, speaker=inbound.speaker, binding=binding, owner=owner,
-                              user_key=user_key(identity_id=record.identity_id, person_id=record.person_id)),
+                              user_key=_user_key(identity_id=record.identity_id, person_id=record.person_id)),
                 prompt=speaker_line(inbound.speaker.display_name, inbound.text, group), history=earlier,
                 conversation_id=record.conversation_id, identity_id=record.identity_id, inbox_id=item.id,
                 files=files, retried=delivery.retried)
@@ -111,3 +112,8 @@ def finish_answered(answered: Answered, conversation_id: int, agent_name: str) -
         record_answer(connection, conversation_id, run_id=answered.run_id, text=answered.text,
                       speaker_name=agent_name, platform_message_id=answered.message_id)
     return finish
+
+
+def _user_key(*, identity_id: int, person_id: int | None) -> str:
+    """One person across platforms when their identities are linked; otherwise this identity."""
+    return f"person:{person_id}" if person_id is not None else f"identity:{identity_id}"

@@ -3,6 +3,7 @@ no model run."""
 
 from __future__ import annotations
 
+from gateway.people.commands import COMMAND, code_shaped
 from gateway.pipeline.steps.services import StepServices
 from gateway.pipeline.steps.step import HANDLED, Delivery, Handled
 
@@ -15,8 +16,9 @@ class Command:
 
     async def handle(self, delivery: Delivery) -> Handled | None:
         inbound, item = delivery.inbound, delivery.item
-        if not self._commands.recognizes(inbound):
-            return None
+        match = COMMAND.match(inbound.text.strip())
+        if match is None or not (inbound.address.is_direct or code_shaped(match["code"])):
+            return None  # in a group, only `link CODE` with something shaped like a code
         if item.reply_message_id is not None:
             return HANDLED  # answered before a crash; running it again would spend a code or a second link attempt
         identity_id = await self._conversations.identity(inbound.speaker)

@@ -11,7 +11,7 @@ from adapters.base import ApprovalClick, Inbound
 from adapters.protocols import Chat
 from capabilities.registry import Registry
 from gateway.people.commands import DirectCommands
-from gateway.people.conversations import Conversations
+from gateway.pipeline.conversations import Conversations
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.metrics import GatewayMetrics

@@ -23,11 +23,8 @@ class Delivery:
     binding: Binding
     """The bot's binding as of the claim: the agent, who may talk to it, how fast."""
     adapter: PlatformAdapter
-
-    @property
-    def retried(self) -> bool:
-        """An earlier attempt may have done part of this delivery's work."""
-        return self.item.attempts > 1
+    retried: bool
+    """An earlier attempt may have done part of this delivery's work."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
