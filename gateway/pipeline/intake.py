@@ -38,6 +38,11 @@ class TypingShown:
         self._at[conversation_key] = now
         return True
 
+    def shown_at(self, conversation_key: str) -> float | None:
+        """`time.monotonic()` when typing was last shown in the conversation, while it still shows; else None."""
+        at = self._at.get(conversation_key)
+        return at if at is not None and time.monotonic() - at < TYPING_LASTS else None
+
     def cleared(self, conversation_key: str) -> None:
         self._at.pop(conversation_key, None)
 

@@ -58,9 +58,12 @@ class LiveReply:
     """Owns the throttling; a retried turn edits the message its first attempt posted."""
 
     def __init__(self, adapter: ChatOutput, address: ChatAddress, *, placeholder: Placeholder | None = None,
-                 posting: Callable[[], None] | None = None) -> None:
-        """`posting` is told just before the first post, which clears the platform's typing indicator."""
+                 posting: Callable[[], None] | None = None, typed_at: float | None = None) -> None:
+        """`posting` is told just before the first post, which clears the platform's typing indicator. `typed_at`:
+        when typing was shown for this message while it queued (`TypingShown`), so it is sent again only when that
+        runs out."""
         self._posting = posting or (lambda: None)
+        self._typed_at = typed_at
         self._adapter = adapter
         self._address = address
         self._placeholder = placeholder
@@ -112,6 +115,9 @@ class LiveReply:
     async def _keep_typing(self) -> None:
         """Typing until the first post: Telegram shows it for 5 seconds, so it is sent again every TYPING_LASTS."""
         assert isinstance(self._adapter, ShowsTyping)
+        if self._typed_at is not None:  # still showing since the message queued
+            self.posted_at = time.monotonic()
+            await asyncio.sleep(max(0.0, self._typed_at + TYPING_LASTS - self.posted_at))
         while True:
             try:
                 await self._adapter.show_typing(self._address)

@@ -42,8 +42,9 @@ class Answer:
                                   record=partial(self._inbox.remember_reply, item.id),
                                   answering=inbound.message_id, retried=delivery.retried)
         # The first post clears the typing: a message queued after it is shown typing again at once.
+        key = inbound.address.conversation_key
         reply = LiveReply(delivery.adapter, inbound.address, placeholder=placeholder,
-                          posting=partial(self._typing.cleared, inbound.address.conversation_key))
+                          posting=partial(self._typing.cleared, key), typed_at=self._typing.shown_at(key))
         try:
             return await self._answer(reply, delivery)
         finally:
