@@ -22,7 +22,6 @@ from capabilities.sandbox.facts import (
     BubblewrapConnection,
     SandboxConnection,
     SessionScope,
-    UploadedFile,
     WorkspaceFacts,
 )
 from capabilities.sandbox.refusals import refusals
@@ -109,7 +108,7 @@ def _facts(context: BuildContext[SandboxConfig]) -> WorkspaceFacts:
                                documents=services.documents, connections=wiring.connections,
                                default_connection=wiring.default_connection, state_max_bytes=wiring.state_max_bytes,
                                scope=_scope(run.sandbox_scope),
-                               uploads=tuple(UploadedFile(name=u.name, data=u.data) for u in run.uploads),
+                               uploads=run.uploads,
                                skills=skill_files(folders) if folders else {})
     kept[context.capability] = facts
     return facts

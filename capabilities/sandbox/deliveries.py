@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 from pydantic_ai.workspaces import Workspace
 
-from capabilities.run import FileRefused, Outbox
-from capabilities.sandbox.facts import UploadedFile
+from capabilities.run import FileRefused, Outbox, Upload
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +30,7 @@ MAX_POSTED = 10
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Deliveries:
-    uploads: Sequence[UploadedFile] = ()
+    uploads: Sequence[Upload] = ()
     skills: Mapping[str, Mapping[str, bytes]] | None = None
     outbox: Outbox | None = None
 

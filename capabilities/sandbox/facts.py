@@ -15,6 +15,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import SecretStr
 
+from capabilities.run import Upload
+
 SessionScope = Literal["run", "conversation", "channel", "user", "agent"]
 SESSION_SCOPES: tuple[SessionScope, ...] = ("run", "conversation", "channel", "user", "agent")
 
@@ -74,14 +76,6 @@ SandboxConnection = BubblewrapConnection | SandboxServiceConnection
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UploadedFile:
-    """A file somebody attached to the message that admitted the run, already fetched from the platform."""
-
-    name: str
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class WorkspaceFacts:
     """What `sandbox` needs from the gateway for one run."""
 
@@ -96,7 +90,7 @@ class WorkspaceFacts:
     default_connection: str | None = None
     """What `connection_id: null` means; None when the operator registered no connection."""
     state_max_bytes: int = DEFAULT_STATE_MAX_BYTES
-    uploads: Sequence[UploadedFile] = ()
+    uploads: Sequence[Upload] = ()
     """Attachments of the admitting message, placed under `uploads/`; filled by the files branch's intake."""
     skills: Mapping[str, Mapping[str, bytes]] = field(default_factory=dict[str, Mapping[str, bytes]])
     """Skills bound to the agent, by name: relative path → content (`SKILL.md` and its resources), placed under

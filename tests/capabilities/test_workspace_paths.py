@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from capabilities.run import FileRefused
-from capabilities.sandbox.facts import UploadedFile
+from capabilities.run import FileRefused, Upload
 from capabilities.sandbox.store import StoredWorkspaces
 from storage.db import Database
 from tests.support.workspace_runs import Posted, workspace_turn
@@ -44,7 +43,7 @@ async def test_grep_leaves_out_matches_inside_a_credential_file_but_ls_still_nam
     answers = await workspace_turn({}, [("write_file", {"path": "notes.md", "content": "token=public"}),
                                         ("grep", {"pattern": "token", "output_mode": "content"}),
                                         ("ls", {"path": "uploads"})],
-                                   uploads=[UploadedFile(name=".env", data=b"token=hunter2")])
+                                   uploads=[Upload(name=".env", data=b"token=hunter2")])
     assert "notes.md" in answers[1] and "hunter2" not in answers[1] and ".env" not in answers[1]
     assert ".env" in answers[2]
 
@@ -56,7 +55,7 @@ async def test_a_command_naming_a_refused_path_is_refused() -> None:
 
 async def test_attachments_land_in_uploads() -> None:
     answers = await workspace_turn({}, [("ls", {"path": "/uploads"}), ("read_file", {"path": "/uploads/q3.csv"})],
-                                   uploads=[UploadedFile(name="../../q3.csv", data=b"region,total\nnorth,12")])
+                                   uploads=[Upload(name="../../q3.csv", data=b"region,total\nnorth,12")])
     assert "q3.csv" in answers[0] and "north,12" in answers[1]
 
 
@@ -85,8 +84,8 @@ async def test_an_output_file_left_unchanged_is_not_posted_again(db: Database) -
 
 async def test_an_upload_too_large_for_the_workspace_is_left_out_and_the_run_goes_on() -> None:
     answers = await workspace_turn({}, [("ls", {"path": "uploads"})], max_bytes=10,
-                                   uploads=[UploadedFile(name="big.bin", data=b"x" * 100),
-                                            UploadedFile(name="small.txt", data=b"ok")])
+                                   uploads=[Upload(name="big.bin", data=b"x" * 100),
+                                            Upload(name="small.txt", data=b"ok")])
     assert "small.txt" in answers[0] and "big.bin" not in answers[0]
 
 

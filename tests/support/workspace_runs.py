@@ -10,7 +10,8 @@ from pydantic_ai import DeferredToolRequests
 
 from adapters.base import ChatAddress, Speaker
 from capabilities import default_registry
-from capabilities.sandbox.facts import SandboxConnection, UploadedFile, WorkspaceDocuments, WorkspaceFacts
+from capabilities.run import Upload
+from capabilities.sandbox.facts import SandboxConnection, WorkspaceDocuments, WorkspaceFacts
 from capabilities.sandbox.store import workspace_keys
 from gateway.agents.models import ModelResolver
 from gateway.config.secrets import SecretSource
@@ -49,7 +50,7 @@ class Turn:
 async def workspace_turn(config: Mapping[str, Any], calls: Sequence[tuple[str, dict[str, object]]], *,
                          turn: Turn | None = None, documents: WorkspaceDocuments | None = None,
                          connections: Mapping[str, SandboxConnection] | None = None,
-                         uploads: Sequence[UploadedFile] = (), skills: Mapping[str, Mapping[str, bytes]] | None = None,
+                         uploads: Sequence[Upload] = (), skills: Mapping[str, Mapping[str, bytes]] | None = None,
                          outbox: Posted | None = None, max_bytes: int | None = None,
                          approval: Mapping[str, str] | None = None, binding_scope: str | None = None) -> list[str]:
     """One run that makes `calls` in the workspace; returns what each call returned (the run is then ended)."""
