@@ -13,7 +13,7 @@ how the model gets it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydantic_ai import BinaryContent, UserContent
@@ -85,9 +85,9 @@ def user_content(prompt: str, attachments: Sequence[Attachment],
     nothing, is known)."""
     if not attachments:
         return prompt
-    profile = model.profile if isinstance(model, Model) else {}
-    images = profile.get("supports_image_input", True)
-    documents = profile.get("supports_document_input", True)
+    profile: Mapping[str, object] = model.profile if isinstance(model, Model) else {}
+    images = bool(profile.get("supports_image_input", True))
+    documents = bool(profile.get("supports_document_input", True))
     parts: list[UserContent] = [prompt]
     for attachment in attachments:
         parts.append(_part(attachment, images=images, documents=documents))

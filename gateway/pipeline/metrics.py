@@ -30,7 +30,7 @@ class Backlog:
     """Items waiting to be claimed (pending, or running under a lapsed lease)."""
     oldest_age: float
     """Seconds the oldest of them has waited; 0 when there is none."""
-    approvals: Mapping[str, int] = field(default_factory=dict)
+    approvals: Mapping[str, int] = field(default_factory=dict[str, int])
     """Approvals by status: pending, approved, denied, expired."""
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -80,7 +80,7 @@ class FilePosting:
         return True
 
     @contextlib.asynccontextmanager
-    async def _holding(self, file_id: int, until: datetime) -> AsyncIterator[None]:
+    async def _holding(self, file_id: int, until: datetime) -> AsyncGenerator[None, None]:
         """Renew the claim every quarter of its length while the body runs."""
         renewal = asyncio.create_task(self._renew(file_id, until), name="outbox: claim renewal")
         try:

@@ -29,6 +29,7 @@ from sqlalchemy import Connection, insert, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Directory, Speaker
+from adapters.wire import is_object, objects_in
 from capabilities.registry import BoundRegistry, RunRefused
 from capabilities.run import MemoryOwner, RunFacts, Upload
 from gateway.agents.assembly import AssembledAgent, assemble
@@ -184,8 +185,8 @@ def spent_since(total: RunUsage, before: RunUsage) -> RunUsage:
 class Chats:
     """Each bot's side of its runs: its channel lookups and how it posts a run's files, by bot name."""
 
-    directories: Mapping[str, Directory] = field(default_factory=dict)
-    files: Mapping[str, FileChat] = field(default_factory=dict)
+    directories: Mapping[str, Directory] = field(default_factory=dict[str, Directory])
+    files: Mapping[str, FileChat] = field(default_factory=dict[str, FileChat])
     """The adapters that post files; a run's outbox posts through its bot's."""
     file_claim: timedelta = CLAIM
     """How long a run's outbox holds a file it is posting between renewals (`gateway/pipeline/outbox_posting.py`)."""
@@ -439,7 +440,8 @@ def _waiting_on(requests: DeferredToolRequests, assembled: AssembledAgent,
                 asked: Callable[[Any], tuple[str, str] | None]) -> tuple[tuple[GatedCall, ...],
                                                                       tuple[DelegateQuestion, ...]]:
     """The parked calls, split into those a person approves and those waiting on a delegate's question."""
-    calls, questions = [], []
+    calls: list[GatedCall] = []
+    questions: list[DelegateQuestion] = []
     for call in requests.approvals:
         metadata = requests.metadata.get(call.tool_call_id)
         question = asked(metadata)
@@ -457,14 +459,16 @@ def shown_call(tool_name: str, args: dict[str, Any], metadata: Any) -> tuple[str
     """The call a person is asked to approve. When the run parked inside a synchronous delegation, that is the
     delegate's own gated call (`capabilities/subagents/delegation.py` puts it in the metadata), not the `task` that
     reached it: approving resumes the delegate and runs exactly that call."""
-    if not isinstance(metadata, dict) or not metadata.get("calls"):
+    calls = objects_in(metadata.get("calls")) if is_object(metadata) else []
+    if not is_object(metadata) or not calls:
         return None, tool_name, args
-    calls = metadata["calls"]
+    delegate = str(metadata["delegate"])
     if len(calls) == 1:
-        tool_id, inner_name, inner_args = shown_call(calls[0]["tool_name"], calls[0]["args"], calls[0].get("metadata"))
-        return tool_id or calls[0]["tool_id"], f"{metadata['delegate']}: {inner_name}", inner_args
-    return (calls[0]["tool_id"], f"{metadata['delegate']}: {', '.join(c['tool_name'] for c in calls)}",
-            {c["tool_name"]: c["args"] for c in calls})
+        tool_id, inner_name, inner_args = shown_call(str(calls[0]["tool_name"]), dict(calls[0]["args"]),
+                                                     calls[0].get("metadata"))
+        return tool_id or str(calls[0]["tool_id"]), f"{delegate}: {inner_name}", inner_args
+    return (str(calls[0]["tool_id"]), f"{delegate}: {', '.join(str(c['tool_name']) for c in calls)}",
+            {str(c["tool_name"]): c["args"] for c in calls})
 
 
 def deps_snapshot(deps: TurnDeps) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from functools import partial
 
 from sqlalchemy import Connection
 
-from adapters.protocols import FollowsThreads, ReadsFiles
+from adapters.protocols import FollowsThreads
 from gateway.pipeline.attachments import Attachment, fetch_attachments
 from gateway.pipeline.conversations import TurnRecord, record_answer, speaker_line, start_turn, thread_context
 from gateway.pipeline.inbox import remember_reply
@@ -83,7 +83,7 @@ async def _files(delivery: Delivery) -> tuple[Attachment, ...]:
     adapter, attachments = delivery.adapter, delivery.inbound.attachments
     if not attachments:
         return ()
-    return await fetch_attachments(adapter if isinstance(adapter, ReadsFiles) else None, attachments)
+    return await fetch_attachments(adapter, attachments)
 
 
 def _begin(delivery: Delivery, files: tuple[Attachment, ...], shown_id: str | None,
