@@ -36,6 +36,7 @@ from gateway.agents.assembly import AssembledAgent, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.mcp_servers import NO_SERVERS, ConnectedServers, McpServers
 from gateway.agents.models import ModelResolver
+from gateway.agents.placeholders import PLACEHOLDER
 from gateway.config.schema import AgentSpec, BindingSpec
 from gateway.config.secrets import SecretSource
 from gateway.pipeline.attachments import Attachment, user_content
@@ -310,7 +311,7 @@ class Runtime:
         ledger of this run's own."""
         spec = binding.spec
         key = (binding.bot_name, binding.agent.name, binding.agent.version, spec.instructions)
-        plain = plain and "{" not in spec.instructions and not any(
+        plain = plain and not PLACEHOLDER.search(spec.instructions) and not any(
             getattr(spec, grant, None) is not None for grant in self._capabilities.binding_only)
         kept = self._plain.get(key) if plain else None
         if kept is not None:

@@ -215,17 +215,10 @@ def assemble(binding: Binding, *, registry: Registry | None = None, models: Mode
     capabilities = BoundRegistry(registry or default_registry(), services_of(stores),
                                  secrets=secrets or SecretSource(environ={}))
     if ask_user is not None:
-        capabilities = AskingRegistry(capabilities, ask_user)
+        capabilities.asking = ask_user  # the test's own person answers its delegates' questions
     return assembly.assemble(naming(binding, run.resources), capabilities=capabilities, models=models, run=run,
                              **options)
 
-
-class AskingRegistry(BoundRegistry):
-    """A bound registry whose delegates' questions go to `ask` (a test's person)."""
-
-    def __init__(self, bound: BoundRegistry, ask: Callable[[str], Awaitable[str]]) -> None:
-        super().__init__(bound.registry, {d.id: bound.services(d.id) for d in bound.registry}, secrets=bound.secrets)
-        self.asking = ask
 
 
 def context_for(capability: str, config: Any, run: RunFacts, **options: Any) -> Any:
