@@ -6,7 +6,7 @@ capped, and each step is booked on the run's usage, where the budget sees it. Th
 `capabilities/browser_use/engine.py`; a deployment without one fails this tool, loudly, with the install line.
 
 A `remote` `cdp_url` is a URL this deployment connects to, so it is checked by the URL guard's rule
-(`capabilities/egress/url_guard.py`) when the config is: here without DNS (any spelling of a loopback, private,
+(`capabilities/run/url_guard.py`) when the config is: here without DNS (any spelling of a loopback, private,
 reserved or metadata address, or `localhost`), and by `gateway check` again after resolving the name
 (`gateway/checks/browsing.py`), never on a run.
 """
@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from capabilities.egress.url_guard import Address, Refused, literal_address, names_metadata, refused
 from capabilities.registry import CapabilityDef, Deferred, ToolInfo
+from capabilities.run.url_guard import Address, Refused, literal_address, names_metadata, refused
 
 MAX_TASK = 4_000
 _DOMAIN = re.compile(r"^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")

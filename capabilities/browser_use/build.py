@@ -17,7 +17,7 @@ from capabilities.browser_use.egress_proxy import guarded_proxy
 from capabilities.browser_use.engine import INSTALL_LINE, BrowserEngine, BrowseRequest, EngineFailed
 from capabilities.browser_use.services import BrowserServices
 from capabilities.run import BuildContext
-from capabilities.tool_replies import function_toolset, retry_or_text
+from capabilities.run.tool_replies import function_toolset, retry_or_text
 
 log = logging.getLogger(__name__)
 NO_ENGINE = ("Browsing is not available: this deployment has no browser engine installed. Tell the person it cannot "

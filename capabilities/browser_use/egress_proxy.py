@@ -4,7 +4,7 @@ The browser engine runs in a process of its own, so the gateway cannot check the
 client; instead each browse task is handed the URL of one of these proxies, open for that task, and the engine
 sends every request of its browser through it (`--proxy-server`, with `--proxy-bypass-list=<-loopback>` so that
 loopback is not exempt). A `CONNECT host:port` is tunnelled, and an absolute-form request (`GET http://host/...`)
-forwarded, to an address `capabilities/egress/url_guard.py` resolved and checked, never to the name; a refused one is
+forwarded, to an address `capabilities/run/url_guard.py` resolved and checked, never to the name; a refused one is
 answered `403` and nothing is connected. A forwarded connection stays with the address it was opened to.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
-from capabilities.egress.url_guard import Refused, Resolver, checked_addresses
+from capabilities.run.url_guard import Refused, Resolver, checked_addresses
 
 _HEAD_LIMIT = 65_536
 

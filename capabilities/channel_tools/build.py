@@ -19,7 +19,7 @@ from capabilities.channel_tools import (
     person_line,
 )
 from capabilities.run import BuildContext
-from capabilities.tool_replies import function_toolset, retry_or_text
+from capabilities.run.tool_replies import function_toolset, retry_or_text
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -16,7 +16,7 @@ from pydantic_ai.capabilities import Capability
 from capabilities.charts.render import ChartData, render_png
 from capabilities.registry import NoConfig
 from capabilities.run import BuildContext, FileRefused, Outbox
-from capabilities.tool_replies import function_toolset, retry_or_text
+from capabilities.run.tool_replies import function_toolset, retry_or_text
 
 MAX_POINTS = 500
 """Points on the axis, per chart."""

@@ -6,7 +6,7 @@ down. The worker runs off the event loop: a program spinning until its limit nev
 
 Monty is not CPython: it has the language, `json`, `re`, `math`, `datetime` and a few more, but no third-party
 packages, no `subprocess`, no `socket`, and a filesystem that answers every path with `PermissionError`.
-What comes back, by whose mistake it is (`capabilities/tool_replies.py`):
+What comes back, by whose mistake it is (`capabilities/run/tool_replies.py`):
 
 | The program                                   | The tool                                    |
 |-----------------------------------------------|---------------------------------------------|

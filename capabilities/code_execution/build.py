@@ -20,7 +20,7 @@ from pydantic_monty import (
 
 from capabilities.code_execution import CodeExecutionConfig
 from capabilities.run import BuildContext
-from capabilities.tool_replies import function_toolset, retry_or_text
+from capabilities.run.tool_replies import function_toolset, retry_or_text
 
 OUTPUT_LIMIT = 8_000
 """Characters of output the model gets back; a tool return persists in the history of every later request."""

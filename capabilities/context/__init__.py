@@ -7,7 +7,7 @@ attached. The framing is a best effort against an accidental breakout, not a sec
 `</context-file>` or `</context-files>` in content gets a zero-width space after its `<`, and `"` is taken
 out of names and formats, so no file can wash text back into the trusted instructions.
 
-(The module is not `capabilities/run.py`: that name is the builders' `BuildContext`.)
+(The module is not `capabilities/run/`: that name is the builders' `BuildContext`.)
 """
 
 from __future__ import annotations

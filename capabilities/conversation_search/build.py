@@ -20,7 +20,7 @@ from capabilities.conversation_search import (
 from capabilities.conversation_search.corpus import ConversationCorpus, CorpusUnavailable, ThreadWindow
 from capabilities.conversation_search.services import ConversationSearchServices
 from capabilities.run import BuildContext
-from capabilities.tool_replies import function_toolset, retry_or_text
+from capabilities.run.tool_replies import function_toolset, retry_or_text
 from storage.fulltext import QueryProblem
 
 

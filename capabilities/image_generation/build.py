@@ -20,7 +20,7 @@ from pydantic_ai.usage import RequestUsage
 
 from capabilities.image_generation import ImageGenerationConfig
 from capabilities.run import BuildContext, FileRefused, Outbox
-from capabilities.tool_replies import function_toolset, retry_or_text
+from capabilities.run.tool_replies import function_toolset, retry_or_text
 
 MAX_PROMPT = 4_000
 """Characters of description; longer ones are refused before anything is spent."""

@@ -13,7 +13,7 @@ from pydantic_ai.tools import ToolDefinition
 from capabilities.knowledge import MAX_TOP_K, KnowledgeConfig
 from capabilities.knowledge.services import KnowledgeServices
 from capabilities.run import BuildContext, KnowledgeScope, Passage, SearchUnavailable
-from capabilities.tool_replies import function_toolset, retry_or_text
+from capabilities.run.tool_replies import function_toolset, retry_or_text
 from storage.fulltext import QueryProblem
 
 UNAVAILABLE = ("The document search is temporarily unavailable (the database did not answer). Try the same "

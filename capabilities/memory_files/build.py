@@ -13,7 +13,7 @@ from pydantic_ai.capabilities import Capability
 from capabilities.memory_files.services import MemoryFilesServices
 from capabilities.registry import NoConfig
 from capabilities.run import BuildContext, MemoryOwner, NoteStore
-from capabilities.tool_replies import function_toolset, retry_or_text
+from capabilities.run.tool_replies import function_toolset, retry_or_text
 
 INDEX = "MEMORY.md"
 INDEX_LIMIT = 6_000

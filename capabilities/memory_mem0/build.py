@@ -16,7 +16,7 @@ from capabilities.memory_mem0.access import Mem0Refused, Mem0Unavailable, endpoi
 from capabilities.memory_mem0.client import Mem0Client
 from capabilities.memory_mem0.services import Mem0Services
 from capabilities.run import BuildContext
-from capabilities.tool_replies import function_toolset, retry_or_text
+from capabilities.run.tool_replies import function_toolset, retry_or_text
 
 log = logging.getLogger(__name__)
 

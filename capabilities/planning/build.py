@@ -14,7 +14,7 @@ from pydantic_ai_harness.planning import InMemoryPlanStore, PlanItem, Planning, 
 
 from capabilities.planning import PlanningConfig, offered
 from capabilities.run import BuildContext, ConversationState
-from capabilities.tool_replies import ToolText
+from capabilities.run.tool_replies import ToolText
 
 STATE_KEY = "planning"
 _FINISHED = frozenset({TaskStatus.completed, TaskStatus.cancelled})

@@ -1,7 +1,7 @@
 """The capability registry: what an agent may switch on, with its tools, scopes and config schema.
 
 A `CapabilityDef[C]` is generic in its config class `C`: its builder receives a `BuildContext[C]`
-(`capabilities/run.py`) whose `config` is already a validated `C`, and the run's facts and stores
+(`capabilities/run/`) whose `config` is already a validated `C`, and the run's facts and stores
 typed. A capability that ends a run on purpose raises a `RunRefused`; one that keeps something for the
 length of a run cleans it up in `on_run_end`. The gateway's core knows no particular capability.
 
@@ -240,7 +240,7 @@ class Registry:
             definition = self._defs.get(capability_id)
             if definition is not None and definition.bind is not None:
                 services[capability_id] = definition.bind(deployment)
-        return BoundRegistry(self, services, secrets=deployment.secrets)
+        return BoundRegistry(self, services, bound=frozenset(ids), secrets=deployment.secrets)
 
     def used_by(self, config: Any) -> set[str]:
         """The capabilities `config` (a `GatewayConfig`) uses: every enabled entry of an agent, every grant of a bot's
@@ -440,9 +440,14 @@ class BoundRegistry:
     """The registry bound to one deployment (`Registry.bind`): each capability's services, and the secrets its
     entries' `secret_id`s resolve from. What a run builds its capabilities with."""
 
-    def __init__(self, registry: Registry, services: Mapping[str, Any], *, secrets: SecretLookup | None) -> None:
+    def __init__(self, registry: Registry, services: Mapping[str, Any], *, bound: frozenset[str] = frozenset(),
+                 secrets: SecretLookup | None) -> None:
+        """`bound`: the capabilities this deployment's agents and bindings use (`Registry.used_by`)."""
         self.registry = registry
         self._services = dict(services)
+        self.asks_in_chat = any((definition := registry.get(capability_id)) is not None and definition.asks_in_chat
+                                for capability_id in bound)
+        """Whether a capability this deployment binds may put a question to the chat and wait for its answer."""
         self.secrets = secrets
         self.binding_only = tuple(definition.id for definition in registry if definition.binding_only)
         """The capabilities granted per bot binding rather than in an agent spec."""

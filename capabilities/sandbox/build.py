@@ -15,6 +15,7 @@ from pydantic_ai.workspaces import Workspace, WorkspaceBackend, WorkspaceRef
 from pydantic_ai_backends import create_console_toolset
 
 from capabilities.run import BuildContext
+from capabilities.run.tool_replies import RETRY_BUDGET, described
 from capabilities.sandbox import SandboxConfig
 from capabilities.sandbox.deliveries import OUTPUT, UPLOADS, Deliveries
 from capabilities.sandbox.documents import StoredDocument
@@ -32,7 +33,6 @@ from capabilities.sandbox.shell import remove_workspace, shell_workspace
 from capabilities.sandbox.store import workspace_keys
 from capabilities.sandbox.texts import TEXTS
 from capabilities.skills.build import skill_files
-from capabilities.tool_replies import RETRY_BUDGET, described
 
 SHARED_WITH: dict[SessionScope, str] = {
     "run": "nobody: it is new for this turn and deleted when the turn ends",

@@ -1,6 +1,6 @@
 """What the gateway decides and wires for a run's workspace (`sandbox`): plain data and one store protocol.
 
-Kept apart from `capabilities/sandbox/` so that `capabilities/run.py` can type `RunFacts.workspace`
+Kept apart from `capabilities/sandbox/` so that `capabilities/run/` can type `RunFacts.workspace`
 without importing the capability. Every value here is decided server-side: which workspace key each
 `session_scope` maps to, which sandbox connections an operator registered, how large a stored workspace
 may grow. The model chooses none of it.

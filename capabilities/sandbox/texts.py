@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from capabilities.tool_replies import ToolText
+from capabilities.run.tool_replies import ToolText
 
 _REFUSED = ("`Error: Permission denied: ...` for a credential file (`.env`, keys, `.ssh`, `.aws`) or a system path "
             "(`/etc`, `/usr`, `/proc`, ...), which are never available here")

@@ -19,9 +19,9 @@ from pydantic_ai_skills.directory import discover_skills
 
 from capabilities.registry import NoConfig
 from capabilities.run import BuildContext, SkillFolder
+from capabilities.run.tool_replies import RETRY_BUDGET, ToolText, described, retry_or_text
 from capabilities.skills import SkillProblem
 from capabilities.skills.services import SkillServices
-from capabilities.tool_replies import RETRY_BUDGET, ToolText, described, retry_or_text
 
 NEVER_OFFERED = frozenset({"run_skill_script"})
 """Remote code execution without a sandbox: excluded by construction, not merely left undescribed."""
@@ -117,7 +117,7 @@ def _shown(message: str, root: Path) -> str:
 @dataclass
 class RetriesAsText(WrapperToolset[Any]):
     """The library raises a retry for an unknown name on every attempt; the last one answers with the text, so a
-    mistaken name never ends the run (`capabilities/tool_replies.py`)."""
+    mistaken name never ends the run (`capabilities/run/tool_replies.py`)."""
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any],
                         tool: ToolsetTool[Any]) -> Any:

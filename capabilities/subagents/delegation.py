@@ -50,6 +50,7 @@ from subagents_pydantic_ai import (
 )
 
 from capabilities.run import BuildContext, BuiltDelegate, DelegateBuilder, Delegates, DelegationFacts, RunDeps
+from capabilities.run.tool_replies import described, function_toolset, retry_or_text
 from capabilities.subagents import texts as delegation_text
 from capabilities.subagents.agent_files import read_agent_files
 from capabilities.subagents.config import (
@@ -61,7 +62,6 @@ from capabilities.subagents.config import (
     background_reachable,
 )
 from capabilities.subagents.questions import ASK_PARENT, answers_for, is_delegation_state, questions_of
-from capabilities.tool_replies import described, function_toolset, retry_or_text
 
 log = logging.getLogger(__name__)
 

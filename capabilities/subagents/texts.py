@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic_ai_harness.subagents import ModelOption
 
+from capabilities.run.tool_replies import ToolText
 from capabilities.subagents.config import SubagentsConfig
-from capabilities.tool_replies import ToolText
 
 MODE_SENTENCES = {
     "sync": "`task` waits for the delegate and returns its answer.",

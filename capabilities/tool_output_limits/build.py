@@ -18,9 +18,9 @@ from pydantic_ai_harness.tool_output_limits import (
 )
 
 from capabilities.run import BuildContext, SpillStore
+from capabilities.run.tool_replies import ToolText, described
 from capabilities.tool_output_limits import ToolOutputLimitsConfig, offered
 from capabilities.tool_output_limits.services import SpillServices
-from capabilities.tool_replies import ToolText, described
 
 READ_TEXT = ToolText(
     summary="Read part of a tool result that was too large to show in full and was stored instead. Use it with "

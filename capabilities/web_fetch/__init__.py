@@ -1,7 +1,7 @@
-"""`web_fetch`: reads the page at a URL as Markdown, through the one URL guard (`capabilities/egress/url_guard.py`).
+"""`web_fetch`: reads the page at a URL as Markdown, through the one URL guard (`capabilities/run/url_guard.py`).
 
 Every connection the fetch makes, each redirect hop's included, goes to an address the guard resolved and
-checked (`capabilities/egress/guarded_http.py`), so no spelling of a private, loopback, link-local, reserved or
+checked (`capabilities/run/guarded_http.py`), so no spelling of a private, loopback, link-local, reserved or
 cloud-metadata address and no name resolving to one is reached; the page is read by
 `capabilities/web_fetch/page_reader.py`. The domain filters only say which sites an agent may read; they match
 hostnames exactly, so each entry is checked to be one that can match and kept in the one spelling DNS is asked

@@ -11,10 +11,10 @@ from pydantic_ai import BinaryContent, ModelRetry, RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability, Capability, WebFetch
 from pydantic_ai.common_tools.web_fetch import WebFetchResult
 
-from capabilities.egress.guarded_http import guarded_client
-from capabilities.egress.url_guard import REFUSAL, Refused, Resolver
 from capabilities.run import BuildContext
-from capabilities.tool_replies import RETRY_BUDGET, function_toolset, retry_or_text
+from capabilities.run.guarded_http import guarded_client
+from capabilities.run.tool_replies import RETRY_BUDGET, function_toolset, retry_or_text
+from capabilities.run.url_guard import REFUSAL, Refused, Resolver
 from capabilities.web_fetch import (
     WebFetchConfig,
     spellings,

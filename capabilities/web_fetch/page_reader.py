@@ -1,6 +1,6 @@
 """Reads one page for `web_fetch`: the GET, each redirect hop, the body bound, and the page as Markdown.
 
-Every connection is made by `capabilities/egress/guarded_http.py`, so every hop's address is checked where the socket
+Every connection is made by `capabilities/run/guarded_http.py`, so every hop's address is checked where the socket
 opens; the hops are followed here, one at a time, so the domain filters see each host too and no credential
 travels (the request carries none). A page's scripts, styles and other text that is not content are dropped
 before the HTML becomes Markdown: what a `<script>` says never reaches the model as if it were the page.
@@ -27,7 +27,7 @@ from pydantic_ai.common_tools.web_fetch import (
     _convert_html,  # pyright: ignore[reportPrivateUsage] - pydantic-ai's own converter, as the docstring says
 )
 
-from capabilities.egress.url_guard import Refused, canonical_host, check_literal, url_host
+from capabilities.run.url_guard import Refused, canonical_host, check_literal, url_host
 
 MAX_REDIRECTS = 10
 MAX_BYTES = 50 * 1024 * 1024

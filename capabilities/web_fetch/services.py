@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from capabilities.egress.url_guard import Resolver, system_resolver
 from capabilities.run import Deployment
+from capabilities.run.url_guard import Resolver, system_resolver
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,7 +11,7 @@ from pydantic_ai.capabilities import AbstractCapability, Capability, WebSearch
 
 from capabilities.channel_tools import flatten
 from capabilities.run import BuildContext
-from capabilities.tool_replies import function_toolset, retry_or_text
+from capabilities.run.tool_replies import function_toolset, retry_or_text
 from capabilities.web_research import WebResearchConfig
 from capabilities.web_research.providers import Hit, SearchProvider, SearchUnavailable, provider_for
 

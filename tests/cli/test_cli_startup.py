@@ -17,7 +17,8 @@ import pytest
 from tests.support.cli_process import gateway_env, run_gateway
 
 HEAVY = ("pydantic_ai", "openai", "fastapi", "uvicorn", "starlette", "sqlalchemy", "alembic", "redis", "telegram",
-         "slack_sdk", "mattermostdriver", "aiohttp", "capabilities.offered", "gateway.config.schema", "storage.db")
+         "slack_sdk", "mattermostdriver", "aiohttp", "capabilities.registry.offered", "gateway.config.schema",
+         "storage.db")
 """The server stack, the providers, the platform SDKs, the capability catalog and the config schema: what takes
 seconds of CPU to import and what these commands do not need."""
 

@@ -15,11 +15,9 @@ IDS = frozenset(definition.id for definition in CAPABILITIES)
 
 SHARED = {
     "__init__.py": "the package: loads the catalog lazily",
-    "offered.py": "the catalog: one line per capability",
-    "registry": "the registry, its declarations and their config errors",
-    "run.py": "the build context: what a capability receives at start and per run",
-    "egress": "the outbound-request guard web_fetch, browser_use and the MCP client share",
-    "tool_replies.py": "what every tool tells the model, and how it reports trouble",
+    "registry": "the registry, its declarations, their config errors and the catalog (`offered.py`)",
+    "run": "the build context: what a capability receives at start and per run, with the outbound-request guard "
+           "and the tool replies every capability builds with",
 }
 """What `capabilities/` holds besides one entry per capability, and why."""
 

@@ -3,7 +3,7 @@
 `web_fetch` (each redirect hop), the MCP servers' HTTP clients and the browser's `cdp_url` all ask here. A host
 is read the way a resolver would read it (percent-decoded, IDNA-folded, the legacy IPv4 spellings `inet_aton`
 accepts: `2130706433`, `0177.0.0.1`, `0x7f.1`, `127.1`), a name is resolved once, and every address it
-resolves to is checked; `capabilities/egress/guarded_http.py` then connects to one of the checked addresses, so there
+resolves to is checked; `capabilities/run/guarded_http.py` then connects to one of the checked addresses, so there
 is no second lookup for a rebinding name to answer differently.
 
 An IPv6 address that carries an IPv4 one is judged by the IPv4 one it leads to: IPv4-mapped (`::ffff:0:0/96`),

@@ -1,4 +1,4 @@
-"""An HTTP client whose every connection goes to an address `capabilities/egress/url_guard.py` checked.
+"""An HTTP client whose every connection goes to an address `capabilities/run/url_guard.py` checked.
 
 The check sits in the network backend, under the connection pool: httpcore asks it for a TCP stream to a host,
 and it resolves the host once, checks every address, and opens the stream to a checked one. Whatever the client
@@ -27,7 +27,7 @@ import httpcore2
 import httpx2
 from httpcore2 import AsyncNetworkBackend, AsyncNetworkStream
 
-from capabilities.egress.url_guard import Address, Resolver, checked_addresses
+from capabilities.run.url_guard import Address, Resolver, checked_addresses
 
 _HEAD_LIMIT = 16_384
 

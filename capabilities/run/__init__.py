@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 from pydantic import BaseModel, SecretStr
 
 from adapters.base import ChatAddress, Directory, Speaker
-from capabilities.egress.url_guard import Resolver, system_resolver
+from capabilities.run.url_guard import Resolver, system_resolver
 
 if TYPE_CHECKING:  # a capability's declaration reads this module; only its builder needs pydantic-ai, httpx
     from pydantic_ai.capabilities import AbstractCapability
