@@ -19,8 +19,7 @@ from typing import Any, cast
 import aiohttp
 
 from adapters.base import Deliver, MalformedPayload, PlatformConfigError
-from adapters.ordering import InOrder
-from adapters.wire import is_object, read_json_object, unreadable_frame
+from adapters.wire import InOrder, is_object, read_json_object, unreadable_frame
 
 log = logging.getLogger(__name__)
 

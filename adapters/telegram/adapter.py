@@ -38,12 +38,12 @@ from adapters.base import (
     VerificationError,
     too_large,
 )
-from adapters.ordering import InOrder
 from adapters.protocols import WebhookRoute
 from adapters.telegram.clients import bot_requests
 from adapters.telegram.directory import Call, TelegramDirectory
 from adapters.telegram.markup import render_telegram_html, render_telegram_plain
 from adapters.wire import (
+    InOrder,
     check_storable,
     file_ref,
     is_object,

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 
-from capabilities.egress.url_guard import Resolver, system_resolver
 from capabilities.registry import CALLABLE_NAME
+from capabilities.run.url_guard import Resolver, system_resolver
 from gateway.agents.tool_policy import ToolPolicy
 from gateway.config.schema import AgentSpec, McpBinding, McpServerSpec
 from gateway.config.secrets import SecretLookup

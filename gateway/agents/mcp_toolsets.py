@@ -1,7 +1,7 @@
 """The pydantic-ai toolset of one configured MCP server (`gateway/agents/mcp_servers.py` imports this module when
 a run first binds a server: the MCP client stack is heavy, and most gateways bind none).
 
-An HTTP server is reached through the URL guard's client (`capabilities/egress/guarded_http.py`): the host the operator
+An HTTP server is reached through the URL guard's client (`capabilities/run/guarded_http.py`): the host the operator
 configured may be on the local network (only cloud metadata is refused there), and any other host a redirect
 leads to is checked like a fetch the model chose, each connection going to the address that was checked.
 """
@@ -16,8 +16,8 @@ from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHt
 from fastmcp.mcp_config import infer_transport_type_from_url
 from pydantic_ai.mcp import MCPToolset
 
-from capabilities.egress.guarded_http import guarded_client
-from capabilities.egress.url_guard import Resolver, system_resolver
+from capabilities.run.guarded_http import guarded_client
+from capabilities.run.url_guard import Resolver, system_resolver
 from gateway.config.schema import McpServerSpec, resolve_template
 from gateway.config.secrets import SecretLookup
 

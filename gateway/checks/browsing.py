@@ -11,7 +11,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from capabilities.browser_use import BrowserUseConfig, address_problem
-from capabilities.egress.url_guard import literal_address
+from capabilities.run.url_guard import literal_address
 from gateway.checks.entries import entries_of
 from gateway.config.schema import GatewayConfig
 

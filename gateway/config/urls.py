@@ -2,7 +2,7 @@
 
 Self-hosted chat servers live behind VPNs, so private and loopback addresses are allowed on purpose.
 Link-local and cloud metadata addresses are refused, in any spelling the URL guard
-(`capabilities/egress/url_guard.py`) reads: that is where cloud metadata services answer (169.254.169.254,
+(`capabilities/run/url_guard.py`) reads: that is where cloud metadata services answer (169.254.169.254,
 fd00:ec2::254), and a URL pointing there turns the gateway into a credential leak.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
-from capabilities.egress.url_guard import names_metadata
+from capabilities.run.url_guard import names_metadata
 
 
 def check_server_url(value: str, *, example: str = "https://chat.example.org") -> str:

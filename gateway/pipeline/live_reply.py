@@ -14,9 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from adapters.base import ChatAddress, MessageRef
-from adapters.chunking import split_text
+from adapters.markdown import split_text
 from adapters.protocols import ChatOutput, FindsOwnPosts, PostsOnce, ShowsTyping
-from gateway.pipeline.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +148,7 @@ class LiveReply:
 
     async def _stop_typing(self) -> None:
         if self._typing is not None:
-            await cancel_and_wait(self._typing)
+            await _ended(self._typing)
 
     async def _first_post(self) -> MessageRef:
         return await self._stray() or await self._post()
@@ -222,7 +221,7 @@ class LiveReply:
         """Stop the edits and the typing running in the background. A first post under way completes, its id
         stored, before this returns: a turn cut short (a shutdown) leaves a message its retry edits."""
         if self._flusher is not None:
-            await cancel_and_wait(self._flusher)
+            await _ended(self._flusher)
             self._flusher = None
         await self._stop_typing()
         if self._first is not None:
@@ -253,3 +252,10 @@ class LiveReply:
 
 def _preview(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+async def _ended(task: asyncio.Task[None]) -> None:
+    """Cancel one of the reply's background tasks, each of which handles its own failures, and wait until it has
+    ended; a cancellation of the caller meanwhile is passed on."""
+    task.cancel()
+    await asyncio.wait({task})

@@ -1,6 +1,6 @@
 """The durable per-run outbox: files a run produces are stored with its turn, then posted into the thread once.
 
-A capability's `post_file` only stores (the `Outbox` protocol of `capabilities/run.py`): it returns once the
+A capability's `post_file` only stores (the `Outbox` protocol of `capabilities/run/`): it returns once the
 file is committed, so a tool that says a file is on its way says it of a stored file. The runtime calls `deliver`
 when the run answers, parks for a person, or fails. Every file of the turn not yet posted is claimed by
 compare-and-swap and posted (`outbox_posting.py`), so:

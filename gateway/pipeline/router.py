@@ -13,7 +13,7 @@ from sqlalchemy import Connection
 from adapters.base import ApprovalClick, Inbound, MalformedPayload, MessageRef
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Parser
-from capabilities.registry import Registry
+from capabilities.registry import BoundRegistry
 from gateway.agents.bindings import Binding, BindingStore, UnknownBot
 from gateway.people.commands import DirectCommands
 from gateway.pipeline.conversations import Conversations
@@ -49,19 +49,19 @@ class Prepared:
 class Router:
     def __init__(self, *, adapters: Mapping[str, PlatformAdapter], bindings: BindingStore, conversations: Conversations,
                  runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ParkedRuns,
-                 questions: OpenQuestions, commands: DirectCommands, db: Database, registry: Registry,
+                 questions: OpenQuestions, commands: DirectCommands, db: Database, capabilities: BoundRegistry,
                  metrics: GatewayMetrics | None = None, typing: TypingShown | None = None) -> None:
-        """`typing`: what `Intake` showed typing in; a turn's first post clears it there. `registry`: the capabilities
-        the agents bind, whose declarations a step asks."""
+        """`typing`: what `Intake` showed typing in; a turn's first post clears it there. `capabilities`: those the
+        deployment binds, whose declarations a step asks."""
         self._prepared: dict[int, Prepared] = {}
         self._adapters = adapters
         self._metrics = metrics or GatewayMetrics({})
         self._bindings = bindings
         self._approval_flow = approval_flow
-        services = StepServices(db=db, cache=cache, inbox=inbox, registry=registry, conversations=conversations,
+        services = StepServices(db=db, cache=cache, inbox=inbox, capabilities=capabilities, conversations=conversations,
                                 commands=commands, runtime=runtime, parked=approval_flow, questions=questions,
                                 metrics=self._metrics, typing=typing or TypingShown(), account=self._account)
-        self._steps: Sequence[Step] = tuple(step(services) for step in STEPS)
+        self._steps: Sequence[Step] = tuple(step for make in STEPS if (step := make(services)) is not None)
 
     def prepare(self, connection: Connection, items: list[InboxItem]) -> None:
         """Inside the claim's transaction: each item's event (as intake parsed it here, else from its payload), a

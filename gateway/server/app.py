@@ -21,11 +21,11 @@ from starlette.applications import Starlette
 
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Closable, PostsFiles
-from capabilities.egress.url_guard import Resolver, system_resolver
 from capabilities.memory_files.store import MemoryNotes
 from capabilities.memory_mem0.forget import Mem0Forgetting, mem0_bindings
 from capabilities.registry import Registry
 from capabilities.run import Deployment
+from capabilities.run.url_guard import Resolver, system_resolver
 from gateway.agents.bindings import BindingStore
 from gateway.agents.mcp_servers import McpServers
 from gateway.agents.mcp_servers import secret_values as mcp_secret_values
@@ -191,7 +191,7 @@ class Gateway:
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
                         commands=DirectCommands(identities=Identities(db), memory=memory, mem0=self._mem0_forgetting()),
-                        db=db, registry=self.registry, metrics=self.metrics, typing=typing)
+                        db=db, capabilities=capabilities, metrics=self.metrics, typing=typing)
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, give_up=router.give_up, concurrency=tuning.worker_concurrency,
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer,

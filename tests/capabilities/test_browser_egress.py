@@ -14,7 +14,7 @@ from aiohttp import web
 from capabilities import default_registry
 from capabilities.browser_use.egress_proxy import guarded_proxy
 from capabilities.browser_use.engine import BrowseRequest, BrowseResult, BrowseStep
-from capabilities.egress.url_guard import system_resolver
+from capabilities.run.url_guard import system_resolver
 from gateway.agents.models import ModelResolver
 from gateway.config.secrets import SecretSource
 from tests.support.capability_runs import assemble, binding_with, deps_for, run_facts

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from capabilities.offered import CAPABILITIES
 from capabilities.registry import Deferred
+from capabilities.registry.offered import CAPABILITIES
 
 REFERENCES = [pytest.param(reference, id=f"{definition.id}.{field}")
               for definition in CAPABILITIES for field in ("build", "on_run_end")

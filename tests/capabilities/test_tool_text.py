@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic_ai import Agent, RunContext
 
-from capabilities.tool_replies import ToolText, function_toolset
+from capabilities.run.tool_replies import ToolText, function_toolset
 from tests.support.capability_runs import CASES, Case, offered_tool_defs, recording, tool_defs
 
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from pydantic_ai import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
 
-from capabilities.egress.url_guard import system_resolver
+from capabilities.run.url_guard import system_resolver
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import FAST, TelegramBot, ask, running_gateway
 from tests.support.scripted import stepped

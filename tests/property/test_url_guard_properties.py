@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capabilities.egress.url_guard import Refused, check_literal, checked_addresses, refused
+from capabilities.run.url_guard import Refused, check_literal, checked_addresses, refused
 
 INSIDE_V4 = [ipaddress.ip_network(n) for n in (
     "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",

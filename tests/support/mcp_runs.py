@@ -12,8 +12,8 @@ from pydantic_ai import AgentRunResult
 from pydantic_ai.models import Model
 
 from capabilities import default_registry
-from capabilities.egress.url_guard import Resolver, system_resolver
 from capabilities.registry import Registry
+from capabilities.run.url_guard import Resolver, system_resolver
 from gateway.agents.assembly import AssembledAgent
 from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.mcp_servers import ConnectedServers, McpServers

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from adapters.chunking import split_text
+from adapters.markdown import split_text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from adapters import ordering
-from adapters.ordering import InOrder
+from adapters import wire
+from adapters.wire import InOrder
 
 
 async def test_a_slow_channel_holds_up_only_its_own_envelopes() -> None:
@@ -47,7 +47,7 @@ async def test_after_a_failure_the_channel_handles_nothing_more_and_the_connecti
 
 
 async def test_reading_pauses_once_the_envelopes_in_flight_reach_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ordering, "MAX_IN_FLIGHT", 2)
+    monkeypatch.setattr(wire, "MAX_IN_FLIGHT", 2)
     release = asyncio.Event()
 
     async def blocked() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from adapters.base import ChatAddress
 from capabilities.run import MemoryOwner
-from gateway.pipeline.scope import memory_owner
+from gateway.pipeline.steps.answer import memory_owner
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

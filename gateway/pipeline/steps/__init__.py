@@ -1,6 +1,7 @@
 """The steps a claimed message passes, in order: each ends its delivery or hands it to the next (`step.py`).
 
-Each is built once at start from `StepServices` (`services.py`); the router walks them for every message
+Each is built once at start from `StepServices` (`services.py`), or left out where the deployment binds nothing it
+serves; the router walks them for every message
 (`gateway/pipeline/router.py`). An approval click takes no step: it decides a parked run (`ParkedRuns.on_click`).
 """
 
@@ -11,15 +12,15 @@ from collections.abc import Callable
 from gateway.pipeline.steps.access import Access
 from gateway.pipeline.steps.answer import Answer
 from gateway.pipeline.steps.command import Command
-from gateway.pipeline.steps.delegate_answer import DelegateAnswer
+from gateway.pipeline.steps.delegate_answer import delegate_answer
 from gateway.pipeline.steps.rate_limit import RateLimit
 from gateway.pipeline.steps.services import StepServices
 from gateway.pipeline.steps.step import Step
 
-STEPS: tuple[Callable[[StepServices], Step], ...] = (
+STEPS: tuple[Callable[[StepServices], Step | None], ...] = (
     Access,          # people off the binding's allowlist are refused
     RateLimit,       # so is a person past the binding's rate limit
     Command,         # link, unlink, forget: answered without a model
-    DelegateAnswer,  # the answer to a delegate's open question resumes its parked run
+    delegate_answer, # the answer to a delegate's open question resumes its parked run (where one may ask)
     Answer,          # everything else is a turn of the agent
 )

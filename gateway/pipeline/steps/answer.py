@@ -1,5 +1,6 @@
 """The agent answers: the first sign in the chat, the turn's start in one transaction, the run streamed live into
-the reply, and its end committed with the inbox item (or the run parked for a person's decision)."""
+the reply, and its end committed with the inbox item (or the run parked for a person's decision); whose memory the
+turn may touch, decided from who will hear the answer — never by the model."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from functools import partial
 
 from sqlalchemy import Connection
 
+from adapters.base import ChatAddress
 from adapters.protocols import FollowsThreads
+from capabilities.run import MemoryOwner
 from gateway.pipeline.attachments import Attachment, fetch_attachments
 from gateway.pipeline.conversations import TurnRecord, record_answer, speaker_line, start_turn, thread_context
 from gateway.pipeline.inbox import remember_reply
 from gateway.pipeline.live_reply import LiveReply, Placeholder
 from gateway.pipeline.runtime import Answered, Parked, Turn, TurnDeps, open_run, record_answered
-from gateway.pipeline.scope import memory_owner
 from gateway.pipeline.steps.services import StepServices
 from gateway.pipeline.steps.step import HANDLED, Delivery, Handled
 from gateway.pipeline.worker import Finish
@@ -118,3 +120,18 @@ def finish_answered(answered: Answered, conversation_id: int, agent_name: str) -
 def _user_key(*, identity_id: int, person_id: int | None) -> str:
     """One person across platforms when their identities are linked; otherwise this identity."""
     return f"person:{person_id}" if person_id is not None else f"identity:{identity_id}"
+
+
+def memory_owner(address: ChatAddress, *, identity_id: int, person_id: int | None,
+                 allow_personal: bool) -> MemoryOwner | None:
+    """A DM reaches the speaker's notes (their linked person's when linked); a group reaches the room's.
+
+    None means there is no store: personal memory is switched off for this bot and this is a DM.
+    """
+    if not address.is_direct:
+        return MemoryOwner(kind="room", key=address.room_key)
+    if not allow_personal:
+        return None
+    if person_id is not None:
+        return MemoryOwner(kind="person", key=str(person_id))
+    return MemoryOwner(kind="identity", key=str(identity_id))

@@ -1,6 +1,7 @@
 """A question a delegate put to this person here is answered by their next message, not a new turn: the parked run
 it belongs to resumes. Only where the agent binds a capability that asks in the chat (`asks_in_chat`) can such a
-question be open, so elsewhere this step reads nothing."""
+question be open, so elsewhere this step reads nothing, and a deployment that binds no such capability leaves the
+step out."""
 
 from __future__ import annotations
 
@@ -12,9 +13,13 @@ from gateway.pipeline.steps.services import StepServices
 from gateway.pipeline.steps.step import Delivery, Handled
 
 
+def delegate_answer(services: StepServices) -> DelegateAnswer | None:
+    return DelegateAnswer(services) if services.capabilities.asks_in_chat else None
+
+
 class DelegateAnswer:
     def __init__(self, services: StepServices) -> None:
-        self._registry = services.registry
+        self._registry = services.capabilities.registry
         self._questions = services.questions
         self._parked = services.parked
 

@@ -9,7 +9,7 @@ from sqlalchemy import Connection
 
 from adapters.base import ApprovalClick, Inbound
 from adapters.protocols import Chat
-from capabilities.registry import Registry
+from capabilities.registry import BoundRegistry
 from gateway.people.commands import DirectCommands
 from gateway.pipeline.conversations import Conversations
 from gateway.pipeline.inbox import Inbox
@@ -70,8 +70,8 @@ class StepServices:
     db: Database
     cache: Cache
     inbox: Inbox
-    registry: Registry
-    """The capabilities agents bind: what a step asks of an agent's declarations (`asks_in_chat`)."""
+    capabilities: BoundRegistry
+    """The capabilities this deployment binds: what a step asks of an agent's declarations (`asks_in_chat`)."""
     conversations: Conversations
     commands: DirectCommands
     runtime: Runtime
