@@ -50,9 +50,10 @@ class FakeTranscriptions:
         await self._server.aclose()
 
     def profile(self, *, model: str = "gpt-4o-mini-transcribe", **limits: float) -> dict[str, Any]:
-        """A `models:` profile whose transcription is this server (`limits`: `max_mb`, `max_minutes`)."""
+        """A `models:` profile whose transcription is this server (`limits`: `max_mb`, `max_minutes`); keyless, as
+        a local server may be."""
         return {"provider": "openai-chat", "base_url": self.url, "model": "gpt-4.1-mini",
-                "api_key": "${TRANSCRIPTION_KEY}", "transcription": {"model": model, **limits}}
+                "transcription": {"model": model, **limits}}
 
     async def _transcribe(self, request: web.Request) -> web.Response:
         form = await request.post()
