@@ -77,6 +77,13 @@ class FileRef:
     name: str
     mime_type: str | None = None
     size: int | None = None
+    duration: float | None = None
+    """Seconds of sound, where the platform says (a Telegram voice note or audio, a Slack audio clip)."""
+
+    @property
+    def is_audio(self) -> bool:
+        """A voice note or an audio file: what the adapter named with an `audio/` content type."""
+        return (self.mime_type or "").lower().startswith("audio/")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -93,14 +93,24 @@ def optional_text_id(value: Any, what: str) -> str | None:
     return None if value is None or value == "" else text_id(value, what)
 
 
-def file_ref(*, file_id: Any, name: Any, mime_type: Any, size: Any) -> FileRef | None:
+def file_ref(*, file_id: Any, name: Any, mime_type: Any, size: Any, duration: Any = None) -> FileRef | None:
     """A file handle from a payload's fields, each of any type: None when the id is not one (neither text nor a
-    whole number); a name made text; a content type kept only when it is text, a size only when it is a count."""
+    whole number); a name made text; a content type kept only when it is text, a size only when it is a count,
+    a duration (seconds) only when it is a finite number of them."""
     if isinstance(file_id, bool) or not isinstance(file_id, str | int) or file_id == "":
         return None
     return FileRef(file_id=str(file_id), name=name if isinstance(name, str) and name else "file",
                    mime_type=mime_type if isinstance(mime_type, str) and mime_type else None,
-                   size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None)
+                   size=size if _count(size) else None,
+                   duration=float(duration) if (_count(duration) and duration < 2**53) or _seconds(duration) else None)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _seconds(value: Any) -> bool:
+    return isinstance(value, float) and math.isfinite(value) and value >= 0
 
 
 def _unstorable(value: Any, limit: int) -> str | None:

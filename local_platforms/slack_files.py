@@ -82,6 +82,16 @@ class SlackFiles:
             self.private.add(file_id)
         return copy.deepcopy(info)
 
+    def add_clip(self, content: bytes, *, duration_ms: int, user: str = "", mimetype: str = "audio/webm") -> JSON:
+        """An audio clip a person recorded in Slack (`subtype: slack_audio`), as a message's `files` carries it:
+        Slack serves some as `video/mp4` or `video/webm` (pass that as `mimetype`), and transcribes them itself."""
+        suffix = mimetype.rpartition("/")[2]
+        info = self.add(f"audio_message.{suffix}", content, mimetype=mimetype, user=user)
+        info |= {"subtype": "slack_audio", "media_display_type": "audio", "duration_ms": duration_ms,
+                 "transcription": {"status": "processing"}}
+        self.files[info["id"]] |= {key: info[key] for key in ("subtype", "media_display_type", "duration_ms")}
+        return copy.deepcopy(info)
+
     def upload_url(self, token: str, params: JSON) -> JSON:
         """`files.getUploadURLExternal`: where to POST the bytes of `filename` (`length` bytes)."""
         filename, length = str(params.get("filename") or ""), params.get("length")
@@ -168,5 +178,6 @@ class SlackFiles:
 
 def _mimetype(filename: str) -> str:
     kinds = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "webp": "image/webp",
-             "pdf": "application/pdf", "csv": "text/csv", "txt": "text/plain"}
+             "pdf": "application/pdf", "csv": "text/csv", "txt": "text/plain", "mp3": "audio/mpeg",
+             "m4a": "audio/mp4", "ogg": "audio/ogg", "webm": "audio/webm"}
     return kinds.get(filename.rsplit(".", 1)[-1].lower(), "application/octet-stream")

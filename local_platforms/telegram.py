@@ -228,9 +228,11 @@ class LocalTelegram(LocalPlatform):
         """``user`` leaves ``chat`` (or is removed): getChatMember answers ``left`` from now on."""
         self._members.get(chat["id"], {}).pop(user["id"], None)
 
-    def add_file(self, file_id: str, content: bytes, *, file_name: str | None = None) -> JSON:
-        """Make ``file_id`` answerable by getFile and downloadable; returns the File JSON."""
-        path = f"documents/{file_name or file_id}"
+    def add_file(self, file_id: str, content: bytes, *, file_name: str | None = None,
+                 folder: str = "documents") -> JSON:
+        """Make ``file_id`` answerable by getFile and downloadable (at ``{folder}/{file_name}``, as the Bot API
+        names a file's path); returns the File JSON."""
+        path = f"{folder}/{file_name or file_id}"
         info = {"file_id": file_id, "file_unique_id": f"u-{file_id}", "file_size": len(content), "file_path": path}
         self._files[file_id] = (info, content)
         return copy.deepcopy(info)
@@ -269,11 +271,30 @@ class LocalTelegram(LocalPlatform):
     async def user_sends_file(self, token: str, chat: JSON, user: JSON, content: bytes, *, file_name: str,
                               mime_type: str, caption: str = "", photo: bool = False) -> JSON:
         """``user`` sends a file (a ``photo``, or a document) with ``caption``; getFile then serves it."""
+        return await self._user_sends(token, chat, user, self._attached(content, file_name, mime_type, photo=photo),
+                                      caption)
+
+    async def user_sends_voice(self, token: str, chat: JSON, user: JSON, content: bytes, *, duration: int,
+                               caption: str = "", file_name: str | None = None, mime_type: str | None = None) -> JSON:
+        """``user`` records a voice note (``voice``: Opus in Ogg, stored as ``voice/file_N.oga``) of ``duration``
+        seconds, or with ``file_name`` sends an audio file (``audio``, played as music); getFile then serves it."""
+        kind = "voice" if file_name is None else "audio"
+        file_id = f"f{len(self._files) + 1}-{uuid.uuid4().hex[:8]}"
+        stored = f"file_{len(self._files) + 1}.oga" if file_name is None else f"{file_id}-{file_name}"
+        info = self.add_file(file_id, content, file_name=stored, folder="voice" if kind == "voice" else "music")
+        fields: JSON = {"file_id": file_id, "file_unique_id": info["file_unique_id"], "duration": duration,
+                        "mime_type": mime_type or ("audio/ogg" if kind == "voice" else "audio/mpeg"),
+                        "file_size": len(content)}
+        if file_name is not None:
+            fields["file_name"] = file_name
+        return await self._user_sends(token, chat, user, {kind: fields}, caption)
+
+    async def _user_sends(self, token: str, chat: JSON, user: JSON, attached: JSON, caption: str) -> JSON:
         bot, chat = self._bot(token), self._known_chat(chat["id"])
         self._users.setdefault(user["id"], user)
         self._members[chat["id"]].setdefault(user["id"], "member")
         message = self._new_message(chat, user, None)
-        message |= self._attached(content, file_name, mime_type, photo=photo)
+        message |= attached
         if caption:
             message["caption"] = caption
             if entities := detect_entities(caption):
@@ -284,9 +305,11 @@ class LocalTelegram(LocalPlatform):
         return copy.deepcopy(message)
 
     def file_content(self, message: JSON) -> bytes:
-        """The bytes of the photo (largest size) or document a message carries."""
-        file_id = message["photo"][-1]["file_id"] if "photo" in message else message["document"]["file_id"]
-        return self._files[file_id][1]
+        """The bytes of the photo (largest size), document, voice note or audio a message carries."""
+        if "photo" in message:
+            return self._files[message["photo"][-1]["file_id"]][1]
+        kind = next(kind for kind in ("document", "voice", "audio") if kind in message)
+        return self._files[message[kind]["file_id"]][1]
 
     async def user_clicks(self, token: str, message: JSON, user: JSON, data: str) -> JSON:
         """``user`` presses the inline button with ``data`` under ``message``. Returns the CallbackQuery.

@@ -548,9 +548,25 @@ def _room_team(address: ChatAddress) -> str:
 
 
 def _attachments(event: Mapping[str, Any]) -> tuple[FileRef, ...]:
-    refs = (file_ref(file_id=f.get("id"), name=f.get("name") or f.get("title"), mime_type=f.get("mimetype"),
-                     size=f.get("size")) for f in objects_in(event.get("files")))
+    refs = (file_ref(file_id=f.get("id"), name=f.get("name") or f.get("title"), mime_type=_mimetype(f),
+                     size=f.get("size"), duration=_seconds(f.get("duration_ms")))
+            for f in objects_in(event.get("files")))
     return tuple(ref for ref in refs if ref is not None)
+
+
+def _mimetype(file: Mapping[str, Any]) -> Any:
+    """An audio clip (`subtype: slack_audio`) is sound even where Slack serves it as `video/mp4` or `video/webm`."""
+    mimetype = file.get("mimetype")
+    if file.get("subtype") == "slack_audio" and isinstance(mimetype, str) and mimetype.startswith("video/"):
+        return "audio/" + mimetype.removeprefix("video/")
+    return mimetype
+
+
+def _seconds(milliseconds: Any) -> Any:
+    """A clip's `duration_ms` in seconds; anything but a count of them is left for `file_ref` to drop."""
+    if isinstance(milliseconds, int) and not isinstance(milliseconds, bool) and 0 <= milliseconds < 2**53:
+        return milliseconds / 1000
+    return None
 
 
 def _section(text: str) -> dict[str, Any]:

@@ -444,7 +444,21 @@ def _attachments(message: Message) -> tuple[FileRef, ...]:
     if message.photo:
         photo = message.photo[-1]
         files.append(file_ref(file_id=photo.file_id, name="photo.jpg", mime_type="image/jpeg", size=photo.file_size))
+    if message.voice:  # Opus in Ogg, named so: transcription services tell the format by the name
+        voice = message.voice
+        files.append(file_ref(file_id=voice.file_id, name="voice.ogg", mime_type=_audio_type(voice.mime_type, "ogg"),
+                              size=voice.file_size, duration=voice.to_dict().get("duration")))
+    if message.audio:
+        audio = message.audio
+        files.append(file_ref(file_id=audio.file_id, name=audio.file_name or "audio.mp3",
+                              mime_type=_audio_type(audio.mime_type, "mpeg"), size=audio.file_size,
+                              duration=audio.to_dict().get("duration")))
     return tuple(file for file in files if file is not None)
+
+
+def _audio_type(given: Any, default: str) -> str:
+    """The sender's content type when it says audio; Telegram's own for a voice note (or an audio) otherwise."""
+    return given if isinstance(given, str) and given.lower().startswith("audio/") else f"audio/{default}"
 
 
 def _retry_after(exc: RetryAfter) -> float:

@@ -34,6 +34,8 @@ _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _EMBEDDED_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _USER = re.compile(r"^@?[A-Za-z0-9_][A-Za-z0-9._-]*$")
 EXAMPLE = "examples/gateway.yaml"
+OPENAI_PROVIDERS = frozenset({"openai", "openai-chat", "openai-responses"})
+"""The model-string providers whose key and endpoint also serve OpenAI's transcription API."""
 
 
 def _reference_only(value: str) -> str:
@@ -68,6 +70,18 @@ class ModelDeadlines(_Strict):
         return self
 
 
+class TranscriptionSpec(_Strict):
+    """Voice notes and audio files made text by the profile's endpoint (`POST /v1/audio/transcriptions`), with the
+    profile's `base_url` and key; the transcript is the person's turn."""
+
+    model: str = Field(min_length=1)
+    """The transcription model the endpoint knows (`gpt-4o-mini-transcribe`, `whisper-1`)."""
+    max_mb: float = Field(default=20.0, gt=0, le=25)
+    """The largest recording transcribed, in MB (OpenAI takes up to 25 MB); a larger one is refused in the chat."""
+    max_minutes: float = Field(default=10.0, gt=0)
+    """The longest recording transcribed, where the platform says how long it is; a longer one is refused."""
+
+
 class OpenAIChatProfile(_Strict):
     """An OpenAI-compatible chat-completions endpoint (vLLM, Ollama, LiteLLM, OpenAI itself)."""
 
@@ -81,6 +95,8 @@ class OpenAIChatProfile(_Strict):
     """A `${ENV_VAR}` reference, as every credential is; local servers often need none, so leave it out."""
     deadlines: ModelDeadlines | None = None
     """This profile's deadlines; unset: the top-level `model_deadlines`."""
+    transcription: TranscriptionSpec | None = None
+    """Voice notes to text at this endpoint; unset: a voice note is answered with a notice that they are off."""
 
 
 
@@ -92,6 +108,17 @@ class ModelStringProfile(_Strict):
     unlisted: bool = False
     """`true` for a model pydantic-ai does not list among its known models (a fine-tune, a private or newer model):
     `gateway check` then takes the id as written instead of refusing it as a likely typo."""
+    transcription: TranscriptionSpec | None = None
+    """Voice notes to text through OpenAI (`OPENAI_API_KEY`, and `OPENAI_BASE_URL` when set); only for an `openai`
+    model string."""
+
+    @model_validator(mode="after")
+    def _transcribed_by_openai(self) -> ModelStringProfile:
+        if self.transcription is not None and self.model.partition(":")[0] not in OPENAI_PROVIDERS:
+            raise ValueError(f"transcription: {self.model!r} is not an OpenAI model string; transcription needs an "
+                             "OpenAI-compatible endpoint: use an openai: model, or a profile with provider: "
+                             "openai-chat and its base_url")
+        return self
 
 
 def _profile_kind(value: Any) -> str:

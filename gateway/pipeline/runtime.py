@@ -37,6 +37,7 @@ from gateway.agents.bindings import AgentDefinition, Binding
 from gateway.agents.mcp_servers import NO_SERVERS, ConnectedServers, McpServers
 from gateway.agents.models import ModelResolver
 from gateway.agents.placeholders import PLACEHOLDER
+from gateway.agents.transcription import Transcriber
 from gateway.config.schema import AgentSpec, BindingSpec
 from gateway.config.secrets import SecretSource
 from gateway.pipeline.attachments import Attachment, user_content
@@ -209,6 +210,10 @@ class Runtime:
         self._plain: dict[tuple[str, str, int, str], AssembledAgent] = {}
         """The assembled agents of bindings that build nothing per run (no capability, no MCP server, no channel
         placeholder), by bot, agent, version and binding instructions: one pydantic-ai Agent serves all their runs."""
+
+    def transcriber(self, binding: Binding) -> Transcriber | None:
+        """How the binding's agent hears a voice note: its model profile's `transcription`; None: it does not."""
+        return self._models.transcriber(binding.agent.spec.model)
 
     async def run(self, turn: Turn, reply: LiveReply, *, run_id: int | None = None) -> RunOutcome:
         """`run_id`: the row `open_run` opened (in the caller's transaction). An answered run's row is left to

@@ -30,6 +30,7 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
                                      "with the first server a run binds; most gateways bind none",
     "gateway/agents/models.py": "the OpenAI SDK (~20 MB of types) loads with the first OpenAI-compatible model, as "
                                 "pydantic-ai's own model strings load their provider",
+    "gateway/agents/transcription.py": "as gateway/agents/models.py: the OpenAI SDK loads with the first voice note",
     "gateway/checks/report.py": "pydantic-ai (a second of imports) loads in `gateway check` only to infer the profile "
                                 "of a model its generated tables do not list, and only when an agent binds "
                                 "`thinking` on one: whether the setting does anything on it",

@@ -189,6 +189,17 @@ CASES = [
                  "for each directory the gateway is started from; write the absolute path (e.g. /srv/gateway/…)",)),
     Case(id="numeric-ids-in-allow", edits=edit("access: open", 'access: allowlist\n      allow: [12345678, "@alice"]')),
     Case(id="the-test-model", edits=edit("model: local", "model: test")),
+    Case(id="transcription", edits=edit("model: llama3.1\n", "model: llama3.1\n    transcription: {model: whisper-1, "
+                                                              "max_minutes: 5}\n")),
+    Case(id="transcription-past-openais-limit", edits=edit("model: llama3.1\n", "model: llama3.1\n    transcription: "
+                                                           "{model: whisper-1, max_mb: 40}\n"),
+         errors=("{f}:6:39: models.local.transcription.max_mb: Input should be less than or equal to 25 (got 40)",)),
+    Case(id="transcription-of-a-model-string-not-openai", edits=edit(
+        "  local:\n", "  claude:\n    model: anthropic:claude-sonnet-4-5\n    transcription: {model: whisper-1}\n"
+                      "  local:\n"), errors=(
+        "{f}:2:3: models.claude: transcription: 'anthropic:claude-sonnet-4-5' is not an OpenAI model string; "
+        "transcription needs an OpenAI-compatible endpoint: use an openai: model, or a profile with provider: "
+        "openai-chat and its base_url",)),
 ]
 
 

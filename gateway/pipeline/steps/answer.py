@@ -13,13 +13,15 @@ from sqlalchemy import Connection
 from adapters.base import ChatAddress
 from adapters.protocols import FollowsThreads
 from capabilities.run import MemoryOwner
+from gateway.agents.transcription import Transcriber
 from gateway.pipeline.attachments import Attachment, fetch_attachments
 from gateway.pipeline.conversations import TurnRecord, record_answer, speaker_line, start_turn, thread_context
 from gateway.pipeline.inbox import remember_reply
 from gateway.pipeline.live_reply import LiveReply, Placeholder
 from gateway.pipeline.runtime import Answered, Parked, Turn, TurnDeps, open_run, record_answered
 from gateway.pipeline.steps.services import StepServices
-from gateway.pipeline.steps.step import HANDLED, Delivery, Handled
+from gateway.pipeline.steps.step import HANDLED, Delivery, Handled, refuse
+from gateway.pipeline.voice import heard, refusal
 from gateway.pipeline.worker import Finish
 
 THREAD_CONTEXT_LIMIT = 50
@@ -40,6 +42,8 @@ class Answer:
         the run's row and the placeholder's id; the answer's rows are committed with the item's end. Where the
         first post waits for text (`waits_for_text`), it is stored by itself right after it is posted."""
         inbound, item = delivery.inbound, delivery.item
+        if inbound.attachments and (refused := refusal(inbound.attachments, self._transcriber(delivery))):
+            return await refuse(delivery, refused)  # a voice note this agent cannot hear: said, no model run
         placeholder = Placeholder(recorded_id=item.reply_message_id, key=inbound.logical_id,
                                   record=partial(self._inbox.remember_reply, item.id),
                                   answering=inbound.message_id, retried=delivery.retried)
@@ -55,6 +59,12 @@ class Answer:
     async def _answer(self, reply: LiveReply, delivery: Delivery) -> Handled:
         started = time.monotonic()
         shown = await reply.start(record=False)
+        if (transcriber := self._transcriber(delivery)) and any(f.is_audio for f in delivery.inbound.attachments):
+            hearing = await heard(delivery.adapter, delivery.inbound, transcriber)
+            if isinstance(hearing, str):
+                await reply.finish(hearing)
+                return HANDLED
+            delivery = replace(delivery, inbound=hearing)
         turn, record, run_id = await self._db.run(partial(_begin, delivery, await _files(delivery),
                                                           None if shown is None else shown.message_id))
         turn = await self._with_thread(turn, record, delivery, reply)
@@ -66,6 +76,9 @@ class Answer:
             await self._parked.park(delivery.adapter, turn.deps, record.conversation_id, outcome,
                                     inbox_id=turn.inbox_id)
         return HANDLED
+
+    def _transcriber(self, delivery: Delivery) -> Transcriber | None:
+        return self._runtime.transcriber(delivery.binding) if delivery.inbound.attachments else None
 
     @staticmethod
     async def _with_thread(turn: Turn, record: TurnRecord, delivery: Delivery, reply: LiveReply) -> Turn:
