@@ -42,7 +42,7 @@ async def spending(db: Database) -> None:
                 ("other", "helper", 2, TODAY, 30, 20, Decimal("0.005")),   # Alice too, through another bot
                 ("team", "helper", 1, EARLIER, 600, 400, Decimal("0.1")),
                 ("team", "helper", 1, LAST_MONTH, 6000, 4000, Decimal("1")),  # before this month: not counted
-                ("team", "sketcher", 1, TODAY, 15, 5, None),                   # a model without a known price
+                ("team", "sketcher", 2, TODAY, 15, 5, None),  # Alice on Slack, on a model without a known price
                 ("team", "helper", 3, TODAY, 300, 200, Decimal("0.05"))]       # Bob
         await session.execute(insert(RunRow), [
             {"conversation_id": 1, "bot_name": bot, "agent_name": agent, "agent_version": 1, "model": "m",
