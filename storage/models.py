@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any, TypeGuard
 
 from sqlalchemy import (
@@ -14,6 +15,7 @@ from sqlalchemy import (
     Index,
     Integer,
     LargeBinary,
+    Numeric,
     String,
     Table,
     Text,
@@ -168,6 +170,10 @@ class MessageRow(Base):
 
 class RunRow(Base):
     __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_bot_started", "bot_name", "started_at"),
+                      Index("ix_runs_bot_identity_started", "bot_name", "identity_id", "started_at"))
+    """What a bot, or one person in its chats, spent since a day's or a month's start (budgets, the usage report):
+    read over that period's runs alone, however many came before."""
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
     inbox_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
@@ -180,6 +186,9 @@ class RunRow(Base):
     requests: Mapped[int] = mapped_column(default=0)
     input_tokens: Mapped[int] = mapped_column(default=0)
     output_tokens: Mapped[int] = mapped_column(default=0)
+    cost_usd: Mapped[Decimal | None] = mapped_column(Numeric(18, 10))
+    """What the run cost in US dollars, its delegates' requests included, as genai-prices prices each model response
+    (through pydantic-ai); None while it runs, or when no response could be priced (a model the table lacks)."""
     error: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]

@@ -244,6 +244,8 @@ class ApprovalFlow:
         more = spent_since(outcome.usage, booked.usage)  # the park's own spending was counted with its turn
         self._metrics.model_used(deps.binding.agent.spec.model, requests=more.requests,
                                  input_tokens=more.input_tokens, output_tokens=more.output_tokens)
+        self._metrics.spent(deps.binding.bot_name, deps.binding.agent.name, requests=more.requests,
+                            input_tokens=more.input_tokens, output_tokens=more.output_tokens, cost=more.cost)
         if isinstance(outcome, Parked):
             await self.park(adapter, deps, parked.conversation_id, outcome, inbox_id=booked.inbox_id)
         answered = finish_answered(outcome, parked.conversation_id, deps.binding.agent.name) \

@@ -300,6 +300,56 @@ class RateLimit(_Strict):
     """The window, in seconds."""
 
 
+def _within_month(day: float | None, month: float | None, what: str) -> None:
+    if day is not None and month is not None and day > month:
+        raise ValueError(f"{what}_per_day ({day:g}) is above {what}_per_month ({month:g}): the day's limit could never "
+                         "be reached; lower it or raise the month's")
+
+
+class PersonLimits(_Strict):
+    """What one person may spend in this bot's chats (their linked identities count as one person)."""
+
+    tokens_per_day: int | None = Field(default=None, gt=0)
+    """Input and output tokens per UTC day."""
+    tokens_per_month: int | None = Field(default=None, gt=0)
+    """Input and output tokens per UTC calendar month."""
+    cost_per_day_usd: float | None = Field(default=None, gt=0)
+    """US dollars per UTC day, as genai-prices prices the runs (a run it cannot price counts nothing)."""
+    cost_per_month_usd: float | None = Field(default=None, gt=0)
+    """US dollars per UTC calendar month."""
+
+    @model_validator(mode="after")
+    def _day_within_month(self) -> PersonLimits:
+        _within_month(self.tokens_per_day, self.tokens_per_month, "tokens")
+        _within_month(self.cost_per_day_usd, self.cost_per_month_usd, "cost")
+        return self
+
+
+class BindingLimits(_Strict):
+    """What everyone together may spend in this bot's chats."""
+
+    tokens_per_month: int | None = Field(default=None, gt=0)
+    """Input and output tokens per UTC calendar month."""
+    cost_per_month_usd: float | None = Field(default=None, gt=0)
+    """US dollars per UTC calendar month."""
+
+
+class Limits(_Strict):
+    """Budgets: a turn that would start at or past one is refused, with which limit and when it resets."""
+
+    per_person: PersonLimits = PersonLimits()
+    """Each person's own budget in this bot's chats."""
+    per_binding: BindingLimits = BindingLimits()
+    """The budget of everyone in this bot's chats together."""
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> Limits:
+        if not self.per_person.model_dump(exclude_none=True) and not self.per_binding.model_dump(exclude_none=True):
+            raise ValueError("sets no limit; set per_person or per_binding (e.g. per_person: {tokens_per_day: "
+                             "200000}), or remove limits")
+        return self
+
+
 class ApprovalPolicy(_Strict):
     """Who may decide a gated tool call posted in this bot's chats, and for how long."""
 
@@ -345,6 +395,8 @@ class BindingSpec(_Strict):
     against the `channel_tools` capability and what the platform can answer when applied."""
     sandbox_scope: Literal["run", "conversation", "channel", "user", "agent"] | None = None
     """Overrides the agent's `sandbox` `session_scope` in this bot's chats; null keeps the spec's."""
+    limits: Limits | None = None
+    """Token and cost budgets per person (day, month) and for the whole binding (month), in UTC; null: none."""
 
     @model_validator(mode="after")
     def _allowlist_named(self) -> BindingSpec:

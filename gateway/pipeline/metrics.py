@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Literal, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -15,7 +16,7 @@ LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0,
 AckOutcome = Literal["accepted", "duplicate", "ignored", "rejected"]
 """What became of a payload a transport handed in, when it was acknowledged."""
 ACK_OUTCOMES: tuple[AckOutcome, ...] = get_args(AckOutcome)
-REFUSALS = ("allowlist", "rate_limit")
+REFUSALS = ("allowlist", "rate_limit", "budget")
 TURN_OUTCOMES = ("answered", "parked", "failed")
 LEASE_CHANGES = ("acquired", "lost")
 DEGRADED_REASONS = ("redis",)
@@ -37,9 +38,11 @@ class Backlog:
 class GatewayMetrics:
     """Series by bot and platform, by model, by outcome: never by chat or user, so cardinality stays small."""
 
-    def __init__(self, platforms: Mapping[str, str]) -> None:
-        """`platforms` is each bot's platform, by bot name."""
+    def __init__(self, platforms: Mapping[str, str], agents: Mapping[str, str] | None = None) -> None:
+        """`platforms` is each bot's platform, by bot name; `agents` the agent each bot answers with, whose spending
+        series start at 0."""
         self._platforms = dict(platforms)
+        self._agents = dict(agents or {})
         self.registry = CollectorRegistry(auto_describe=True)
         bot = ["bot", "platform"]
         self._received = Counter("gateway_messages_received", "Payloads a transport or webhook handed in.", bot,
@@ -50,7 +53,7 @@ class GatewayMetrics:
         self._answered = Counter("gateway_messages_answered", "Messages answered: turns that ended in an answer, "
                                  "and parked runs that did once resumed.", bot, registry=self.registry)
         self._refused = Counter("gateway_messages_refused", "Messages refused before any model run, by reason: "
-                                "allowlist, rate_limit.", [*bot, "reason"], registry=self.registry)
+                                "allowlist, rate_limit, budget.", [*bot, "reason"], registry=self.registry)
         self._turns = Counter("gateway_turns", "Turns run, by outcome: answered, parked, failed.", [*bot, "outcome"],
                               registry=self.registry)
         self._first_post = Histogram("gateway_turn_first_post_seconds", "From the turn's start to its first sign "
@@ -64,6 +67,14 @@ class GatewayMetrics:
                                        registry=self.registry)
         self._tokens = Counter("gateway_model_tokens", "Tokens used, by model and kind: input, output.",
                                ["model", "kind"], registry=self.registry)
+        spender = ["bot", "agent"]
+        self._spent = Counter("gateway_spend_usd", "US dollars runs cost, as genai-prices prices each model response "
+                              "(runs it cannot price add nothing here; see gateway_runs_unpriced), by bot and agent.",
+                              spender, registry=self.registry)
+        self._unpriced = Counter("gateway_runs_unpriced", "Runs (and resumes) that made model requests genai-prices "
+                                 "could price none of, by bot and agent.", spender, registry=self.registry)
+        self._spent_tokens = Counter("gateway_agent_tokens", "Tokens runs used, by bot, agent and kind: input, output.",
+                                     [*spender, "kind"], registry=self.registry)
         self._connected = Gauge("gateway_transport_connected", "1 while this replica holds the bot's transport "
                                 "(or its webhook bot is signed in), else 0.", bot, registry=self.registry)
         self._lease_changes = Counter("gateway_transport_lease_changes", "Times this replica took or lost a bot's "
@@ -87,6 +98,11 @@ class GatewayMetrics:
             self._degraded.labels(reason)
         for name in self._platforms:
             self._start_at_zero(name)
+        for name, agent in self._agents.items():
+            for series in (self._spent, self._unpriced):
+                series.labels(name, agent)
+            for kind in ("input", "output"):
+                self._spent_tokens.labels(name, agent, kind)
 
     def _start_at_zero(self, bot: str) -> None:
         labels = self._of(bot)
@@ -126,6 +142,16 @@ class GatewayMetrics:
         self._model_requests.labels(model).inc(requests)
         self._tokens.labels(model, "input").inc(input_tokens)
         self._tokens.labels(model, "output").inc(output_tokens)
+
+    def spent(self, bot: str, agent: str, *, requests: int, input_tokens: int, output_tokens: int,
+              cost: Decimal | None) -> None:
+        """What a run (or a resume, beyond what it had spent when it parked) cost; `cost` None: not priced."""
+        self._spent_tokens.labels(bot, agent, "input").inc(input_tokens)
+        self._spent_tokens.labels(bot, agent, "output").inc(output_tokens)
+        if cost is not None:
+            self._spent.labels(bot, agent).inc(float(cost))
+        elif requests:
+            self._unpriced.labels(bot, agent).inc()
 
     def transport(self, bot: str, *, connected: bool) -> None:
         self._connected.labels(*self._of(bot)).set(1 if connected else 0)

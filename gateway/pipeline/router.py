@@ -50,9 +50,10 @@ class Router:
     def __init__(self, *, adapters: Mapping[str, PlatformAdapter], bindings: BindingStore, conversations: Conversations,
                  runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ParkedRuns,
                  questions: OpenQuestions, commands: DirectCommands, db: Database, capabilities: BoundRegistry,
-                 metrics: GatewayMetrics | None = None, typing: TypingShown | None = None) -> None:
+                 metrics: GatewayMetrics | None = None, typing: TypingShown | None = None,
+                 budgets: bool = False) -> None:
         """`typing`: what `Intake` showed typing in; a turn's first post clears it there. `capabilities`: those the
-        deployment binds, whose declarations a step asks."""
+        deployment binds, whose declarations a step asks. `budgets`: some binding sets `limits`."""
         self._prepared: dict[int, Prepared] = {}
         self._adapters = adapters
         self._metrics = metrics or GatewayMetrics({})
@@ -60,7 +61,8 @@ class Router:
         self._approval_flow = approval_flow
         services = StepServices(db=db, cache=cache, inbox=inbox, capabilities=capabilities, conversations=conversations,
                                 commands=commands, runtime=runtime, parked=approval_flow, questions=questions,
-                                metrics=self._metrics, typing=typing or TypingShown(), account=self._account)
+                                metrics=self._metrics, typing=typing or TypingShown(), account=self._account,
+                                budgets=budgets)
         self._steps: Sequence[Step] = tuple(step for make in STEPS if (step := make(services)) is not None)
 
     def prepare(self, connection: Connection, items: list[InboxItem]) -> None:
@@ -139,11 +141,14 @@ class Router:
         self._metrics.turn(binding.bot_name, kind, first_post=first_post, final=final)
         self._metrics.model_used(model, requests=usage.requests, input_tokens=usage.input_tokens,
                                  output_tokens=usage.output_tokens)
+        self._metrics.spent(binding.bot_name, binding.agent.name, requests=usage.requests,
+                            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=usage.cost)
         fields = {"bot": binding.bot_name, "conversation": conversation_hash(item.conversation_key),
                   "inbox_id": item.id, "run_id": outcome.run_id, "outcome": kind, "model": model,
                   "first_post_ms": None if first_post is None else round(first_post * 1000),
                   "final_ms": round(final * 1000), "requests": usage.requests,
-                  "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+                  "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                  "cost_usd": None if usage.cost is None else float(usage.cost)}
         log.info("turn %s", " ".join(f"{name}={value}" for name, value in fields.items()), extra={"turn": fields})
 
 

@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from pydantic_ai import (
@@ -163,9 +164,10 @@ class Booked:
     """The item of the turn that parked: the key its outbox goes on under (`turn_key`)."""
 
     def snapshot(self) -> dict[str, Any]:
+        cost = None if self.usage.cost is None else str(self.usage.cost)
         return {"inbox_id": self.inbox_id, "usage": {"requests": self.usage.requests,
                                                      "input_tokens": self.usage.input_tokens,
-                                                     "output_tokens": self.usage.output_tokens}}
+                                                     "output_tokens": self.usage.output_tokens, "cost": cost}}
 
     @staticmethod
     def of_snapshot(snapshot: Mapping[str, Any]) -> Booked | None:
@@ -173,14 +175,19 @@ class Booked:
         stored = snapshot.get("booked")
         if stored is None:
             return None
-        return Booked(usage=RunUsage(**stored["usage"]), inbox_id=stored["inbox_id"])
+        usage = dict(stored["usage"])
+        cost = usage.pop("cost", None)
+        return Booked(usage=RunUsage(**usage, cost=None if cost is None else Decimal(cost)),
+                      inbox_id=stored["inbox_id"])
 
 
 def spent_since(total: RunUsage, before: RunUsage) -> RunUsage:
-    """What `total` adds to `before`, never below nothing (a failed run books only its delegates)."""
+    """What `total` adds to `before`, never below nothing (a failed run books only its delegates); the cost stays
+    unknown (None) when `total`'s is."""
+    cost = None if total.cost is None else max(Decimal(0), total.cost - (before.cost or 0))
     return RunUsage(requests=max(0, total.requests - before.requests),
                     input_tokens=max(0, total.input_tokens - before.input_tokens),
-                    output_tokens=max(0, total.output_tokens - before.output_tokens))
+                    output_tokens=max(0, total.output_tokens - before.output_tokens), cost=cost)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -286,7 +293,8 @@ class Runtime:
                 await _end(assembled)
             return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id)
         except Exception as exc:
-            failed = await self._failed(run_id, deps, reply, exc, assembled)
+            before = run_input["conversation"].usage if resuming else RunUsage()
+            failed = await self._failed(run_id, deps, reply, exc, assembled, before=before)
             await _deliver(outbox)  # what the run made before it failed is still the person's
             return failed
         if isinstance(result.output, DeferredToolRequests):
@@ -330,7 +338,7 @@ class Runtime:
         return assembled
 
     async def _failed(self, run_id: int, deps: TurnDeps, reply: LiveReply, exc: Exception,
-                      assembled: AssembledAgent | None) -> Failed:
+                      assembled: AssembledAgent | None, *, before: RunUsage) -> Failed:
         """The chat gets a short notice, the run row the error, the log one line: an ERROR with the fix for a
         set-up the operator must correct, else a WARNING (a traceback only for what looks like a bug of ours); the
         turn is done, so the inbox does not retry it."""
@@ -342,7 +350,10 @@ class Runtime:
             log.warning("run %d for bot %r failed: %s: %s", run_id, deps.binding.bot_name, type(exc).__name__, exc,
                         exc_info=not isinstance(exc, EXPLAINED_FAILURES))
         refs = await reply.finish(failure_notice(exc))
-        usage = assembled.delegated if assembled is not None and assembled.delegated.requests else None
+        # What is known to be spent: a resumed run's spending before it parked, and its delegates'. The failed
+        # request's own usage is lost with the exception.
+        spent = before + assembled.delegated if assembled is not None else before
+        usage = spent if spent.requests else None
         await self._set_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", usage=usage)
         if assembled is not None:
             await _end(assembled)
@@ -378,7 +389,8 @@ class Runtime:
             if row is None:
                 return Booked(usage=RunUsage(), inbox_id=None)
             return Booked(usage=RunUsage(requests=row.requests or 0, input_tokens=row.input_tokens or 0,
-                                         output_tokens=row.output_tokens or 0), inbox_id=row.inbox_id)
+                                         output_tokens=row.output_tokens or 0, cost=row.cost_usd),
+                          inbox_id=row.inbox_id)
         return await self._db.transaction(work)
 
     async def open_run(self, turn: Turn) -> int:
@@ -407,9 +419,9 @@ def set_run(connection: Connection, run_id: int, *, status: str, usage: RunUsage
     values: dict[str, object] = {"status": status, "error": error}
     if status != "running":
         values["finished_at"] = utcnow()
-    if usage is not None:
+    if usage is not None:  # the run's whole spending so far: a resumed run's includes what it spent before parking
         values |= {"requests": usage.requests, "input_tokens": usage.input_tokens,
-                   "output_tokens": usage.output_tokens}
+                   "output_tokens": usage.output_tokens, "cost_usd": usage.cost}
     connection.execute(update(RUNS).where(RUNS.c.id == run_id).values(**values))
 
 

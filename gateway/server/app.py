@@ -115,7 +115,8 @@ class Gateway:
         self.db: Database | None = None
         """The gateway's database once started (tests count its transactions on `db.engine`)."""
         self.redactor = SecretRedactor()
-        self.metrics = GatewayMetrics({bot.name: bot.platform for bot in config.bots})
+        self.metrics = GatewayMetrics({bot.name: bot.platform for bot in config.bots},
+                                      agents={bot.name: bot.agent for bot in config.bots})
         """This gateway's own series (tests run several gateways in one process)."""
 
     async def __aenter__(self) -> Gateway:
@@ -191,7 +192,8 @@ class Gateway:
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
                         commands=DirectCommands(identities=Identities(db), memory=memory, mem0=self._mem0_forgetting()),
-                        db=db, capabilities=capabilities, metrics=self.metrics, typing=typing)
+                        db=db, capabilities=capabilities, metrics=self.metrics, typing=typing,
+                        budgets=any(bot.binding.limits is not None for bot in self.config.bots))
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, give_up=router.give_up, concurrency=tuning.worker_concurrency,
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer,

@@ -159,7 +159,7 @@ def readme_metrics() -> dict[str, tuple[str, frozenset[str]]]:
 
 
 def test_the_readme_names_every_series_with_its_type_and_labels() -> None:
-    metrics = GatewayMetrics({"tg": "telegram"})
+    metrics = GatewayMetrics({"tg": "telegram"}, agents={"tg": "assistant"})
     metrics.api_trouble("telegram", "sendMessage", "error")  # the series keyed by what only use shows
     metrics.model_used("test", requests=1, input_tokens=1, output_tokens=1)
     exposed = {}

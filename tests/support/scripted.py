@@ -115,3 +115,11 @@ def stepped_with_info(step: InfoStep) -> FunctionModel:
         return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=call_id)])
 
     return FunctionModel(complete, stream_function=stream)
+
+
+def priced_as(model: FunctionModel, model_name: str) -> FunctionModel:
+    """`model`'s script under a model name genai-prices knows (`gpt-4o`): its responses carry that name, so
+    pydantic-ai prices them as a hosted model's are."""
+    if model.function is None or model.stream_function is None:
+        raise ValueError("priced_as takes a model that both completes and streams, as `scripted` makes them")
+    return FunctionModel(model.function, stream_function=model.stream_function, model_name=model_name)

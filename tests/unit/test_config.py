@@ -51,6 +51,11 @@ def edit(old: str, new: str) -> tuple[tuple[str, str], ...]:
     return ((old, new),)
 
 
+def with_limits(block: str) -> tuple[tuple[str, str], ...]:
+    """The binding's `limits:` as `block` writes them, on line 19."""
+    return edit("approvals: {expires_after: PT4H}", f"approvals: {{expires_after: PT4H}}\n      limits: {block}")
+
+
 KNOWN = ", ".join(sorted(definition.id for definition in default_registry()))
 """Every registered capability id, as the refusal of an unknown one lists them."""
 
@@ -66,7 +71,22 @@ CASES = [
     Case(id="binding-key-misspelt", edits=edit("rate_limit:", "rate_limt:"), errors=(
         "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? (known: "
         "instructions, access, allow, rate_limit, history_turns, approvals, allow_personal_memory, allow_bots, "
-        "channel_tools, sandbox_scope)",)),
+        "channel_tools, sandbox_scope, limits)",)),
+    Case(id="limit-not-positive", edits=with_limits("{per_person: {tokens_per_day: 0}}"),
+         errors=("{f}:19:29: bots['team-telegram'].binding.limits.per_person.tokens_per_day: Input should be greater "
+                 "than 0 (got 0)",)),
+    Case(id="limit-day-above-month",
+         edits=with_limits("{per_person: {tokens_per_day: 300000, tokens_per_month: 200000}}"), errors=(
+        "{f}:19:16: bots['team-telegram'].binding.limits.per_person: tokens_per_day (300000) is above tokens_per_month "
+        "(200000): the day's limit could never be reached; lower it or raise the month's",)),
+    Case(id="limits-empty", edits=with_limits("{}"), errors=(
+        "{f}:19:7: bots['team-telegram'].binding.limits: sets no limit; set per_person or per_binding (e.g. "
+        "per_person: {tokens_per_day: 200000}), or remove limits",)),
+    Case(id="binding-limit-per-day", edits=with_limits("{per_binding: {cost_per_day_usd: 5}}"),
+         errors=("{f}:19:30: bots['team-telegram'].binding.limits.per_binding.cost_per_day_usd: unknown setting; did "
+                 "you mean 'cost_per_month_usd'? (known: tokens_per_month, cost_per_month_usd)",)),
+    Case(id="limits-as-people-write-them", edits=with_limits(
+        "{per_person: {tokens_per_day: 200000, cost_per_month_usd: 20}, per_binding: {cost_per_month_usd: 500}}")),
     Case(id="platform-misspelt", edits=edit("platform: telegram", "platform: telegarm"), errors=(
         "{f}:12:5: bots['team-telegram'].platform: 'telegarm' is not one of telegram, slack, mattermost",)),
     Case(id="literal-token", edits=edit("${TG_TOKEN}", "123456:ABCDEF"), errors=(
@@ -135,7 +155,7 @@ CASES = [
              f"{KNOWN}",
              "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? "
              "(known: instructions, access, allow, rate_limit, history_turns, approvals, allow_personal_memory, "
-             "allow_bots, channel_tools, sandbox_scope)")),
+             "allow_bots, channel_tools, sandbox_scope, limits)")),
     Case(id="thinking-on-a-model-that-does-not-reason", edits=edit("capabilities: []", "capabilities: [thinking]"),
          warnings=("{f}:9:20: agents['helper'].capabilities[0]: 'thinking' does nothing on local (llama3.1): "
                    "pydantic-ai does not know that model as one that reasons, so no thinking setting is sent; "

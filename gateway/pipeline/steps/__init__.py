@@ -1,7 +1,7 @@
 """The steps a claimed message passes, in order: each ends its delivery or hands it to the next (`step.py`).
 
 Each is built once at start from `StepServices` (`services.py`), or left out where the deployment binds nothing it
-serves; the router walks them for every message
+serves (a delegate's question, a budget); the router walks them for every message
 (`gateway/pipeline/router.py`). An approval click takes no step: it decides a parked run (`ParkedRuns.on_click`).
 """
 
@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from gateway.pipeline.steps.access import Access
 from gateway.pipeline.steps.answer import Answer
+from gateway.pipeline.steps.budget import budget
 from gateway.pipeline.steps.command import Command
 from gateway.pipeline.steps.delegate_answer import delegate_answer
 from gateway.pipeline.steps.rate_limit import RateLimit
@@ -22,5 +23,6 @@ STEPS: tuple[Callable[[StepServices], Step | None], ...] = (
     RateLimit,       # so is a person past the binding's rate limit
     Command,         # link, unlink, forget: answered without a model
     delegate_answer, # the answer to a delegate's open question resumes its parked run (where one may ask)
+    budget,          # a person, or the bot, at a limit of the binding's budget is refused (where one is set)
     Answer,          # everything else is a turn of the agent
 )
