@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 from alembic import command
-from sqlalchemy import select
+from sqlalchemy import insert, select
 
 from storage.db import Database
 from storage.migrate import alembic_config, upgrade
-from storage.models import ApprovalRow, ConversationRow, DelegateQuestionRow, ParkedRunRow, RunRow, utcnow
+from storage.models import ApprovalRow, ConversationRow, DelegateQuestionRow, ParkedRunRow, RunRow, table_of, utcnow
 
 
 def _approval(row_id: str, parked_run_id: int, tool_id: str, args: dict[str, object]) -> ApprovalRow:
@@ -28,11 +28,12 @@ async def test_questions_move_to_their_own_table_and_back(database_url: str) -> 
                                            thread_id=None, is_direct=True)
             session.add(conversation)
             await session.flush()
-            run = RunRow(conversation_id=conversation.id, bot_name="helper", agent_name="assistant", agent_version=1,
-                         model="test", status="parked")
-            session.add(run)
-            await session.flush()
-            parked = ParkedRunRow(run_id=run.id, conversation_id=conversation.id, bot_name="helper", turn={},
+            # The runs table as of 0003: a Core insert names only these columns (the model has grown since).
+            inserted = await session.execute(insert(table_of(RunRow)).values(
+                conversation_id=conversation.id, bot_name="helper", agent_name="assistant", agent_version=1,
+                model="test", status="parked"))
+            run_id = inserted.inserted_primary_key[0]
+            parked = ParkedRunRow(run_id=run_id, conversation_id=conversation.id, bot_name="helper", turn={},
                                   state="{}", status="parked")
             session.add(parked)
             await session.flush()
