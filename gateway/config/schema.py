@@ -296,6 +296,9 @@ class ApprovalPolicy(_Strict):
         return self
 
 
+WhileBusy = Literal["queue", "steer", "interrupt"]
+
+
 class BindingSpec(_Strict):
     instructions: str = ""
     """Extra instructions for this bot, added after the agent's; may use the channel placeholders."""
@@ -318,6 +321,10 @@ class BindingSpec(_Strict):
     against the `channel_tools` capability and what the platform can answer when applied."""
     sandbox_scope: Literal["run", "conversation", "channel", "user", "agent"] | None = None
     """Overrides the agent's `sandbox` `session_scope` in this bot's chats; null keeps the spec's."""
+    while_busy: WhileBusy | None = None
+    """A message sent while a turn runs in its conversation: `queue` waits for its own turn, `steer` is handed to
+    the running turn at its next model request (one reply answers both), `interrupt` stops the running turn and a
+    new one answers both. Unset: `steer` in direct messages, `queue` in groups."""
 
     @model_validator(mode="after")
     def _allowlist_named(self) -> BindingSpec:

@@ -17,6 +17,7 @@ from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.runtime import Parked, RunOutcome, Runtime, TurnDeps
 from gateway.pipeline.steps.step import Delivery
+from gateway.pipeline.turn_control import TurnControl
 from gateway.pipeline.worker import Finish
 from storage.cache import Cache
 from storage.db import Database
@@ -81,3 +82,5 @@ class StepServices:
     typing: TypingShown
     """What `Intake` showed typing in; a turn's first post clears it there."""
     account: Account
+    control: TurnControl
+    """Stops a conversation's running turn, wherever it runs (`stop`)."""
