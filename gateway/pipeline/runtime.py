@@ -425,11 +425,15 @@ class Runtime:
                     continue
                 reply.update(shown)
 
-        with signal.asking() if signal is not None else contextlib.nullcontext():
-            return await assembled.agent.run(
-                prompt, message_history=history, conversation=conversation, deferred_tool_results=results, deps=deps,
-                usage_limits=UsageLimits(request_limit=REQUEST_LIMIT), event_stream_handler=show,
-                capabilities=extra or None)
+        reply.stoppable = signal is not None
+        try:
+            with signal.asking() if signal is not None else contextlib.nullcontext():
+                return await assembled.agent.run(
+                    prompt, message_history=history, conversation=conversation, deferred_tool_results=results,
+                    deps=deps, usage_limits=UsageLimits(request_limit=REQUEST_LIMIT), event_stream_handler=show,
+                    capabilities=extra or None)
+        finally:
+            reply.stoppable = False
 
     async def _steered(self, signal: TurnSignal, deps: TurnDeps, messages: list[ModelMessage]) -> list[ModelMessage]:
         """Before each model request of a `steer` turn: the messages sent since it began, in its next request."""

@@ -133,7 +133,7 @@ class TurnControl:
                 if row.id in known:
                     continue
                 if row.status == "pending":
-                    connection.execute(_TAKE, {"id": row.id, "item": item_id, "now": utcnow()})
+                    connection.execute(_TAKE, {"taken": row.id, "item": item_id, "now": utcnow()})
                 start_turn(connection, inbound, retried=True, limit=0, name_speakers=False)
                 taken.append((int(row.id), inbound))
             return taken
@@ -185,6 +185,6 @@ _WAITING = (select(INBOX.c.id, INBOX.c.bot_name, INBOX.c.payload, INBOX.c.status
             .where(INBOX.c.conversation_key == bindparam("key"), INBOX.c.id > bindparam("item"),
                    or_(INBOX.c.status == "pending", INBOX.c.taken_by == bindparam("item")))
             .order_by(INBOX.c.id))
-_TAKE = (update(INBOX).where(INBOX.c.id == bindparam("id"), INBOX.c.status == "pending")
+_TAKE = (update(INBOX).where(INBOX.c.id == bindparam("taken"), INBOX.c.status == "pending")
          .values(status="done", taken_by=bindparam("item"), lease_owner=None, lease_until=None,
                  finished_at=bindparam("now")))

@@ -151,6 +151,9 @@ class RunningTurns:
     def end(self, item_id: int) -> None:
         self._signals.pop(item_id, None)
 
+    def running(self) -> list[TurnSignal]:
+        return list(self._signals.values())
+
 
 def _nanoseconds(moment: datetime) -> int:
     return int(moment.timestamp() * 1_000_000_000)
