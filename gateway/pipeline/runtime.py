@@ -214,26 +214,26 @@ class Chats:
     """The adapters that post files; a run's outbox posts through its bot's."""
     file_claim: timedelta = CLAIM
     """How long a run's outbox holds a file it is posting between renewals (`gateway/pipeline/outbox_posting.py`)."""
+    control: TurnControl | None = None
+    """The people's hold on a running turn: its stop (read by the worker's heartbeat, `control.turns`) and the
+    messages they send meanwhile (`while_busy`). None: runs cannot be stopped or steered."""
 
 
 class Runtime:
     def __init__(self, *, models: ModelResolver, db: Database, capabilities: BoundRegistry,
                  mcp: McpServers | None = None, chats: Chats = Chats(),
-                 instrumentation: InstrumentationSettings | None = None, turns: RunningTurns | None = None,
-                 control: TurnControl | None = None) -> None:
+                 instrumentation: InstrumentationSettings | None = None) -> None:
         """`capabilities`: the registry bound to this deployment's services at start (`Registry.bind`). `mcp`: the
         operator's MCP servers, reached per run for the agents that bind them. `instrumentation`: pydantic-ai's
-        spans for every agent run (`gateway/server/tracing.py`); None: none. `turns`: the running turns' signals the
-        worker's heartbeat notes (a stop, a newer message); `control`: what a running turn takes the messages sent
-        meanwhile through (`while_busy`)."""
+        spans for every agent run (`gateway/server/tracing.py`); None: none."""
         self._models = models
         self._db = db
         self._capabilities = capabilities
         self._mcp = mcp or McpServers(servers={}, secrets=SecretSource(environ={}))
         self._chats = chats
         self._instrumentation = instrumentation
-        self._turns = turns or RunningTurns()
-        self._control = control
+        self._control = chats.control
+        self._turns = chats.control.turns if chats.control is not None else RunningTurns()
         self._interrupts: set[asyncio.Task[None]] = set()
         self._plain: dict[tuple[str, str, int, str], AssembledAgent] = {}
         """The assembled agents of bindings that build nothing per run (no capability, no MCP server, no channel

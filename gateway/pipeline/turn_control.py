@@ -90,7 +90,8 @@ class TurnControl:
         self._db = db
         self._adapters = adapters
         self._bindings = bindings
-        self._turns = turns
+        self.turns = turns
+        """The signals of the turns this process runs (`Worker`'s, the runtime's)."""
 
     async def stop(self, conversation_key: str, requested_by: Speaker) -> StopAnswer:
         """Ask the conversation's running turn to stop, wherever it runs; who may is checked against the person who
@@ -109,7 +110,7 @@ class TurnControl:
             return "stopping", int(row.id)
         verdict, item_id = await self._db.run(work)
         if item_id is not None:
-            signal = self._turns.get(item_id)
+            signal = self.turns.get(item_id)
             if signal is not None:  # it runs here: no need to wait for the heartbeat
                 signal.stop(named(requested_by))
             log.info("a stop was asked for inbox item %d", item_id)

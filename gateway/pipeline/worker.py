@@ -10,7 +10,7 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import partial
@@ -118,7 +118,7 @@ class TurnSignal:
                 self.on_newer()
 
     @contextmanager
-    def asking(self) -> Iterator[None]:
+    def asking(self) -> Generator[None]:
         """Around the model run, in the turn's task: a stop cancels it and comes out as `TurnStopped`; a cancellation
         of anything else (a shutdown) goes on as one."""
         if self.stop_by is not None:

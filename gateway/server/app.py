@@ -182,9 +182,10 @@ class Gateway:
         turns = RunningTurns()
         control = TurnControl(db=db, adapters=self.adapters, bindings=bindings, turns=turns)
         runtime = Runtime(models=self._models, db=db, capabilities=capabilities,
-                          instrumentation=tracing.instrumentation, turns=turns, control=control,
+                          instrumentation=tracing.instrumentation,
                           mcp=McpServers.of(self.config.mcp_servers, self._secrets, resolver=self._tuning.resolver),
-                          chats=Chats(directories=directories, files=files, file_claim=self._tuning.file_claim))
+                          chats=Chats(directories=directories, files=files, file_claim=self._tuning.file_claim,
+                                      control=control))
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)

@@ -170,9 +170,11 @@ async def test_steer_hands_a_message_sent_mid_turn_to_the_running_turns_next_req
         await telegram.wait_for(lambda: len(stop_buttons(telegram, chat)) == 1)
         await telegram.user_says(bot.token, chat, ada, "by train, please")
         assert gateway.worker is not None
-        async with asyncio.timeout(5):  # until the heartbeat has read it: then the next request takes it
-            while not any(signal.newer for signal in gateway.worker.turns.running()):
-                await asyncio.sleep(0.05)
+        [signal] = gateway.worker.turns.running()
+        noted = asyncio.Event()
+        signal.on_newer = noted.set  # the heartbeat read it: the next request takes it
+        if not signal.newer:
+            await asyncio.wait_for(noted.wait(), 5)
         gate.set()
         await telegram.wait_for(lambda: any(t.startswith("answered:") for t in said_by(telegram, chat, bot)))
         await until_done(database_url, 2)
