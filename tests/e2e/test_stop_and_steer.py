@@ -9,7 +9,8 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pydantic_ai import ModelMessage, ModelResponse
+from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart
+from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from sqlalchemy import select
 
@@ -218,3 +219,66 @@ async def test_queue_keeps_a_message_sent_mid_turn_for_its_own_turn(telegram: Fa
         gate.set()
         await telegram.wait_for(lambda: "echo: by train, please" in said_by(telegram, chat, bot))
     assert said_by(telegram, chat, bot) == ["thinking and done", "echo: by train, please"]
+
+
+def works_then_answers_this_turn() -> FunctionModel:
+    """Each turn calls `read_plan` once (a request that takes a moment, as a model's does), then answers with the
+    prompts of this turn: those after the last answer in the history, steered ones included."""
+
+    def this_turn(messages: list[ModelMessage]) -> list[str]:
+        start = max((i for i, m in enumerate(messages) if isinstance(m, ModelResponse)
+                     and any(isinstance(p, TextPart) for p in m.parts)), default=-1)
+        return user_prompts(messages[start + 1:])
+
+    async def stream(messages: list[ModelMessage], _info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+        returned = any(isinstance(p, ToolReturnPart) for p in messages[-1].parts) \
+            if isinstance(messages[-1], ModelRequest) else False
+        if not returned:
+            await asyncio.sleep(0.3)  # the model at work; what is asserted waits on the chat, not on this
+            yield {0: DeltaToolCall(name="read_plan", json_args="{}", tool_call_id=f"call-{len(messages)}")}
+            return
+        yield "answered: " + " + ".join(this_turn(messages))
+
+    def complete(_messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
+        raise AssertionError("this model only streams")
+
+    return FunctionModel(complete, stream_function=stream)
+
+
+async def test_every_message_sent_mid_turn_is_answered_exactly_once(telegram: FakeTelegram,
+                                                                    database_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    people = [telegram.add_user(200 + n, f"P{n}") for n in range(6)]
+    chats = [telegram.private_chat(person) for person in people]
+    sent = [[f"p{n} m{k}" for k in range(4)] for n in range(len(people))]
+
+    async def talk(n: int) -> None:
+        chat, person = chats[n], people[n]
+        await telegram.user_says(bot.token, chat, person, sent[n][0])
+        await telegram.wait_for(lambda: any(c.method == "sendChatAction" and str(c.params.get("chat_id")) ==
+                                            str(chat["id"]) for c in telegram.calls))  # its turn runs
+        for text in sent[n][1:]:
+            await telegram.user_says(bot.token, chat, person, text)
+
+    def answered() -> list[str]:
+        return [t for chat in chats for t in said_by(telegram, chat, bot) if t.startswith("answered:")]
+
+    def covered() -> bool:
+        said = " + ".join(answered())
+        return all(text in said for texts in sent for text in texts)
+
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
+                               model=works_then_answers_this_turn(), capabilities=[{"id": "planning"}]):
+        await asyncio.gather(*(talk(n) for n in range(len(people))))
+        await telegram.wait_for(covered, timeout=60)
+        await until_done(database_url, sum(map(len, sent)))
+    answers = [a.removeprefix("answered: ").split(" + ") for a in answered()]
+    every = [text for answer in answers for text in answer]
+    assert sorted(every) == sorted(text for texts in sent for text in texts)  # each once, none twice
+    rows = await items(database_url)
+    assert [status for status, _taken in rows] == ["done"] * sum(map(len, sent))
+    assert any(taken is not None for _status, taken in rows)  # some were steered into a running turn
+    for n, chat in enumerate(chats):  # in order within each conversation
+        mine = [text for t in said_by(telegram, chat, bot) if t.startswith("answered:")
+                for text in t.removeprefix("answered: ").split(" + ")]
+        assert mine == sent[n]
