@@ -7,14 +7,17 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from typing import Any
 
+import pytest
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from sqlalchemy import select
 
 from gateway.pipeline.turn_control import NOT_YOURS, NOTHING_RUNNING
+from gateway.server.app import Gateway
 from storage.db import Database
 from storage.models import InboxRow, RunRow
 from tests.support.fakes.telegram import FakeTelegram
@@ -282,3 +285,26 @@ async def test_every_message_sent_mid_turn_is_answered_exactly_once(telegram: Fa
         mine = [text for t in said_by(telegram, chat, bot) if t.startswith("answered:")
                 for text in t.removeprefix("answered: ").split(" + ")]
         assert mine == sent[n]
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_stop_reaches_a_turn_running_on_the_other_replica(telegram: FakeTelegram, database_url: str) -> None:
+    """Without Redis: the stop is written on the turn's inbox row, and the replica running it reads it."""
+    gate = asyncio.Event()
+    bot = TelegramBot().register(telegram)
+    ada = telegram.add_user(101, "Ada", username="ada")
+    chat = telegram.private_chat(ada)
+    async with AsyncExitStack() as stack:
+        replicas: list[Gateway] = [await stack.enter_async_context(running_gateway(
+            telegram, [bot], database_url=database_url, redis_url=None, model=held_first(gate))) for _ in range(2)]
+        await telegram.user_says(bot.token, chat, ada, "write me a long story")
+        await telegram.wait_for(lambda: len(stop_buttons(telegram, chat)) == 1)
+        [live] = stop_buttons(telegram, chat)
+        [running] = [g for g in replicas if g.worker is not None and g.worker.turns.running()]
+        assert running.worker is not None
+        await running.worker.drain(0)  # it claims nothing more: the click is the other replica's to take
+        await telegram.user_clicks(bot.token, live, ada, "st:")
+        await telegram.wait_for(lambda: "Stopped" in message(telegram, chat, live["message_id"])["text"],
+                                timeout=STOP_WITHIN)
+        await telegram.wait_for(lambda: len(click_answers(telegram)) == 1)
+    assert await runs(database_url) == ["stopped"]
