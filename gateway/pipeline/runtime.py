@@ -246,7 +246,7 @@ class Runtime:
             run_id = await self.open_run(turn)
         signal = self._turns.get(turn.inbox_id)
         if signal is not None and turn.retried:
-            signal.newer = True  # an earlier attempt may have taken messages: take them again
+            signal.retaking = True  # an earlier attempt may have taken messages: take them again
         return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history, files=turn.files,
                                  inbox_id=turn.inbox_id, retried=turn.retried)
 
@@ -437,11 +437,12 @@ class Runtime:
 
     async def _steered(self, signal: TurnSignal, deps: TurnDeps, messages: list[ModelMessage]) -> list[ModelMessage]:
         """Before each model request of a `steer` turn: the messages sent since it began, in its next request."""
-        if not signal.newer or self._control is None:
+        if not (signal.newer or signal.retaking) or self._control is None:
             return messages
-        signal.newer = False
+        again_only = not signal.newer
+        signal.newer = signal.retaking = False
         taken = await self._control.take_waiting(signal.item_id, owner=signal.owner, binding=deps.binding,
-                                                 known=signal.taken)
+                                                 known=signal.taken, again_only=again_only)
         if not taken:
             return messages
         group = not deps.address.is_direct

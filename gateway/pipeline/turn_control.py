@@ -117,11 +117,13 @@ class TurnControl:
         text = {"stopping": STOPPING, "nothing": NOTHING_RUNNING, "refused": NOT_YOURS}[verdict]
         return StopAnswer(verdict=verdict, text=text)
 
-    async def take_waiting(self, item_id: int, *, owner: str, binding: Binding, known: set[int]) -> list[Inbound]:
+    async def take_waiting(self, item_id: int, *, owner: str, binding: Binding, known: set[int],
+                           again_only: bool = False) -> list[Inbound]:
         """The messages of the running item's conversation sent after it, in order, up to the first it may not take
         (`steerable`): each marked done as taken by `item_id` and its words stored in the conversation, in one
         transaction, while `owner` still holds the running item's lease. A retried turn takes again what its
-        earlier attempt took; `known`: what this attempt took already (the new ones are added to it)."""
+        earlier attempt took (`again_only`: that and nothing new); `known`: what this attempt took already (the new
+        ones are added to it)."""
         def work(connection: Connection) -> list[tuple[int, Inbound]]:
             running = connection.execute(_HOLDING, {"item": item_id, "owner": owner}).first()
             if running is None:
@@ -129,7 +131,7 @@ class TurnControl:
             taken: list[tuple[int, Inbound]] = []
             for row in connection.execute(_WAITING, {"key": running.conversation_key, "item": item_id}).all():
                 inbound = self._inbound(row.bot_name, row.payload)
-                if inbound is None or not steerable(binding, inbound):
+                if inbound is None or not steerable(binding, inbound) or (again_only and row.status == "pending"):
                     break
                 if row.id in known:
                     continue

@@ -97,6 +97,8 @@ class TurnSignal:
         self.interrupted = False
         self.newer = False
         """A newer message of the conversation waits in the inbox (cleared by whoever takes it)."""
+        self.retaking = False
+        """A retried attempt: its first request takes again what an earlier attempt took, and nothing new."""
         self.on_newer: Callable[[], None] | None = None
         """Told when a newer message is first noted (`while_busy`: the runtime sets it for its run)."""
         self._asking: asyncio.Task[Any] | None = None
