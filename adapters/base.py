@@ -143,8 +143,11 @@ class Inbound:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalClick:
+    """A verified button click: Approve or Deny on an approval card, or Stop on a live reply (`card` is then the
+    reply's message and `approval_id` is empty)."""
+
     approval_id: str
-    verb: Literal["approve", "deny"]
+    verb: Literal["approve", "deny", "stop"]
     clicker: Speaker
     card: MessageRef
     logical_id: str

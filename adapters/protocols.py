@@ -185,6 +185,16 @@ class ShowsTyping(Protocol):
     async def show_typing(self, address: ChatAddress) -> None: ...
 
 
+@runtime_checkable
+class OffersStop(Protocol):
+    """A live reply's message carries a Stop button while its turn runs; a click on it parses as an `ApprovalClick`
+    with verb `stop`, verified as an approval click is. A plain `edit` takes the button away."""
+
+    async def send_live(self, address: ChatAddress, text: str) -> MessageRef: ...
+
+    async def edit_live(self, ref: MessageRef, text: str) -> None: ...
+
+
 class Cards(Protocol):
     """Approval cards with buttons (approvals)."""
 

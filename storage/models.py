@@ -218,6 +218,10 @@ class InboxRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
+    stop_requested_by: Mapped[str | None] = mapped_column(String(256))
+    """Who asked to stop this running turn (`TurnControl.stop`); the replica running it notices within a second."""
+    taken_by: Mapped[int | None] = mapped_column(Id)
+    """The running turn's item that took this message mid-turn (`while_busy: steer`): done, answered there."""
 
 
 class ParkedRunRow(Base):

@@ -70,7 +70,7 @@ MAX_UPDATE_ID = 2**53
 _GROUPS = (ChatType.GROUP, ChatType.SUPERGROUP)
 PHOTO_TYPES = frozenset({"image/png", "image/jpeg", "image/webp"})
 """What `sendPhoto` shows as a picture; any other file goes as a document."""
-_VERBS: dict[str, Literal["approve", "deny"]] = {"ap:": "approve", "dn:": "deny"}
+_VERBS: dict[str, Literal["approve", "deny", "stop"]] = {"ap:": "approve", "dn:": "deny", "st:": "stop"}
 
 
 _UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError)
@@ -226,20 +226,27 @@ class TelegramAdapter:
 
     # -- to the wire ---------------------------------------------------------------------------------
 
-    async def send(self, address: ChatAddress, text: str) -> MessageRef:
+    async def send(self, address: ChatAddress, text: str, *, markup: InlineKeyboardMarkup | None = None) -> MessageRef:
         thread = int(address.thread_id) if address.thread_id else None
 
         async def post(body: str, parse_mode: str | None) -> Message:
             return await self._bot.send_message(chat_id=address.channel_id, text=body, parse_mode=parse_mode,
-                                                message_thread_id=thread)
+                                                message_thread_id=thread, reply_markup=markup)
         message = await self._formatted("sendMessage", post, text)
         return MessageRef(address=address, message_id=str(message.message_id))
 
-    async def edit(self, ref: MessageRef, text: str) -> None:
+    async def send_live(self, address: ChatAddress, text: str) -> MessageRef:
+        return await self.send(address, text, markup=STOP_BUTTON)
+
+    async def edit_live(self, ref: MessageRef, text: str) -> None:
+        await self.edit(ref, text, markup=STOP_BUTTON)
+
+    async def edit(self, ref: MessageRef, text: str, *, markup: InlineKeyboardMarkup | None = None) -> None:
+        """Without `markup` the message's buttons go (a live reply's Stop, once it is finished)."""
         async def change(body: str, parse_mode: str | None) -> Any:
             return await self._bot.edit_message_text(chat_id=ref.address.channel_id,
                                                      message_id=int(ref.message_id), text=body,
-                                                     parse_mode=parse_mode)
+                                                     parse_mode=parse_mode, reply_markup=markup)
         try:
             await self._formatted("editMessageText", change, text)
         except BadRequest as exc:
@@ -427,6 +434,10 @@ def _chat_of(update: Any) -> str:
     chat = message.get("chat") if is_object(message) else None
     chat_id = chat.get("id") if is_object(chat) else None
     return str(chat_id) if isinstance(chat_id, int | str) else ""
+
+
+STOP_BUTTON = InlineKeyboardMarkup([[InlineKeyboardButton("⏹ Stop", callback_data="st:")]])
+"""On a live reply while its turn runs: the conversation is the message's own, so the data names nothing."""
 
 
 def _buttons(card: ApprovalCard) -> InlineKeyboardMarkup:

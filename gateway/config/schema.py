@@ -373,6 +373,9 @@ class ApprovalPolicy(_Strict):
         return self
 
 
+WhileBusy = Literal["queue", "steer", "interrupt"]
+
+
 class BindingSpec(_Strict):
     instructions: str = ""
     """Extra instructions for this bot, added after the agent's; may use the channel placeholders."""
@@ -397,6 +400,10 @@ class BindingSpec(_Strict):
     """Overrides the agent's `sandbox` `session_scope` in this bot's chats; null keeps the spec's."""
     limits: Limits | None = None
     """Token and cost budgets per person (day, month) and for the whole binding (month), in UTC; null: none."""
+    while_busy: WhileBusy | None = None
+    """A message sent while a turn runs in its conversation: `queue` waits for its own turn, `steer` is handed to
+    the running turn at its next model request (one reply answers both), `interrupt` stops the running turn and a
+    new one answers both. Unset: `steer` in direct messages, `queue` in groups."""
 
     @model_validator(mode="after")
     def _allowlist_named(self) -> BindingSpec:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ApprovalClick, Inbound
@@ -29,6 +29,8 @@ REJECTED_RETENTION = timedelta(days=3)
 PARSED_KEPT = 10_000
 """Events parsed at intake kept for their claim in this process; past it the oldest are dropped (a claim on another
 replica takes theirs), and their claim parses the stored payload."""
+AT_ONCE = "|now"
+"""What `at_once` adds to a conversation key."""
 INBOX = table_of(InboxRow)
 """Statements on the turn's path name the table, not the mapped class: Core statements skip the ORM's bulk
 persistence (its attribute evaluation and synchronisation), which cost more than the statements themselves."""
@@ -50,6 +52,21 @@ class InboxItem:
     event: Inbound | ApprovalClick | None = None
     """What intake parsed from `payload`, when it accepted the item in this process; None: parse `payload` (a claim
     on another replica, a retry, a restart)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnNote:
+    """What the heartbeat read of one running item: a stop asked for it, a newer message of its conversation."""
+
+    item_id: int
+    stop_by: str | None
+    newer: bool
+
+
+def at_once(conversation_key: str) -> str:
+    """The lane beside a conversation, claimed while its turn runs: a stop (the word, the button) goes there, so it
+    does not wait behind the turn it stops."""
+    return f"{conversation_key}{AT_ONCE}"
 
 
 class Inbox:
@@ -126,6 +143,23 @@ class Inbox:
                                     INBOX.c.status == "running")
                 .values(lease_until=utcnow() + lease))
         await self._db.run(work, single=True)
+
+    async def heartbeat(self, worker_id: str, item_ids: Sequence[int], *,
+                        lease: timedelta | None) -> list[TurnNote]:
+        """What is asked of these running items (only those with something to say), renewing their leases first
+        when `lease` is given: one transaction, a read and at most one write."""
+        if not item_ids:
+            return []
+
+        def work(connection: Connection) -> list[TurnNote]:
+            if lease is not None:
+                connection.execute(
+                    update(INBOX).where(INBOX.c.id.in_(item_ids), INBOX.c.lease_owner == worker_id,
+                                        INBOX.c.status == "running")
+                    .values(lease_until=utcnow() + lease))
+            rows = connection.execute(_NOTES, {"ids": list(item_ids), "owner": worker_id}).all()
+            return [TurnNote(item_id=row.id, stop_by=row.stop_requested_by, newer=bool(row.newer)) for row in rows]
+        return await self._db.run(work)
 
     async def remember_reply(self, item_id: int, message_id: str) -> None:
         """Urgent, ahead of the turns' transactions: until it lands, a crash strands the post it records."""
@@ -240,6 +274,12 @@ _COMPLETE = (update(INBOX).where(INBOX.c.id == bindparam("item"), INBOX.c.lease_
              .returning(INBOX.c.conversation_key))
 _WAITING = (select(INBOX.c.id).where(INBOX.c.conversation_key == bindparam("key"), INBOX.c.status.in_(OPEN),
                                      INBOX.c.id > bindparam("item")).limit(1))
+_LATER = INBOX.alias("later")
+_NEWER = exists().where(_LATER.c.conversation_key == INBOX.c.conversation_key, _LATER.c.status == "pending",
+                        _LATER.c.id > INBOX.c.id).correlate(INBOX)
+_NOTES = (select(INBOX.c.id, INBOX.c.stop_requested_by, _NEWER.label("newer"))
+          .where(INBOX.c.id.in_(bindparam("ids", expanding=True)), INBOX.c.lease_owner == bindparam("owner"),
+                 INBOX.c.status == "running", or_(INBOX.c.stop_requested_by.is_not(None), _NEWER)))
 _REMEMBER_REPLY = update(INBOX).where(INBOX.c.id == bindparam("item")).values(reply_message_id=bindparam("message_id"))
 
 

@@ -11,9 +11,10 @@ from typing import Any
 
 from adapters.base import ApprovalClick, Deliver, Inbound, MalformedPayload
 from adapters.protocols import FollowsThreads, Parser, ShowsTyping
-from gateway.pipeline.inbox import Inbox
+from gateway.pipeline.inbox import Inbox, at_once
 from gateway.pipeline.live_reply import TYPING_LASTS
 from gateway.pipeline.metrics import AckOutcome, GatewayMetrics
+from gateway.pipeline.turn_control import STOP_WORD
 
 log = logging.getLogger(__name__)
 
@@ -83,13 +84,16 @@ class Intake:
             await self._reject(bot_name, _serialized(payload), str(exc))
             return "rejected"
         if isinstance(event, ApprovalClick):
-            conversation = event.card.address  # decided in turn with the conversation the card belongs to
+            key = event.card.address.conversation_key  # decided in turn with the conversation the card belongs to
+            stop = event.verb == "stop"
         elif isinstance(event, Inbound) and await self._addressed(adapter, event):
-            conversation = event.address
+            key = event.address.conversation_key
+            stop = STOP_WORD.match(event.text.strip()) is not None
         else:
             return "ignored"
+        # A stop must not wait behind the turn it stops: it goes in the lane beside the conversation.
         accepted = await self._inbox.accept(logical_id=event.logical_id, bot_name=bot_name,
-                                            conversation_key=conversation.conversation_key, payload=payload,
+                                            conversation_key=at_once(key) if stop else key, payload=payload,
                                             event=event)
         if not accepted:
             log.info("bot %r: duplicate delivery of %s dropped", bot_name, event.logical_id)

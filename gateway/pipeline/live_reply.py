@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from adapters.base import ChatAddress, MessageRef
 from adapters.markdown import split_text
-from adapters.protocols import ChatOutput, FindsOwnPosts, PostsOnce, ShowsTyping
+from adapters.protocols import ChatOutput, FindsOwnPosts, OffersStop, PostsOnce, ShowsTyping
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,10 @@ class LiveReply:
         self._typing: asyncio.Task[None] | None = None
         self._first: asyncio.Task[MessageRef] | None = None
         """The first post where it waits for text: one task, so a flush and `finish` never post it twice."""
+        self.stoppable = False
+        """While true (the model is asked), what is shown carries a Stop button where the platform has buttons."""
+        self._buttoned = False
+        """The message shows a Stop button: `finish` edits it even when the text is the same, to take it away."""
 
     @property
     def message_id(self) -> str | None:
@@ -138,7 +142,11 @@ class LiveReply:
     async def _post_first(self, text: str) -> MessageRef:
         await self._stop_typing()  # before the post, which clears it: a late typing call would show it again
         self._posting()
-        ref = await self._adapter.send(self._address, text)
+        if self.stoppable and isinstance(self._adapter, OffersStop):
+            ref = await self._adapter.send_live(self._address, text)
+            self._buttoned = True
+        else:
+            ref = await self._adapter.send(self._address, text)
         self._ref, self._shown = ref, text
         self._last_edit = time.monotonic()
         self.posted_at = self.posted_at or self._last_edit
@@ -203,8 +211,9 @@ class LiveReply:
         await self.cancel()
         pieces = split_text(text, self._adapter.limits.max_edit_text) or ["(no answer)"]
         ref = await self._message(pieces[0])
-        if pieces[0] != self._shown:
+        if pieces[0] != self._shown or self._buttoned:
             await self._adapter.edit(ref, pieces[0])
+            self._buttoned = False
         refs = [ref]
         for piece in pieces[1:]:
             refs.append(await self._adapter.send(self._address, piece))
@@ -241,6 +250,10 @@ class LiveReply:
         try:
             if self._ref is None:
                 await self._posted_once(wanted)
+            elif self.stoppable and isinstance(self._adapter, OffersStop):
+                self._buttoned = True  # before the call: an edit cut off may still have shown it
+                await self._adapter.edit_live(self._ref, wanted)
+                self._shown = wanted
             else:
                 await self._adapter.edit(self._ref, wanted)
                 self._shown = wanted

@@ -21,10 +21,11 @@ from gateway.pipeline.inbox import Inbox, InboxItem, conversation_hash
 from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.notices import OPERATOR_HAS_DETAILS
-from gateway.pipeline.runtime import Answered, Parked, RunOutcome, Runtime
+from gateway.pipeline.runtime import Answered, Parked, RunOutcome, Runtime, Stopped
 from gateway.pipeline.steps import STEPS
 from gateway.pipeline.steps.services import OpenQuestions, ParkedRuns, StepServices
 from gateway.pipeline.steps.step import Delivery, LooksAhead, Step
+from gateway.pipeline.turn_control import TurnControl
 from gateway.pipeline.worker import Finish
 from storage.cache import Cache
 from storage.db import Database
@@ -50,8 +51,8 @@ class Router:
     def __init__(self, *, adapters: Mapping[str, PlatformAdapter], bindings: BindingStore, conversations: Conversations,
                  runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ParkedRuns,
                  questions: OpenQuestions, commands: DirectCommands, db: Database, capabilities: BoundRegistry,
-                 metrics: GatewayMetrics | None = None, typing: TypingShown | None = None,
-                 budgets: bool = False) -> None:
+                 control: TurnControl, metrics: GatewayMetrics | None = None,
+                 typing: TypingShown | None = None, budgets: bool = False) -> None:
         """`typing`: what `Intake` showed typing in; a turn's first post clears it there. `capabilities`: those the
         deployment binds, whose declarations a step asks. `budgets`: some binding sets `limits`."""
         self._prepared: dict[int, Prepared] = {}
@@ -62,7 +63,8 @@ class Router:
         services = StepServices(db=db, cache=cache, inbox=inbox, capabilities=capabilities, conversations=conversations,
                                 commands=commands, runtime=runtime, parked=approval_flow, questions=questions,
                                 metrics=self._metrics, typing=typing or TypingShown(), account=self._account,
-                                budgets=budgets)
+                                budgets=budgets, control=control)
+        self._control = control
         self._steps: Sequence[Step] = tuple(step for make in STEPS if (step := make(services)) is not None)
 
     def prepare(self, connection: Connection, items: list[InboxItem]) -> None:
@@ -102,6 +104,10 @@ class Router:
             log.error("inbox item %d is for bot %r, which this gateway does not run", item.id, item.bot_name)
             return None
         event = prepared.event if prepared is not None else _event(adapter, item)
+        if isinstance(event, ApprovalClick) and event.verb == "stop":
+            answer = await self._control.stop(event.card.address.conversation_key, event.clicker)
+            await adapter.answer_click(event, answer.text, refused=answer.verdict != "stopping")
+            return None
         if isinstance(event, ApprovalClick):
             return await self._approval_flow.on_click(adapter, event, retried=item.attempts > 1)
         if not isinstance(event, Inbound):
@@ -136,7 +142,8 @@ class Router:
         binding, item = delivery.binding, delivery.item
         final = time.monotonic() - started
         first_post = None if posted_at is None else max(0.0, posted_at - started)
-        kind = "answered" if isinstance(outcome, Answered) else "parked" if isinstance(outcome, Parked) else "failed"
+        kind = ("answered" if isinstance(outcome, Answered) else "parked" if isinstance(outcome, Parked)
+                else "stopped" if isinstance(outcome, Stopped) else "failed")
         usage, model = outcome.usage, binding.agent.spec.model
         self._metrics.turn(binding.bot_name, kind, first_post=first_post, final=final)
         self._metrics.model_used(model, requests=usage.requests, input_tokens=usage.input_tokens,

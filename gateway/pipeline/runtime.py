@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -16,6 +18,7 @@ from pydantic_ai import (
     DeferredToolRequests,
     DeferredToolResults,
     ModelMessage,
+    ModelRequest,
     PartDeltaEvent,
     PartStartEvent,
     RunContext,
@@ -23,7 +26,9 @@ from pydantic_ai import (
     TextPartDelta,
     UsageLimits,
     UserContent,
+    UserPromptPart,
 )
+from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RunUsage
 from sqlalchemy import Connection, insert, update
@@ -42,10 +47,13 @@ from gateway.agents.transcription import Transcriber
 from gateway.config.schema import AgentSpec, BindingSpec
 from gateway.config.secrets import SecretSource
 from gateway.pipeline.attachments import Attachment, user_content
+from gateway.pipeline.conversations import speaker_line
 from gateway.pipeline.live_reply import LiveReply
 from gateway.pipeline.notices import EXPLAINED_FAILURES, failure_notice, setup_fix
 from gateway.pipeline.outbox import CLAIM, RunOutbox, turn_key
 from gateway.pipeline.outbox_posting import FileChat
+from gateway.pipeline.turn_control import TurnControl
+from gateway.pipeline.worker import RunningTurns, TurnSignal, TurnStopped
 from storage.conversation_state import StoredConversationState
 from storage.db import Database
 from storage.models import RunRow, table_of, utcnow
@@ -53,6 +61,8 @@ from storage.models import RunRow, table_of, utcnow
 log = logging.getLogger(__name__)
 
 REQUEST_LIMIT = 25
+STOPPED = "⏹ Stopped by {by}."
+INTERRUPTED = "⏹ Interrupted by a newer message."
 PLAIN_AGENTS = 256
 """Assembled agents kept for bindings that build nothing per run; past it the oldest goes."""
 
@@ -151,7 +161,20 @@ class Failed:
     usage: RunUsage = field(default_factory=RunUsage)
 
 
-RunOutcome = Answered | Parked | Failed
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stopped:
+    """A run stopped while it ran: by a person, or interrupted by a newer message (`while_busy: interrupt`)."""
+
+    run_id: int
+    text: str
+    """What the model had said, as the chat shows it (with the stopped mark)."""
+    message_id: str
+    by: str
+    interrupted: bool = False
+    usage: RunUsage = field(default_factory=RunUsage)
+
+
+RunOutcome = Answered | Parked | Failed | Stopped
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,6 +222,9 @@ class Chats:
     """The adapters that post files; a run's outbox posts through its bot's."""
     file_claim: timedelta = CLAIM
     """How long a run's outbox holds a file it is posting between renewals (`gateway/pipeline/outbox_posting.py`)."""
+    control: TurnControl | None = None
+    """The people's hold on a running turn: its stop (read by the worker's heartbeat, `control.turns`) and the
+    messages they send meanwhile (`while_busy`). None: runs cannot be stopped or steered."""
 
 
 class Runtime:
@@ -214,6 +240,9 @@ class Runtime:
         self._mcp = mcp or McpServers(servers={}, secrets=SecretSource(environ={}))
         self._chats = chats
         self._instrumentation = instrumentation
+        self._control = chats.control
+        self._turns = chats.control.turns if chats.control is not None else RunningTurns()
+        self._interrupts: set[asyncio.Task[None]] = set()
         self._plain: dict[tuple[str, str, int, str], AssembledAgent] = {}
         """The assembled agents of bindings that build nothing per run (no capability, no MCP server, no channel
         placeholder), by bot, agent, version and binding instructions: one pydantic-ai Agent serves all their runs."""
@@ -227,6 +256,9 @@ class Runtime:
         `record_answered`, which the caller commits with the rest of the turn's end."""
         if run_id is None:
             run_id = await self.open_run(turn)
+        signal = self._turns.get(turn.inbox_id)
+        if signal is not None and turn.retried:
+            signal.retaking = True  # an earlier attempt may have taken messages: take them again
         return await self._drive(run_id, turn.deps, reply, prompt=turn.prompt, history=turn.history, files=turn.files,
                                  inbox_id=turn.inbox_id, retried=turn.retried)
 
@@ -282,7 +314,10 @@ class Runtime:
                 assembled.delegated.incr(delegated)
             if files:  # what the model takes of them depends on the model, known only now
                 run_input["prompt"] = user_content(run_input["prompt"], files, assembled.agent.model)
-            result = await self._stream(assembled, deps, reply, **run_input)
+            result = await self._stream(assembled, deps, reply, signal=self._turns.get(inbox_id) if not resuming
+                                        else None, **run_input)
+        except TurnStopped as exc:
+            return await self._stopped(run_id, reply, exc, assembled, outbox)
         except RunRefused as exc:  # a refusal is the platform doing its job: an outcome of its own
             log.info("run %d for bot %r refused at the %s edge (%s)", run_id, deps.binding.bot_name, exc.edge,
                      exc.status)
@@ -337,6 +372,21 @@ class Runtime:
             self._plain[key] = assembled
         return assembled
 
+    async def _stopped(self, run_id: int, reply: LiveReply, stop: TurnStopped, assembled: AssembledAgent | None,
+                       outbox: RunOutbox | None) -> Stopped:
+        """The text so far stays, marked as stopped; the run's row is left to the turn's end (`finish_stopped`)."""
+        mark = INTERRUPTED if stop.interrupted else STOPPED.format(by=stop.by)
+        shown = reply.shown_text.rstrip()
+        text = f"{shown}\n\n{mark}" if shown else mark
+        refs = await reply.finish(text)
+        await _deliver(outbox)
+        usage = assembled.delegated if assembled is not None else RunUsage()
+        if assembled is not None:
+            await _end(assembled)
+        log.info("run %d stopped (%s)", run_id, "interrupted" if stop.interrupted else "asked")
+        return Stopped(run_id=run_id, text=text, message_id=refs[0].message_id, by=stop.by,
+                       interrupted=stop.interrupted, usage=usage)
+
     async def _failed(self, run_id: int, deps: TurnDeps, reply: LiveReply, exc: Exception,
                       assembled: AssembledAgent | None, *, before: RunUsage) -> Failed:
         """The chat gets a short notice, the run row the error, the log one line: an ERROR with the fix for a
@@ -359,12 +409,26 @@ class Runtime:
             await _end(assembled)
         return Failed(run_id=run_id, error=str(exc), message_id=refs[0].message_id, usage=usage or RunUsage())
 
-    async def _stream(self, assembled: AssembledAgent, deps: TurnDeps, reply: LiveReply,
-                      prompt: str | Sequence[UserContent] | None = None, history: list[ModelMessage] | None = None,
-                      conversation: Any = None, results: DeferredToolResults | None = None) -> AgentRunResult[Any]:
+    async def _stream(self, assembled: AssembledAgent, deps: TurnDeps, reply: LiveReply, *,
+                      signal: TurnSignal | None, prompt: str | Sequence[UserContent] | None = None,
+                      history: list[ModelMessage] | None = None, conversation: Any = None,
+                      results: DeferredToolResults | None = None) -> AgentRunResult[Any]:
         """The run in this task, its text streamed into `reply` by an event handler (`run_stream_events` would run it
-        in a task of its own and hand each event over a channel: a task switch per event)."""
+        in a task of its own and hand each event over a channel: a task switch per event). A turn's run can be
+        stopped (`signal`), and is handed the messages sent meanwhile as its binding's `while_busy` says."""
         shown = ""
+        extra: list[AbstractCapability[Any]] = []
+        if signal is not None:
+            # Unset: steer in a direct message, where one person talks; queue in a group, where others may.
+            mode = deps.binding.spec.while_busy or ("steer" if deps.address.is_direct else "queue")
+            if mode == "steer" and self._control is not None:
+                turn_signal = signal
+
+                async def steer(messages: list[ModelMessage]) -> list[ModelMessage]:
+                    return await self._steered(turn_signal, deps, messages)
+                extra.append(ProcessHistory(steer))
+            elif mode == "interrupt" and self._control is not None:
+                signal.on_newer = lambda: self._interrupt(signal, deps)
 
         async def show(_ctx: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
             nonlocal shown
@@ -377,9 +441,44 @@ class Runtime:
                     continue
                 reply.update(shown)
 
-        return await assembled.agent.run(
-            prompt, message_history=history, conversation=conversation, deferred_tool_results=results, deps=deps,
-            usage_limits=UsageLimits(request_limit=REQUEST_LIMIT), event_stream_handler=show)
+        reply.stoppable = signal is not None
+        try:
+            with signal.asking() if signal is not None else contextlib.nullcontext():
+                return await assembled.agent.run(
+                    prompt, message_history=history, conversation=conversation, deferred_tool_results=results,
+                    deps=deps, usage_limits=UsageLimits(request_limit=REQUEST_LIMIT), event_stream_handler=show,
+                    capabilities=extra or None)
+        finally:
+            reply.stoppable = False
+
+    async def _steered(self, signal: TurnSignal, deps: TurnDeps, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """Before each model request of a `steer` turn: the messages sent since it began, in its next request."""
+        if not (signal.newer or signal.retaking) or self._control is None:
+            return messages
+        again_only = not signal.newer
+        signal.newer = signal.retaking = False
+        taken = await self._control.take_waiting(signal.item_id, owner=signal.owner, binding=deps.binding,
+                                                 known=signal.taken, again_only=again_only)
+        if not taken:
+            return messages
+        group = not deps.address.is_direct
+        parts = [UserPromptPart(speaker_line(inbound.speaker.display_name, inbound.text, group)) for inbound in taken]
+        last = messages[-1] if messages else None
+        if isinstance(last, ModelRequest):
+            messages[-1] = replace(last, parts=[*last.parts, *parts])
+        else:
+            messages.append(ModelRequest(parts=parts))
+        return messages
+
+    def _interrupt(self, signal: TurnSignal, deps: TurnDeps) -> None:
+        """A newer message under `while_busy: interrupt` stops the turn, once it is one its own turn would answer."""
+        async def check() -> None:
+            signal.newer = False
+            if self._control is not None and await self._control.interrupts(signal.item_id, binding=deps.binding):
+                signal.stop("a newer message", interrupted=True)
+        task = asyncio.create_task(check(), name=f"interrupt {signal.item_id}")
+        self._interrupts.add(task)
+        task.add_done_callback(self._interrupts.discard)
 
     async def booked(self, run_id: int) -> Booked:
         """What the run's row books so far, and its turn's inbox item: for a run parked without them in its

@@ -1,4 +1,5 @@
-"""Workers lease inbox items and run one turn per conversation at a time, renewing leases while they run."""
+"""Workers lease inbox items and run one turn per conversation at a time, renewing leases while they run; the same
+heartbeat tells a running turn of a stop asked for it, or of a newer message of its conversation (`RunningTurns`)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from opentelemetry.trace import NoOpTracer, StatusCode, Tracer
 from sqlalchemy import Connection
@@ -34,6 +36,10 @@ GiveUp = Callable[[InboxItem], Awaitable[None]]
 FIRST_WAIT = timedelta(seconds=1)
 LONGEST_WAIT = timedelta(seconds=30)
 """An item a dependency fault put back waits FIRST_WAIT, doubling with each fault in a row, up to LONGEST_WAIT."""
+HEARTBEAT = 0.05
+"""The heartbeat's beat, as a part of the lease (0.5 s of 10): how soon a stop asked on any replica is noticed."""
+RENEW_EVERY = 5
+"""Beats between lease renewals: every 2.5 s of a 10 s lease."""
 UNTRACED: Tracer = NoOpTracer()
 """A worker's tracer when the gateway exports no traces."""
 _UNREACHED = (ConnectionError, TimeoutError, socket.gaierror)
@@ -67,6 +73,90 @@ def turn_attributes(item: InboxItem) -> dict[str, str | int]:
             "gateway.bot": item.bot_name, "gateway.attempt": item.attempts}
 
 
+class TurnStopped(Exception):
+    """The running turn was stopped: by a person (`by` names them), or by a newer message (`while_busy:
+    interrupt`)."""
+
+    def __init__(self, by: str, *, interrupted: bool = False) -> None:
+        super().__init__(f"stopped by {by}")
+        self.by = by
+        self.interrupted = interrupted
+
+
+class TurnSignal:
+    """What this replica learns of one of its running turns while it runs: a stop asked for it, a newer message of its
+    conversation. The runtime asks the model inside `asking()`, the one place a stop cancels."""
+
+    def __init__(self, item_id: int, owner: str) -> None:
+        self.item_id = item_id
+        self.owner = owner
+        """The worker holding the item's lease."""
+        self.taken: set[int] = set()
+        """The items of messages this attempt took (`while_busy: steer`)."""
+        self.stop_by: str | None = None
+        self.interrupted = False
+        self.newer = False
+        """A newer message of the conversation waits in the inbox (cleared by whoever takes it)."""
+        self.retaking = False
+        """A retried attempt: its first request takes again what an earlier attempt took, and nothing new."""
+        self.on_newer: Callable[[], None] | None = None
+        """Told when a newer message is first noted (`while_busy`: the runtime sets it for its run)."""
+        self._asking: asyncio.Task[Any] | None = None
+        self._cancelled = False
+
+    def stop(self, by: str, *, interrupted: bool = False) -> None:
+        """Stop the turn: at once while the model is asked, else as it next asks."""
+        if self.stop_by is not None:
+            return
+        self.stop_by, self.interrupted = by, interrupted
+        if self._asking is not None and not self._cancelled:
+            self._cancelled = True
+            self._asking.cancel()
+
+    def note_newer(self) -> None:
+        if not self.newer:
+            self.newer = True
+            if self.on_newer is not None:
+                self.on_newer()
+
+    @contextmanager
+    def asking(self) -> Generator[None]:
+        """Around the model run, in the turn's task: a stop cancels it and comes out as `TurnStopped`; a cancellation
+        of anything else (a shutdown) goes on as one."""
+        if self.stop_by is not None:
+            raise TurnStopped(self.stop_by, interrupted=self.interrupted)
+        task = asyncio.current_task()
+        self._asking = task
+        try:
+            yield
+        except asyncio.CancelledError:
+            if not self._cancelled or task is None or task.uncancel() > 0 or self.stop_by is None:
+                raise
+            raise TurnStopped(self.stop_by, interrupted=self.interrupted) from None
+        finally:
+            self._asking = None
+
+
+class RunningTurns:
+    """The signals of the turns this process runs, by inbox item: the worker notes what its heartbeat reads, a stop
+    asked in this process is noted at once, the runtime acts on them."""
+
+    def __init__(self) -> None:
+        self._signals: dict[int, TurnSignal] = {}
+
+    def begin(self, item_id: int, owner: str) -> TurnSignal:
+        return self._signals.setdefault(item_id, TurnSignal(item_id, owner))
+
+    def get(self, item_id: int | None) -> TurnSignal | None:
+        return None if item_id is None else self._signals.get(item_id)
+
+    def end(self, item_id: int) -> None:
+        self._signals.pop(item_id, None)
+
+    def running(self) -> list[TurnSignal]:
+        return list(self._signals.values())
+
+
 def _nanoseconds(moment: datetime) -> int:
     return int(moment.timestamp() * 1_000_000_000)
 
@@ -74,11 +164,13 @@ def _nanoseconds(moment: datetime) -> int:
 class Worker:
     def __init__(self, inbox: Inbox, handle: Handler, *, give_up: GiveUp | None = None, concurrency: int = 8,
                  lease: timedelta = timedelta(seconds=10), idle_poll: float = 1.0,
-                 tracer: Tracer = UNTRACED, prepare: Prepare | None = None) -> None:
+                 tracer: Tracer = UNTRACED, prepare: Prepare | None = None,
+                 turns: RunningTurns | None = None) -> None:
         """`give_up` tells the chat of an item whose turn failed its last attempt; `tracer` opens one span per
         item around its whole turn, the agent's own spans nested in it (`gateway/server/tracing.py`); `prepare`
         reads what the claimed items' turns need, inside the claim's transaction. What `handle` returns is
-        committed with the item's completion."""
+        committed with the item's completion. `turns`: where the heartbeat notes what it reads of the running turns
+        (a stop, a newer message), shared with the runtime."""
         self.worker_id = f"worker-{uuid.uuid4().hex[:12]}"
         self._inbox = inbox
         self._handle = handle
@@ -94,6 +186,7 @@ class Worker:
         self._wake = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
         self._draining = False
+        self.turns = turns or RunningTurns()
 
     def busy(self) -> bool:
         """A message accepted now may wait before its placeholder: turns are running here, and its own start queues
@@ -148,6 +241,7 @@ class Worker:
 
     async def _process(self, item: InboxItem) -> None:
         more = True
+        self.turns.begin(item.id, self.worker_id)
         try:
             with self._tracer.start_as_current_span("turn", attributes=turn_attributes(item),
                                                     start_time=_nanoseconds(item.accepted_at)) as span:
@@ -162,6 +256,7 @@ class Worker:
                                               unknown=True)
         finally:
             self._running.pop(item.id, None)
+            self.turns.end(item.id)
             # Claim again only when something may wait: the next message of this conversation, or items no free
             # slot took. Anything else accepted here woke the worker itself; other replicas' leftovers wait for
             # the idle poll, as before.
@@ -206,10 +301,27 @@ class Worker:
             delay *= 2
 
     async def _renew_leases(self) -> None:
-        interval = self._lease.total_seconds() / 4
+        """Every `HEARTBEAT` of the lease while turns run: read what is asked of them (a stop, a newer message of
+        their conversation), and every fifth beat renew their leases in the same statement's transaction."""
+        beat = self._lease.total_seconds() * HEARTBEAT
+        beats = 0
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(beat)
+            beats += 1
+            running = list(self._running)
+            if not running:
+                continue
             try:
-                await self._inbox.extend_leases(self.worker_id, list(self._running), lease=self._lease)
+                notes = await self._inbox.heartbeat(self.worker_id, running,
+                                                    lease=self._lease if beats % RENEW_EVERY == 0 else None)
             except Exception as exc:  # keep renewing; a lost lease only means another worker may retry
                 log.error("renewing inbox leases failed: %s", exc)
+                continue
+            for note in notes:
+                signal = self.turns.get(note.item_id)
+                if signal is None:
+                    continue
+                if note.stop_by is not None:
+                    signal.stop(note.stop_by)
+                if note.newer:
+                    signal.note_newer()

@@ -47,7 +47,8 @@ from gateway.pipeline.outbox import CLAIM
 from gateway.pipeline.outbox_sweep import OutboxSweep
 from gateway.pipeline.router import Router
 from gateway.pipeline.runtime import Chats, Runtime
-from gateway.pipeline.worker import Worker
+from gateway.pipeline.turn_control import TurnControl
+from gateway.pipeline.worker import RunningTurns, Worker
 from gateway.server.errors import StartupError
 from gateway.server.http import Readiness, build_http_app
 from gateway.server.logs import SecretRedactor
@@ -179,10 +180,13 @@ class Gateway:
         deployment = Deployment(db=db, config=self.config, settings=self.settings, secrets=self._secrets,
                                 directories=directories, resolver=self._tuning.resolver, redact=self.redactor.add)
         capabilities = self.registry.bind(deployment, self.registry.used_by(self.config))
+        turns = RunningTurns()
+        control = TurnControl(db=db, adapters=self.adapters, bindings=bindings, turns=turns)
         runtime = Runtime(models=self._models, db=db, capabilities=capabilities,
                           instrumentation=tracing.instrumentation,
                           mcp=McpServers.of(self.config.mcp_servers, self._secrets, resolver=self._tuning.resolver),
-                          chats=Chats(directories=directories, files=files, file_claim=self._tuning.file_claim))
+                          chats=Chats(directories=directories, files=files, file_claim=self._tuning.file_claim,
+                                      control=control))
         conversations = Conversations(db)
         questions = QuestionFlow(DelegateQuestions(db))
         approvals = Approvals(db)
@@ -192,12 +196,12 @@ class Gateway:
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
                         commands=DirectCommands(identities=Identities(db), memory=memory, mem0=self._mem0_forgetting()),
-                        db=db, capabilities=capabilities, metrics=self.metrics, typing=typing,
+                        db=db, capabilities=capabilities, metrics=self.metrics, typing=typing, control=control,
                         budgets=any(bot.binding.limits is not None for bot in self.config.bots))
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, give_up=router.give_up, concurrency=tuning.worker_concurrency,
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer,
-                             prepare=router.prepare)
+                             prepare=router.prepare, turns=turns)
         intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in,
                         metrics=self.metrics, waits=self.worker.busy, typing=typing)
 

@@ -18,7 +18,7 @@ from gateway.pipeline.attachments import Attachment, fetch_attachments
 from gateway.pipeline.conversations import TurnRecord, record_answer, speaker_line, start_turn, thread_context
 from gateway.pipeline.inbox import remember_reply
 from gateway.pipeline.live_reply import LiveReply, Placeholder
-from gateway.pipeline.runtime import Answered, Parked, Turn, TurnDeps, open_run, record_answered
+from gateway.pipeline.runtime import Answered, Parked, Stopped, Turn, TurnDeps, open_run, record_answered, set_run
 from gateway.pipeline.steps.services import StepServices
 from gateway.pipeline.steps.step import HANDLED, Delivery, Handled, refuse
 from gateway.pipeline.voice import heard, refusal
@@ -72,6 +72,8 @@ class Answer:
         self._account(delivery, outcome, started=started, posted_at=reply.posted_at)
         if isinstance(outcome, Answered):
             return Handled(finish=finish_answered(outcome, record.conversation_id, delivery.binding.agent.name))
+        if isinstance(outcome, Stopped):
+            return Handled(finish=finish_stopped(outcome, record.conversation_id, delivery.binding.agent.name))
         if isinstance(outcome, Parked):
             await self._parked.park(delivery.adapter, turn.deps, record.conversation_id, outcome,
                                     inbox_id=turn.inbox_id)
@@ -127,6 +129,18 @@ def finish_answered(answered: Answered, conversation_id: int, agent_name: str) -
         record_answered(connection, answered)
         record_answer(connection, conversation_id, run_id=answered.run_id, text=answered.text,
                       speaker_name=agent_name, platform_message_id=answered.message_id)
+    return finish
+
+
+def finish_stopped(stopped: Stopped, conversation_id: int, agent_name: str) -> Finish:
+    """A stopped run's end, committed with its inbox item: the run's row says it was stopped, and what it had said
+    goes into the history, marked; an interrupted run's partial answer is left out, so the next turn answers both."""
+    def finish(connection: Connection) -> None:
+        set_run(connection, stopped.run_id, status="stopped", usage=stopped.usage,
+                error="interrupted by a newer message" if stopped.interrupted else f"stopped by {stopped.by}")
+        if not stopped.interrupted:
+            record_answer(connection, conversation_id, run_id=stopped.run_id, text=stopped.text,
+                          speaker_name=agent_name, platform_message_id=stopped.message_id)
     return finish
 
 

@@ -17,6 +17,7 @@ from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.runtime import Parked, RunOutcome, Runtime, TurnDeps
 from gateway.pipeline.steps.step import Delivery
+from gateway.pipeline.turn_control import TurnControl
 from gateway.pipeline.worker import Finish
 from storage.cache import Cache
 from storage.db import Database
@@ -83,3 +84,5 @@ class StepServices:
     account: Account
     budgets: bool = False
     """Some binding of this deployment sets `limits`: the budget step is built."""
+    control: TurnControl
+    """Stops a conversation's running turn, wherever it runs (`stop`)."""
