@@ -62,9 +62,9 @@ class Answer:
         self._account(delivery, outcome, started=started, posted_at=reply.posted_at)
         if isinstance(outcome, Answered):
             return Handled(finish=finish_answered(outcome, record.conversation_id, delivery.binding.agent.name))
-        if isinstance(outcome, Parked):
-            await self._parked.park(delivery.adapter, turn.deps, record.conversation_id, outcome,
-                                    inbox_id=turn.inbox_id)
+        if isinstance(outcome, Parked):  # resumed at once when every call was approved for the conversation already
+            return Handled(finish=await self._parked.park(delivery.adapter, turn.deps, record.conversation_id,
+                                                          outcome, inbox_id=turn.inbox_id))
         return HANDLED
 
     @staticmethod
