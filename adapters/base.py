@@ -268,7 +268,8 @@ class ApprovalCard:
         if "conversation" in self.options and self.needed == 1:
             shown.append(("approve_conversation", "Approve for this conversation"))
         if "deny" in self.options:
-            shown += [("deny", "Deny"), ("ask_reason", "Deny with reason…")]
+            shown.append(("deny", "Deny"))
+            shown.append(("ask_reason", "Deny with reason…"))
         return tuple(shown)
 
     @property

@@ -201,6 +201,10 @@ class Cards(Protocol):
         """Tell only the person who clicked (ephemeral, or a callback alert); called once per click."""
         ...
 
+@runtime_checkable
+class AsksReasons(Protocol):
+    """A platform where a denial can carry the person's reason ("Deny with reason…" on a card)."""
+
     async def ask_reason(self, click: ApprovalClick, card: ApprovalCard) -> MessageRef | None:
         """For a verified "Deny with reason…" click: open the platform's text input for the clicker (Slack's modal,
         Mattermost's interactive dialog), whose submission comes back parsed as a `deny` click carrying `reason`

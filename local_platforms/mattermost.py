@@ -255,11 +255,12 @@ class LocalMattermost(LocalPlatform):
         action = next(a for a in actions if a["id"] == action_id)
         channel = self._channels[stored["channel_id"]]
         team = self._teams.get(channel["team_id"], {})
+        trigger = _new_id()
+        self._triggers[trigger] = (user["id"], channel["id"], time.monotonic())
         body = {"user_id": user["id"], "user_name": user["username"], "channel_id": channel["id"],
                 "channel_name": channel["name"], "team_id": channel["team_id"], "team_domain": team.get("name", ""),
-                "post_id": stored["id"], "trigger_id": _new_id(), "type": "", "data_source": "",
+                "post_id": stored["id"], "trigger_id": trigger, "type": "", "data_source": "",
                 "context": action["integration"].get("context", {}) if context is None else context}
-        self._triggers[body["trigger_id"]] = (user["id"], channel["id"], time.monotonic())
         assert self._server.session is not None, "the local Mattermost is not started"
         try:
             async with self._server.session.post(action["integration"]["url"], json=body) as response:

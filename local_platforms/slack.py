@@ -35,7 +35,7 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import web
 
-from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, json_object
+from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, is_json_object, json_object
 from local_platforms.slack_files import FileRefused, SlackFiles
 
 __all__ = ["ApiCall", "HttpDelivery", "LocalSlack", "SlackApp"]
@@ -653,7 +653,7 @@ class LocalSlack(LocalPlatform):
     async def _views_open(self, app: SlackApp, params: JSON) -> JSON:
         """A modal for the person whose click gave ``trigger_id``: within 3 seconds of it, once."""
         trigger, view = params.get("trigger_id"), params.get("view")
-        if not isinstance(view, dict) or view.get("type") != "modal" or not view.get("title"):
+        if not is_json_object(view) or view.get("type") != "modal" or not view.get("title"):
             raise ApiError("invalid_arguments")
         issued = self._triggers.get(str(trigger))
         if issued is None:

@@ -258,15 +258,14 @@ class SlackAdapter:
         address = self._address(payload, text_id(card.get("channel"), "slack reason channel"),
                                 text_id(card.get("card"), "slack reason card"),
                                 optional_text_id(card.get("thread"), "slack reason thread"), None)
-        values: Mapping[str, Any] = (view.get("state") or {}).get("values") or {}
-        typed = ((values.get("reason") or {}).get("reason") or {}).get("value")
+        typed = _typed(view, "reason", "reason")
         person = people_of(payload).get(clicker_id)
         clicker = Speaker(platform="slack", platform_user_id=clicker_id, workspace=_room_team(address),
                           handle=user.get("username"),
                           display_name=person.display_name if person else str(user.get("name") or clicker_id))
         return ApprovalClick(approval_id=str(card.get("approval") or ""), verb="deny", clicker=clicker,
                              card=MessageRef(address=address, message_id=str(card["card"])),
-                             reason=typed if isinstance(typed, str) else None,
+                             reason=typed,
                              logical_id=f"{address.room_key}:reason:{text_id(view.get('id'), 'slack view.id')}",
                              raw=payload)
 
@@ -595,6 +594,16 @@ def _team(payload: Mapping[str, Any]) -> str | None:
 def _room_team(address: ChatAddress) -> str:
     """The workspace of a room `<team>:<channel>`."""
     return address.channel_id.partition(":")[0]
+
+
+def _typed(view: Mapping[str, Any], block_id: str, action_id: str) -> str | None:
+    """What a person typed in a submitted view's input (`view.state.values[block][action].value`)."""
+    state = view.get("state")
+    values = state.get("values") if is_object(state) else None
+    block = values.get(block_id) if is_object(values) else None
+    element = block.get(action_id) if is_object(block) else None
+    value = element.get("value") if is_object(element) else None
+    return value if isinstance(value, str) else None
 
 
 def _attachments(event: Mapping[str, Any]) -> tuple[FileRef, ...]:

@@ -14,7 +14,7 @@ from pydantic_ai.tools import DeferredToolApprovalResult
 from sqlalchemy import ColumnElement, Connection
 
 from adapters.base import REASON_LIMIT, ApprovalClick, ApprovalOutcome, ChatAddress, MessageRef, joined_names
-from adapters.protocols import Chat
+from adapters.protocols import AsksReasons, Chat
 from gateway.approvals.store import Approval, Approvals, NewCall, args_hash, mark_resumed, named, refusal
 from gateway.pipeline.live_reply import LiveReply
 from gateway.pipeline.metrics import GatewayMetrics
@@ -166,6 +166,8 @@ class ApprovalFlow:
         """The platform's text input opens for the clicker; where it has none, the prompt they reply to is kept with
         the approval, for them alone, for a while. Nothing is decided until the reason comes."""
         try:
+            if not isinstance(adapter, AsksReasons):
+                raise TypeError(f"{type(adapter).__name__} has no way to ask for a reason")
             prompt = await adapter.ask_reason(click, approval.card)
         except Exception as exc:  # an expired trigger, say: the card's other buttons still work
             log.warning("could not ask for a reason on approval card %s: %s", approval.id, exc)
