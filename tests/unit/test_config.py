@@ -187,6 +187,19 @@ CASES = [
                                                                     "directory: workspaces}\nagents:\n"),
          errors=("{f}:7:29: sandboxes.local.directory: 'workspaces' is relative, so it would name a different place "
                  "for each directory the gateway is started from; write the absolute path (e.g. /srv/gateway/…)",)),
+    Case(id="approval-for-the-conversation", edits=edit(
+        "approvals: {expires_after: PT4H}",
+        "approvals: {expires_after: PT4H}\n      approval_options: [once, conversation, deny]")),
+    Case(id="conversation-under-a-two-person-rule", edits=edit(
+        "approvals: {expires_after: PT4H}",
+        "approvals: {who: room, required_approvals: 2}\n      approval_options: [once, conversation, deny]"),
+         errors=("{f}:15:5: bots['team-telegram'].binding: approval_options: 'conversation' is never offered under a "
+                 "two-person rule (approvals.required_approvals: 2); remove it, so every such call is approved by "
+                 "each approver, every time",)),
+    Case(id="a-card-without-deny", edits=edit(
+        "approvals: {expires_after: PT4H}", "approval_options: [once]"),
+         errors=("{f}:15:5: bots['team-telegram'].binding: approval_options must offer deny and at least one of once, "
+                 "conversation (a person asked can always refuse, and can approve somehow)",)),
     Case(id="numeric-ids-in-allow", edits=edit("access: open", 'access: allowlist\n      allow: [12345678, "@alice"]')),
     Case(id="the-test-model", edits=edit("model: local", "model: test")),
 ]
