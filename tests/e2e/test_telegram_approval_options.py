@@ -12,7 +12,7 @@ from tests.support.deploy_model import Deployer
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.gated_tools import deploy_registry
 from tests.support.harness import TelegramBot, running_gateway
-from tests.support.records import approval_rows
+from tests.support.records import approval_rows, lapse_standing_approvals
 
 DEPLOY = [{"id": "deploy"}]
 
@@ -75,8 +75,11 @@ async def test_approved_for_the_conversation_the_same_call_runs_again_without_a_
         assert len(room.cards()) == 1 and room.executed == ["web", "web"]
         await telegram.user_says(room.bot.token, dm, alice, "deploy api")
         await room.card(count=2)
+        await lapse_standing_approvals(database_url)  # past the binding's expiry: the same call asks again
+        await telegram.user_says(room.bot.token, dm, alice, "deploy web")
+        await room.card(count=3)
     assert [(r.status, r.scope) for r in await approval_rows(database_url)] == [
-        ("approved", "conversation"), ("approved", None), ("pending", None)]
+        ("approved", "conversation"), ("approved", None), ("pending", None), ("pending", None)]
 
 
 async def test_a_reason_given_as_a_reply_reaches_the_model(telegram: FakeTelegram, database_url: str) -> None:

@@ -97,3 +97,14 @@ async def approval_rows(database_url: str) -> list[ApprovalRow]:
             return list((await session.execute(select(ApprovalRow).order_by(ApprovalRow.created_at))).scalars())
     finally:
         await db.close()
+
+
+async def lapse_standing_approvals(database_url: str) -> None:
+    """Every approval for a conversation ran out a minute ago, as if its time had passed."""
+    db = Database(database_url)
+    try:
+        async with db.session() as session:
+            await session.execute(update(ApprovalRow).where(ApprovalRow.scope == "conversation")
+                                  .values(grant_until=utcnow() - timedelta(minutes=1)))
+    finally:
+        await db.close()
