@@ -106,7 +106,7 @@ class ApprovalFlow:
             await self._approvals.attach_card(approval.id, approval.conversation_key, ref.message_id)
         log.info("run %d parked for %d approval(s) in %s, %d approved for the conversation already", outcome.run_id,
                  len(pending), deps.address.conversation_key, len(granted))
-        return None if pending else await self.resume(adapter, parked_run_id)
+        return await self.resume(adapter, parked_run_id) if granted and not pending else None
 
     @staticmethod
     async def _say(adapter: Chat, address: ChatAddress, text: str, placeholder_id: str | None) -> None:
