@@ -141,16 +141,34 @@ class Inbound:
         return f"{self.address.room_key}:{self.message_id}"
 
 
+CardOption = Literal["once", "conversation", "deny"]
+"""What an approval card may offer (a binding's `approval_options`)."""
+Verb = Literal["approve", "approve_conversation", "deny", "ask_reason", "stop"]
+"""What a person did on a card: approved once, approved for the conversation, denied (with the reason they gave, if
+any), or asked to give a reason for denying (the platform's text input opens: the verdict comes with what is sent)."""
+REASON_PROMPT = "reply to this message with your reason for denying"
+"""Words in the bot's prompt for a reason where the platform has no text input (Telegram): a person's reply to a bot
+message carrying them is read as a denial's reason (`ApprovalClick.reason_reply`), never as a turn."""
+REASON_LIMIT = 2_000
+"""Characters of a denial's reason kept and passed to the model."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalClick:
     """A verified button click: Approve or Deny on an approval card, or Stop on a live reply (`card` is then the
     reply's message and `approval_id` is empty)."""
 
     approval_id: str
-    verb: Literal["approve", "deny", "stop"]
+    """The card's approval; "" for a reason given as a reply (the gateway finds it by `card`, its prompt)."""
+    verb: Verb
     clicker: Speaker
     card: MessageRef
+    """The card clicked; for a reason reply, the bot's prompt replied to."""
     logical_id: str
+    reason: str | None = None
+    """A denial's reason, in the person's words: a submitted text input, or a reply to the prompt."""
+    reason_reply: bool = False
+    """The reason came as a reply to the bot's prompt `card`, not from the card or a text input it opened."""
     raw: Mapping[str, Any] = field(default_factory=dict[str, Any], compare=False, repr=False)
 
 
@@ -248,6 +266,21 @@ class ApprovalCard:
     """Distinct approvals required."""
     approved_by: tuple[str, ...] = ()
     """Who approved so far, in order, while more approvals are needed."""
+    options: tuple[CardOption, ...] = ("once", "deny")
+
+    @property
+    def buttons(self) -> tuple[tuple[Verb, str], ...]:
+        """The card's buttons, (verb, label), in the order every platform shows them. Never "for this conversation"
+        where more than one approval is needed."""
+        shown: list[tuple[Verb, str]] = []
+        if "once" in self.options:
+            shown.append(("approve", "Approve"))
+        if "conversation" in self.options and self.needed == 1:
+            shown.append(("approve_conversation", "Approve for this conversation"))
+        if "deny" in self.options:
+            shown.append(("deny", "Deny"))
+            shown.append(("ask_reason", "Deny with reason…"))
+        return tuple(shown)
 
     @property
     def summary(self) -> str:
@@ -273,6 +306,10 @@ class ApprovalOutcome:
     decided_by: str | None
     """Whoever decided; every approver, joined, when the card needed several."""
     decided_at: datetime
+    grant_until: datetime | None = None
+    """Approved for the conversation: the same call runs there without a card until then."""
+    with_reason: bool = False
+    """Denied with a reason (passed to the model, not shown on the card)."""
 
     @property
     def summary(self) -> str:
@@ -280,8 +317,12 @@ class ApprovalOutcome:
         head = f"`{self.card.tool_name}` with:\n```\n{self.card.arguments}\n```\n"
         if self.verdict == "expired":
             closed = f"**Expired** — nobody decided in time; {head}was not run ({when})."
+        elif self.grant_until is not None:
+            closed = (f"**Approved for this conversation** by {self.decided_by} at {when}: {head}"
+                      f"The same call runs here without asking until {self.grant_until:%Y-%m-%d %H:%M} UTC.")
         else:
-            verb = "Approved" if self.verdict == "approved" else "Denied"
+            verb = "Approved" if self.verdict == "approved" else "Denied with a reason" if self.with_reason \
+                else "Denied"
             closed = f"**{verb}** by {self.decided_by} at {when}: {head}".rstrip()
         if self.verdict == "approved" or not self.card.approved_by:
             return closed

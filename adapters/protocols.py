@@ -199,7 +199,7 @@ class Cards(Protocol):
     """Approval cards with buttons (approvals)."""
 
     async def post_approval(self, address: ChatAddress, card: ApprovalCard) -> MessageRef:
-        """Post the card with Approve and Deny buttons, in the conversation's thread."""
+        """Post the card with its buttons (`ApprovalCard.buttons`), in the conversation's thread."""
         ...
 
     async def update_approval(self, ref: MessageRef, state: ApprovalCard | ApprovalOutcome) -> None:
@@ -209,6 +209,17 @@ class Cards(Protocol):
 
     async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
         """Tell only the person who clicked (ephemeral, or a callback alert); called once per click."""
+        ...
+
+@runtime_checkable
+class AsksReasons(Protocol):
+    """A platform where a denial can carry the person's reason ("Deny with reason…" on a card)."""
+
+    async def ask_reason(self, click: ApprovalClick, card: ApprovalCard) -> MessageRef | None:
+        """For a verified "Deny with reason…" click: open the platform's text input for the clicker (Slack's modal,
+        Mattermost's interactive dialog), whose submission comes back parsed as a `deny` click carrying `reason`
+        (None returned); or, on a platform without one (Telegram), post a prompt in the card's conversation that
+        the clicker answers by replying to it (`REASON_PROMPT`), and return it. Answers the click either way."""
         ...
 
 

@@ -4,7 +4,8 @@ It speaks the wire protocol a real server speaks, so mattermostdriver and the ga
 against it unmodified: Bearer tokens (401 otherwise), JSON answers with exactly
 `Content-Type: application/json` (mattermostdriver returns the raw response for anything else),
 `posted` events whose `post` and `mentions` are JSON strings, and outgoing webhooks POSTed as JSON or
-as a form. Callers play the people (`user_posts`), the admin (`add_*`, `add_outgoing_webhook`) and
+as a form; interactive dialogs opened with a button's trigger id, their submissions POSTed to the dialog's URL.
+Callers play the people (`user_posts`, `click`, `submit_dialog`), the admin (`add_*`, `add_outgoing_webhook`) and
 the network (`drop_connections`, `refuse_connections`, `fail_next`), and read what bots did
 (`calls`, `posts`, `webhook_responses`).
 """
@@ -34,6 +35,8 @@ __all__ = ["ApiCall", "LocalMattermost", "OutgoingWebhook"]
 JSON = dict[str, Any]
 API = "/api/v4"
 MAX_POST_RUNES = 16_383
+TRIGGER_LASTS = 3.0
+"""Seconds a button call's `trigger_id` opens a dialog for (the server's `InteractiveDialogTriggerTimeout`)."""
 ROOM_MENTIONS = re.compile(r"(?<![\w.@-])@(channel|all|here)(?![\w-]|\.[\w-])", re.IGNORECASE)
 
 
@@ -103,6 +106,11 @@ class LocalMattermost(LocalPlatform):
         """(HTTP status, body) of every button click sent to an integration URL."""
         self.ephemeral: list[tuple[str, JSON]] = []
         """(user id, post) of every ephemeral post, shown to that user only."""
+        self.dialogs: list[JSON] = []
+        """Interactive dialogs bots opened: the request (`trigger_id`, `url`, `dialog`), with the `user_id` and
+        `channel_id` of the click whose trigger opened it."""
+        self._triggers: dict[str, tuple[str, str, float]] = {}
+        """Each button call's `trigger_id`: the person who clicked, the channel, and when."""
         self.sessions = 0
         """Event-stream connections authenticated so far."""
         self._webhook_timeout = webhook_timeout
@@ -247,13 +255,36 @@ class LocalMattermost(LocalPlatform):
         action = next(a for a in actions if a["id"] == action_id)
         channel = self._channels[stored["channel_id"]]
         team = self._teams.get(channel["team_id"], {})
+        trigger = _new_id()
+        self._triggers[trigger] = (user["id"], channel["id"], time.monotonic())
         body = {"user_id": user["id"], "user_name": user["username"], "channel_id": channel["id"],
                 "channel_name": channel["name"], "team_id": channel["team_id"], "team_domain": team.get("name", ""),
-                "post_id": stored["id"], "trigger_id": _new_id(), "type": "", "data_source": "",
+                "post_id": stored["id"], "trigger_id": trigger, "type": "", "data_source": "",
                 "context": action["integration"].get("context", {}) if context is None else context}
         assert self._server.session is not None, "the local Mattermost is not started"
         try:
             async with self._server.session.post(action["integration"]["url"], json=body) as response:
+                result = (response.status, await response.text())
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            result = (0, f"{type(exc).__name__}: {exc}")
+        self.action_responses.append(result)
+        await self._notify()
+        return result
+
+    async def submit_dialog(self, dialog: JSON, user: JSON, submission: JSON, *,
+                            state: str | None = None) -> tuple[int, str]:
+        """``user`` submits ``dialog`` (one of ``dialogs``) with ``submission`` (element name → value): the server
+        POSTs a ``dialog_submission`` to the dialog's URL, naming the submitter from their session. A ``state``
+        replaces the dialog's, as a forged call to the URL would."""
+        opened = dialog["dialog"]
+        channel = self._channels[dialog["channel_id"]]
+        body = {"type": "dialog_submission", "url": dialog["url"], "callback_id": opened.get("callback_id", ""),
+                "state": opened.get("state", "") if state is None else state, "user_id": user["id"],
+                "channel_id": channel["id"], "team_id": channel["team_id"], "submission": submission,
+                "cancelled": False}
+        assert self._server.session is not None, "the local Mattermost is not started"
+        try:
+            async with self._server.session.post(dialog["url"], json=body) as response:
                 result = (response.status, await response.text())
         except (aiohttp.ClientError, TimeoutError) as exc:
             result = (0, f"{type(exc).__name__}: {exc}")
@@ -342,6 +373,7 @@ class LocalMattermost(LocalPlatform):
             ("GET", "/channels/{channel_id}/members/{user_id}", self.channel_member),
             ("GET", "/channels/{channel_id}/stats", self.channel_stats),
             ("GET", "/channels/{channel_id}/posts", self.channel_posts),
+            ("POST", "/actions/dialogs/open", self.open_dialog),
         ]
 
     def _endpoint(self, handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -433,6 +465,23 @@ class LocalMattermost(LocalPlatform):
             self._pending[pending] = (post["id"], time.monotonic())
         await self._publish(post)
         return copy.deepcopy(post)
+
+    async def open_dialog(self, user_id: str, request: web.Request, body: Any) -> JSON:
+        """A dialog for the person whose button call gave ``trigger_id``, within 3 seconds of it."""
+        body = _or_empty(body)
+        dialog = body.get("dialog")
+        if not is_json_object(dialog) or not dialog.get("title") or not body.get("url"):
+            raise ApiError(400, "interactive_message.decode_trigger_id.missing_data",
+                           "Invalid or missing dialog, url or trigger id.")
+        issued = self._triggers.get(str(body.get("trigger_id", "")))
+        if issued is None:
+            raise ApiError(400, "interactive_message.decode_trigger_id.signature_decode_failed",
+                           "Failed to decode trigger id.")
+        if time.monotonic() - issued[2] > TRIGGER_LASTS:
+            raise ApiError(400, "interactive_message.decode_trigger_id.expired", "Trigger ID has expired.")
+        self.dialogs.append({"trigger_id": body["trigger_id"], "url": str(body["url"]), "dialog": copy.deepcopy(dialog),
+                             "user_id": issued[0], "channel_id": issued[1]})
+        return {"status": "OK"}
 
     async def ephemeral_post(self, user_id: str, request: web.Request, body: Any) -> JSON:
         body = body or {}

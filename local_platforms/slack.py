@@ -3,7 +3,8 @@
 The fake Slack of the test-suite, kept beside the product so a demo can use it too. Any Slack client
 works against it unmodified, e.g. ``AsyncWebClient(token, base_url=f"{slack.url}/api/")``. Callers
 play the people (``user_says``, ``bot_says``, ``user_clicks``) and read what apps did (``calls``,
-``messages``, ``ephemeral``). It speaks the wire protocol: Web API calls as query, form or JSON with
+``messages``, ``ephemeral``, ``views``), and submit the modals apps open (``user_submits``). It speaks the wire
+protocol: Web API calls as query, form or JSON with
 ``Authorization: Bearer``, answered ``{"ok": true, ...}`` or ``{"ok": false, "error": ...}`` (HTTP 429
 with ``Retry-After`` on demand); a Socket Mode WebSocket that says ``hello``, sends ``events_api`` and
 ``interactive`` envelopes and sends unacknowledged ones again on the next connection; and, for apps
@@ -34,7 +35,7 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import web
 
-from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, json_object
+from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, is_json_object, json_object
 from local_platforms.slack_files import FileRefused, SlackFiles
 
 __all__ = ["ApiCall", "HttpDelivery", "LocalSlack", "SlackApp"]
@@ -42,6 +43,8 @@ __all__ = ["ApiCall", "HttpDelivery", "LocalSlack", "SlackApp"]
 JSON = dict[str, Any]
 EventKind = Literal["events_api", "interactive"]
 
+TRIGGER_LASTS = 3.0
+"""Seconds a click's ``trigger_id`` opens a modal for (Slack: 3), once."""
 UPDATE_LIMIT = 4_000
 """Characters `chat.update` accepts; longer text is refused with `msg_too_long`."""
 POST_LIMIT = 40_000
@@ -126,6 +129,10 @@ class LocalSlack(LocalPlatform):
         self.calls: list[ApiCall] = []
         self.ephemeral: list[JSON] = []
         """Ephemeral messages, each seen only by its ``user``."""
+        self.views: list[JSON] = []
+        """Modals apps opened (``views.open``), as Slack answered them, each with the ``user`` it was opened for."""
+        self._triggers: dict[str, tuple[str, float]] = {}
+        """Each click's ``trigger_id``: the person who clicked, and when."""
         self.on_ack: Callable[[SlackApp, str], Awaitable[None]] | None = None
         """Awaited when an envelope is acknowledged, before the ack is recorded."""
         self._retry_delays = retry_delays
@@ -267,6 +274,8 @@ class LocalSlack(LocalPlatform):
         """The ``block_actions`` payload of ``user`` pressing ``action_id``, without sending it."""
         channel_id = self._channel_of(message["ts"])
         posted = self._find(channel_id, message["ts"]) or message
+        trigger = f"{next(self._ids)}.{secrets.token_hex(8)}"
+        self._triggers[trigger] = (user["id"], time.monotonic())
         if not _has_button(posted, action_id):
             posted = message  # the stale view: the buttons the person still sees
         action, block_id = _button(posted, action_id)
@@ -278,10 +287,26 @@ class LocalSlack(LocalPlatform):
             "user": {"id": user["id"], "username": user["name"], "name": user["name"], "team_id": self.team_id},
             "team": {"id": self.team_id, "domain": "local"}, "container": container,
             "channel": {"id": channel_id, "name": self._channels[channel_id].get("name", "directmessage")},
-            "message": copy.deepcopy(posted), "trigger_id": f"{next(self._ids)}.{secrets.token_hex(8)}",
+            "message": copy.deepcopy(posted), "trigger_id": trigger,
             "response_url": f"{self.url}/actions/{secrets.token_hex(8)}",
             "actions": [{**copy.deepcopy(action), "block_id": block_id, "action_ts": f"{time.time():.6f}"}],
         }
+
+    async def user_submits(self, app: SlackApp, view: JSON, user: JSON, values: dict[str, dict[str, str]]) -> None:
+        """``user`` submits the modal ``view`` with ``values`` typed in its inputs (block id → action id → text): a
+        ``view_submission`` request, whoever the modal was opened for (Slack itself lets only that person submit)."""
+        await self._deliver(app, self.submission_payload(app, view, user, values), kind="interactive")
+
+    def submission_payload(self, app: SlackApp, view: JSON, user: JSON, values: dict[str, dict[str, str]]) -> JSON:
+        """The ``view_submission`` payload of ``user`` submitting ``view``, without sending it."""
+        state = {block: {action: {"type": "plain_text_input", "value": text} for action, text in inputs.items()}
+                 for block, inputs in values.items()}
+        submitted = {key: copy.deepcopy(value) for key, value in view.items() if key != "user"}
+        return {"type": "view_submission", "team": {"id": self.team_id, "domain": "local"},
+                "user": {"id": user["id"], "username": user["name"], "name": user["name"], "team_id": self.team_id},
+                "api_app_id": app.app_id, "token": "verification-token-unused",
+                "trigger_id": f"{next(self._ids)}.{secrets.token_hex(8)}", "view": submitted | {"state": {
+                    "values": state}}, "response_urls": [], "is_enterprise_install": False, "enterprise": None}
 
     async def redeliver(self, event_id: str) -> None:
         """Slack's retry of an event it believes was not received: same payload, ``X-Slack-Retry-Num: 1``."""
@@ -561,6 +586,7 @@ class LocalSlack(LocalPlatform):
             "files.getUploadURLExternal": self._upload_url,
             "files.completeUploadExternal": self._complete_upload,
             "files.info": self._file_info,
+            "views.open": self._views_open,
         }
 
     async def _auth_test(self, app: SlackApp, params: JSON) -> JSON:
@@ -623,6 +649,30 @@ class LocalSlack(LocalPlatform):
         self.ephemeral.append({"channel": channel["id"], "user": params["user"], "text": params.get("text", ""),
                                "thread_ts": params.get("thread_ts"), "ts": ts})
         return {"message_ts": ts}
+
+    async def _views_open(self, app: SlackApp, params: JSON) -> JSON:
+        """A modal for the person whose click gave ``trigger_id``: within 3 seconds of it, once."""
+        trigger, view = params.get("trigger_id"), params.get("view")
+        if not is_json_object(view) or view.get("type") != "modal" or not view.get("title"):
+            raise ApiError("invalid_arguments")
+        issued = self._triggers.get(str(trigger))
+        if issued is None:
+            raise ApiError("invalid_trigger_id")
+        if time.monotonic() - issued[1] > TRIGGER_LASTS:
+            raise ApiError("expired_trigger_id")
+        del self._triggers[str(trigger)]
+        opened: JSON = {"id": f"V{next(self._ids):010d}", "team_id": self.team_id, "type": "modal",
+                        "blocks": copy.deepcopy(view.get("blocks") or []),
+                        "private_metadata": str(view.get("private_metadata") or ""),
+                        "callback_id": str(view.get("callback_id") or ""), "state": {"values": {}},
+                        "hash": secrets.token_hex(8), "title": view["title"], "clear_on_close": False,
+                        "notify_on_close": bool(view.get("notify_on_close")), "close": view.get("close"),
+                        "submit": view.get("submit"), "previous_view_id": None, "root_view_id": None,
+                        "app_id": app.app_id, "external_id": "", "app_installed_team_id": self.team_id,
+                        "bot_id": app.bot_id}
+        opened["root_view_id"] = opened["id"]
+        self.views.append(opened | {"user": issued[0]})
+        return {"view": copy.deepcopy(opened)}
 
     async def _replies(self, app: SlackApp, params: JSON) -> JSON:
         channel = self._member_channel(app, params)
@@ -798,7 +848,7 @@ async def _read_params(request: web.Request) -> JSON:
         params |= body
     elif request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
         params |= {key: value for key, value in (await request.post()).items() if isinstance(value, str)}
-    for key in ("blocks", "attachments"):
+    for key in ("blocks", "attachments", "view"):
         if isinstance(params.get(key), str):
             try:
                 params[key] = json.loads(params[key])

@@ -244,7 +244,8 @@ class ParkedRunRow(Base):
 
 class ApprovalRow(Base):
     __tablename__ = "approvals"
-    __table_args__ = (Index("ix_approvals_pending_expiry", "status", "expires_at"),)
+    __table_args__ = (Index("ix_approvals_pending_expiry", "status", "expires_at"),
+                      Index("ix_approvals_grants", "conversation_key", "tool_id", "args_hash"))
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     """Opaque and unguessable: it travels in button payloads."""
     parked_run_id: Mapped[int] = mapped_column(ForeignKey("parked_runs.id", ondelete="CASCADE"))
@@ -267,6 +268,18 @@ class ApprovalRow(Base):
     card_message_id: Mapped[str | None] = mapped_column(String(128))
     card_closed_at: Mapped[datetime | None]
     """When the card was edited to its outcome; a decided card still open gets another edit."""
+    options: Mapped[list[Any] | None]
+    """What the card offers (`once`, `conversation`, `deny`), from the binding when it was parked; null: once, deny."""
+    scope: Mapped[str | None] = mapped_column(String(16))
+    """`conversation` when approved for the conversation: until `grant_until`, the same tool with the same
+    arguments runs there without a card. Set by the compare-and-swap that decides."""
+    grant_until: Mapped[datetime | None]
+    reason: Mapped[str | None] = mapped_column(Text)
+    """A denier's own words, passed to the model as the denied call's result."""
+    reason_prompt_id: Mapped[str | None] = mapped_column(String(128))
+    """Where a reply gives the reason (Telegram): the bot's prompt, put to `reason_from` until `reason_until`."""
+    reason_from: Mapped[str | None] = mapped_column(String(128))
+    reason_until: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

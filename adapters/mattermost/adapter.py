@@ -43,7 +43,15 @@ from adapters.base import (
     VerificationError,
     too_large,
 )
-from adapters.mattermost.buttons import approval_props, check_click, is_click, read_click
+from adapters.mattermost.buttons import (
+    approval_props,
+    check_click,
+    check_submission,
+    is_click,
+    is_submission,
+    read_click,
+    reason_dialog,
+)
 from adapters.mattermost.directory import MattermostDirectory
 from adapters.mattermost.doctor import team_problem
 from adapters.mattermost.events import (
@@ -63,7 +71,7 @@ from adapters.mattermost.people import MattermostPeople, display_name
 from adapters.mattermost.rest import MattermostApi, posts_of, signed_in, status_of, websocket_url
 from adapters.mattermost.socket import SocketRefused, event_stream
 from adapters.protocols import WebhookAnswer, WebhookRoute
-from adapters.wire import UNREADABLE, is_object, read_json_object, refuse_unreadable
+from adapters.wire import UNREADABLE, is_object, optional_text_id, read_json_object, refuse_unreadable, text_id
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +91,8 @@ FILE_ID = re.compile(r"[a-z0-9]{26}")
 """A Mattermost id (`model.NewId`: 26 characters of base32, lower case)."""
 CLICKER_NAME = "gateway_clicker_name"
 """Key under which a stored button call carries the clicker's full name, looked up before it is delivered."""
+CLICKER_HANDLE = "gateway_clicker_handle"
+"""Likewise the username, for a dialog submission (a button call carries `user_name` itself)."""
 
 
 class Streaming:
@@ -211,6 +221,8 @@ class MattermostAdapter:
         refuse_unreadable(payload)
         if is_click(payload):
             return self._parse_click(payload)
+        if is_submission(payload):
+            return self._parse_reason(payload)
         event = read_posted(payload)
         if event is None or event.system or event.from_bot or self._is_own(event):
             return None
@@ -241,6 +253,29 @@ class MattermostAdapter:
         return ApprovalClick(approval_id=click.approval_id, verb=click.verb, clicker=clicker,
                              card=MessageRef(address=address, message_id=click.post_id),
                              logical_id=f"{address.room_key}:click:{click.post_id}:{once}", raw=payload)
+
+    def _parse_reason(self, payload: Mapping[str, Any]) -> ApprovalClick | None:
+        """A submitted reason dialog, verified at the route (`check_submission`): a denial with the person's words."""
+        try:
+            state = check_submission(payload, self._action_key)
+        except VerificationError:  # read back from the inbox after the key changed: nothing to decide any more
+            return None
+        address = ChatAddress(bot_id=self.bot_id, platform="mattermost",
+                              channel_id=text_id(state.get("channel_id"), "reason dialog channel"),
+                              thread_id=optional_text_id(state.get("thread_id"), "reason dialog thread"),
+                              is_direct=state.get("direct") is True)
+        user_id = text_id(payload.get("user_id"), "reason dialog user_id")
+        name = str(payload.get(CLICKER_NAME) or "")
+        clicker = Speaker(platform="mattermost", platform_user_id=user_id, workspace=self._people.workspace,
+                          handle=str(payload.get(CLICKER_HANDLE) or "") or None, display_name=name or user_id)
+        submission = payload.get("submission")
+        reason = submission.get("reason") if is_object(submission) else None
+        post_id = text_id(state.get("post_id"), "reason dialog post")
+        return ApprovalClick(approval_id=str(state.get("approval_id") or ""), verb="deny", clicker=clicker,
+                             card=MessageRef(address=address, message_id=post_id),
+                             reason=reason if isinstance(reason, str) else None,
+                             logical_id=f"{address.room_key}:reason:{post_id}:{state.get('trigger_id') or user_id}",
+                             raw=payload)
 
     def _addressed(self, event: Posted) -> Addressed | None:
         """A DM always; elsewhere only a mention of this bot or the webhook's trigger word, never `@channel`."""
@@ -273,6 +308,9 @@ class MattermostAdapter:
                 click = read_json_object(body, "button call")
             except MalformedPayload as exc:
                 raise VerificationError(f"{exc}; a button call is a JSON object with a signed context") from None
+            if is_submission(click):
+                check_submission(click, self._action_key)
+                return
             if not is_click(click):
                 raise VerificationError("not an interactive button call with a signed context")
             check_click(click, self._action_key)
@@ -330,11 +368,14 @@ class MattermostAdapter:
         the username)."""
         user_id = str(click.get("user_id") or "")
         try:
-            name = display_name((await self._people.users([user_id])).get(user_id, {})) if user_id else ""
+            user = (await self._people.users([user_id])).get(user_id, {}) if user_id else {}
+            name = display_name(user) if user else ""
         except Exception as exc:  # the click stands without the name; the username names the clicker
             log.warning("mattermost bot %r could not look up clicker %s: %s", self.bot_id, user_id, exc)
-            name = ""
-        return {**click, CLICKER_NAME: name} if name else click
+            user, name = {}, ""
+        handle = user.get("username") if is_submission(click) else None  # a dialog's call names nobody but the id
+        return {**click, **({CLICKER_NAME: name} if name else {}),
+                **({CLICKER_HANDLE: handle} if isinstance(handle, str) and handle else {})}
 
     # -- to the wire ---------------------------------------------------------------------------------
 
@@ -436,6 +477,16 @@ class MattermostAdapter:
         card = click.card.address
         await self._api.ephemeral_post(click.clicker.platform_user_id, card.channel_id, card.thread_id or "",
                                        f":no_entry_sign: {notice}" if refused else notice)
+
+    async def ask_reason(self, click: ApprovalClick, card: ApprovalCard) -> MessageRef | None:
+        """An interactive dialog for the clicker (`POST /actions/dialogs/open` with the click's `trigger_id`); the
+        server sends its submission to the same URL the buttons call."""
+        clicked = read_click(click.raw)
+        if clicked is None or self._action_url is None or self._action_key is None:
+            raise RuntimeError("a reason dialog needs the click that asked for it and server.public_url")
+        await self._api.open_dialog(clicked.trigger_id, self._action_url,
+                                    reason_dialog(card, clicked, key=self._action_key))
+        return None
 
     async def show_typing(self, address: ChatAddress) -> None:
         if self.identity and self.identity.user_id:

@@ -1,9 +1,13 @@
-"""Approval buttons on Mattermost: interactive message actions whose `context` carries our own HMAC.
+"""Approval buttons on Mattermost: interactive message actions whose `context` carries our own HMAC; and the
+interactive dialog that takes a reason for denying, whose `state` carries it too.
 
 Mattermost does not sign the call it makes to an action's integration URL (server
 `model/integration_action.go`), so every button's context is signed with the bot's stored secret
 and a click is accepted only when the signature and the channel match. The server strips
-`integration` from posts sent to clients, so nobody in the channel sees the context.
+`integration` from posts sent to clients, so nobody in the channel sees the context. A dialog's submission
+(`type: dialog_submission`, sent by the server to the dialog's `url`) echoes the `state` it was opened with and
+names the person who submitted it (`user_id`, from their session): it is accepted only when the state is ours,
+unchanged, and names that person and that channel.
 """
 
 from __future__ import annotations
@@ -13,13 +17,14 @@ import hmac
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, get_args
 
-from adapters.base import ApprovalCard, ChatAddress, VerificationError
+from adapters.base import REASON_LIMIT, ApprovalCard, ChatAddress, Verb, VerificationError
 from adapters.wire import is_object, optional_text_id, text_id
 
-Verb = Literal["approve", "deny"]
-_BUTTONS: tuple[tuple[Verb, str, str], ...] = (("approve", "Approve", "primary"), ("deny", "Deny", "danger"))
+_STYLES: dict[Verb, str] = {"approve": "primary", "deny": "danger"}
+REASON_DIALOG = "approval:reason"
+"""The `callback_id` of the dialog that takes a reason for denying."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,12 +45,52 @@ class Click:
 def approval_props(card: ApprovalCard, address: ChatAddress, *, url: str, key: str) -> dict[str, Any]:
     """The post's `props`: one attachment with Approve and Deny buttons that call `url`."""
     actions: list[dict[str, Any]] = []
-    for verb, name, style in _BUTTONS:
+    for verb, name in card.buttons:
         context = {"approval_id": card.approval_id, "verb": verb, "channel_id": address.channel_id,
                    "thread_id": address.thread_id or "", "direct": address.is_direct}
-        actions.append({"id": verb, "type": "button", "name": name, "style": style,
+        actions.append({"id": verb.replace("_", ""), "type": "button", "name": name,
+                        "style": _STYLES.get(verb, "default"),
                         "integration": {"url": url, "context": {**context, "sig": _signature(context, key)}}})
     return {"attachments": [{"text": "Approve or deny this call:", "actions": actions}]}
+
+
+def reason_dialog(card: ApprovalCard, click: Click, *, key: str) -> dict[str, Any]:
+    """The dialog a "Deny with reason…" click opens for its clicker: one text area, and a signed `state` naming the
+    card, its conversation and that person."""
+    state = {"approval_id": card.approval_id, "channel_id": click.channel_id, "thread_id": click.thread_id or "",
+             "direct": click.is_direct, "post_id": click.post_id, "user_id": click.user_id,
+             "trigger_id": click.trigger_id}
+    return {"callback_id": REASON_DIALOG, "title": "Deny with a reason", "submit_label": "Deny",
+            "introduction_text": f"Why deny `{card.tool_name}`? The agent reads your words as your reason.",
+            "elements": [{"display_name": "Reason", "name": "reason", "type": "textarea", "optional": False,
+                          "max_length": REASON_LIMIT}],
+            "notify_on_cancel": False, "state": json.dumps({**state, "sig": _signature(state, key)})}
+
+
+def is_submission(payload: Mapping[str, Any]) -> bool:
+    return payload.get("type") == "dialog_submission" and payload.get("callback_id") == REASON_DIALOG
+
+
+def check_submission(payload: Mapping[str, Any], key: str | None) -> dict[str, Any]:
+    """The dialog's state, once checked: ours, unchanged, submitted by the person it was opened for, in its channel.
+    Raises `VerificationError` otherwise."""
+    if not key:
+        raise VerificationError("no key to check reason dialogs with; every submission is refused")
+    try:
+        state = json.loads(str(payload.get("state") or ""))
+    except ValueError:
+        raise VerificationError("reason dialog submission without a readable state") from None
+    if not is_object(state):
+        raise VerificationError("reason dialog submission whose state is not an object")
+    checked = dict(state)
+    given = str(checked.pop("sig", ""))
+    if not hmac.compare_digest(given.encode(), _signature(checked, key).encode()):
+        raise VerificationError("reason dialog state has a missing or wrong signature")
+    if checked.get("user_id") != payload.get("user_id"):
+        raise VerificationError("reason dialog submitted by someone it was not opened for")
+    if checked.get("channel_id") != payload.get("channel_id"):
+        raise VerificationError("reason dialog submitted outside the channel of its card")
+    return checked
 
 
 def is_click(payload: Mapping[str, Any]) -> bool:
@@ -69,7 +114,7 @@ def read_click(payload: Mapping[str, Any]) -> Click | None:
 
     Raises `MalformedPayload` for a post, user or trigger id that is not text (the context alone is signed)."""
     context = payload.get("context")
-    if not is_object(context) or context.get("verb") not in ("approve", "deny"):
+    if not is_object(context) or context.get("verb") not in get_args(Verb):
         return None
     return Click(approval_id=str(context.get("approval_id") or ""), verb=context["verb"],
                  channel_id=str(context.get("channel_id") or ""), thread_id=str(context.get("thread_id") or "") or None,

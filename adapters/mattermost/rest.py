@@ -180,6 +180,12 @@ class MattermostApi:
                                 {"user_id": user_id, "post": {"channel_id": channel_id, "root_id": root_id,
                                                               "message": message}})
 
+    async def open_dialog(self, trigger_id: str, url: str, dialog: dict[str, Any]) -> dict[str, Any]:
+        """`POST /actions/dialogs/open`: an interactive dialog for the person whose click gave `trigger_id`; its
+        submission goes to `url`."""
+        return await self._call("POST /actions/dialogs/open", self._driver.integration_actions.open_dialog,
+                                {"trigger_id": trigger_id, "url": url, "dialog": dialog})
+
     async def patch_post(self, post_id: str, message: str) -> dict[str, Any]:
         return await self._call("PUT /posts/{id}/patch", self._driver.posts.patch_post, post_id,
                                 {"message": message})

@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
 import logging
 import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import parse_qs
 
 import aiohttp
@@ -29,6 +30,7 @@ from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.base import (
+    REASON_LIMIT,
     Addressed,
     ApiTrouble,
     ApprovalCard,
@@ -47,6 +49,7 @@ from adapters.base import (
     PlatformConfigError,
     PlatformLimits,
     Speaker,
+    Verb,
     VerificationError,
     too_large,
 )
@@ -87,7 +90,9 @@ THREAD_PAGES = 10
 """`conversations.replies` reads the oldest replies first; this many pages at most are read to reach the newest."""
 AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired",
                          "not_allowed_token_type", "missing_scope", "no_permission"})
-APPROVAL_ACTIONS: dict[str, Literal["approve", "deny"]] = {"approval:approve": "approve", "approval:deny": "deny"}
+APPROVAL_ACTIONS: dict[str, Verb] = {f"approval:{verb}": verb for verb in get_args(Verb)}
+REASON_VIEW = "approval:reason"
+"""The `callback_id` of the modal that takes a reason for denying; its submission is a denial with that reason."""
 FORM_FIELDS = 20
 """Fields an interactivity form may have; Slack sends one, `payload`."""
 SECTION_LIMIT = 3_000
@@ -160,6 +165,8 @@ class SlackAdapter:
         try:
             if kind == "block_actions":
                 return self._parse_click(payload)
+            if kind == "view_submission":
+                return self._parse_reason(payload)
             if kind != "event_callback":
                 return None
             event = payload.get("event")
@@ -235,6 +242,31 @@ class SlackAdapter:
         return ApprovalClick(approval_id=str(action.get("value") or ""), verb=APPROVAL_ACTIONS[action["action_id"]],
                              clicker=clicker, card=MessageRef(address=address, message_id=card_ts),
                              logical_id=f"{address.room_key}:click:{action.get('action_ts') or card_ts}:{user['id']}",
+                             raw=payload)
+
+    def _parse_reason(self, payload: Mapping[str, Any]) -> ApprovalClick | None:
+        """A submitted reason modal (`ask_reason`): a denial with the person's words. Only the person it was opened
+        for can submit a modal, and its `private_metadata` is the app's own: it names the card and that person."""
+        view: Mapping[str, Any] = payload.get("view") or {}
+        user: Mapping[str, Any] = payload.get("user") or {}
+        if view.get("callback_id") != REASON_VIEW or not user.get("id"):
+            return None
+        card = read_json_object(str(view.get("private_metadata") or ""), "slack view.private_metadata")
+        clicker_id = text_id(user["id"], "slack user.id")
+        if card.get("user") != clicker_id:
+            return None  # a modal submitted by someone it was not opened for: nothing Slack would send
+        address = self._address(payload, text_id(card.get("channel"), "slack reason channel"),
+                                text_id(card.get("card"), "slack reason card"),
+                                optional_text_id(card.get("thread"), "slack reason thread"), None)
+        typed = _typed(view, "reason", "reason")
+        person = people_of(payload).get(clicker_id)
+        clicker = Speaker(platform="slack", platform_user_id=clicker_id, workspace=_room_team(address),
+                          handle=user.get("username"),
+                          display_name=person.display_name if person else str(user.get("name") or clicker_id))
+        return ApprovalClick(approval_id=str(card.get("approval") or ""), verb="deny", clicker=clicker,
+                             card=MessageRef(address=address, message_id=str(card["card"])),
+                             reason=typed,
+                             logical_id=f"{address.room_key}:reason:{text_id(view.get('id'), 'slack view.id')}",
                              raw=payload)
 
     def _me(self) -> BotIdentity:
@@ -326,6 +358,23 @@ class SlackAdapter:
         await self._call("chat.postEphemeral", self._client.chat_postEphemeral(
             channel=channel(address.channel_id), user=click.clicker.platform_user_id, thread_ts=address.thread_id,
             text=render_slack_mrkdwn(notice)[:TEXT_CAP]))
+
+    async def ask_reason(self, click: ApprovalClick, card: ApprovalCard) -> MessageRef | None:
+        """A modal for the clicker (`views.open` with the click's `trigger_id`, good for 3 seconds), whose submission
+        comes back as a `view_submission`: over Socket Mode, or to the interactivity URL."""
+        address = click.card.address
+        metadata = {"approval": card.approval_id, "channel": channel(address.channel_id), "card": click.card.message_id,
+                    "thread": address.thread_id, "user": click.clicker.platform_user_id}
+        intro = f"Why deny `{card.tool_name}`? The agent reads your words as your reason."
+        view = {"type": "modal", "callback_id": REASON_VIEW, "private_metadata": json.dumps(metadata),
+                "title": {"type": "plain_text", "text": "Deny with a reason"},
+                "submit": {"type": "plain_text", "text": "Deny"}, "close": {"type": "plain_text", "text": "Cancel"},
+                "blocks": [_section(render_slack_mrkdwn(intro)),
+                           {"type": "input", "block_id": "reason", "label": {"type": "plain_text", "text": "Reason"},
+                            "element": {"type": "plain_text_input", "action_id": "reason", "multiline": True,
+                                        "max_length": REASON_LIMIT}}]}
+        await self._call("views.open", self._client.views_open(trigger_id=str(click.raw["trigger_id"]), view=view))
+        return None
 
     async def post_file(self, address: ChatAddress, file: OutgoingFile) -> str:
         """`files.getUploadURLExternal`, the bytes to the upload URL, then `files.completeUploadExternal` into the
@@ -547,6 +596,16 @@ def _room_team(address: ChatAddress) -> str:
     return address.channel_id.partition(":")[0]
 
 
+def _typed(view: Mapping[str, Any], block_id: str, action_id: str) -> str | None:
+    """What a person typed in a submitted view's input (`view.state.values[block][action].value`)."""
+    state = view.get("state")
+    values = state.get("values") if is_object(state) else None
+    block = values.get(block_id) if is_object(values) else None
+    element = block.get(action_id) if is_object(block) else None
+    value = element.get("value") if is_object(element) else None
+    return value if isinstance(value, str) else None
+
+
 def _attachments(event: Mapping[str, Any]) -> tuple[FileRef, ...]:
     refs = (file_ref(file_id=f.get("id"), name=f.get("name") or f.get("title"), mime_type=_mimetype(f),
                      size=f.get("size"), duration=_seconds(f.get("duration_ms")))
@@ -575,13 +634,16 @@ def _section(text: str) -> dict[str, Any]:
 
 def _card_blocks(text: str, card: ApprovalCard) -> list[dict[str, Any]]:
     return [_section(text), {"type": "actions", "block_id": f"approval:{card.approval_id}", "elements": [
-        _button("Approve", "approval:approve", card.approval_id, "primary"),
-        _button("Deny", "approval:deny", card.approval_id, "danger")]}]
+        _button(label, f"approval:{verb}", card.approval_id, _STYLES.get(verb)) for verb, label in card.buttons]}]
 
 
-def _button(label: str, action_id: str, value: str, style: str) -> dict[str, Any]:
-    return {"type": "button", "action_id": action_id, "value": value, "style": style,
-            "text": {"type": "plain_text", "text": label}}
+_STYLES: dict[Verb, str] = {"approve": "primary", "deny": "danger"}
+
+
+def _button(label: str, action_id: str, value: str, style: str | None) -> dict[str, Any]:
+    styled = {"style": style} if style else {}
+    return {"type": "button", "action_id": action_id, "value": value, "text": {"type": "plain_text", "text": label},
+            **styled}
 
 
 def url_verification_challenge(payload: Mapping[str, Any]) -> str | None:

@@ -11,12 +11,23 @@ from datetime import timedelta
 from functools import partial
 from typing import Any, Literal, TypeVar
 
-from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message, MessageEntity, Update
+from telegram import (
+    Bot,
+    CallbackQuery,
+    ForceReply,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    MessageEntity,
+    ReplyParameters,
+    Update,
+)
 from telegram.constants import ChatAction, ChatType, FileSizeLimit, MessageLimit, ParseMode
 from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
 from telegram.warnings import PTBDeprecationWarning, PTBUserWarning
 
 from adapters.base import (
+    REASON_PROMPT,
     Addressed,
     ApiTrouble,
     ApprovalCard,
@@ -35,6 +46,7 @@ from adapters.base import (
     PlatformConfigError,
     PlatformLimits,
     Speaker,
+    Verb,
     VerificationError,
     too_large,
 )
@@ -70,7 +82,10 @@ MAX_UPDATE_ID = 2**53
 _GROUPS = (ChatType.GROUP, ChatType.SUPERGROUP)
 PHOTO_TYPES = frozenset({"image/png", "image/jpeg", "image/webp"})
 """What `sendPhoto` shows as a picture; any other file goes as a document."""
-_VERBS: dict[str, Literal["approve", "deny", "stop"]] = {"ap:": "approve", "dn:": "deny", "st:": "stop"}
+_VERBS: dict[str, Verb] = {"ap:": "approve", "ac:": "approve_conversation", "dn:": "deny", "dr:": "ask_reason",
+                         "st:": "stop"}
+_DATA: dict[Verb, str] = {verb: prefix for prefix, verb in _VERBS.items()}
+_ICONS: dict[Verb, str] = {"approve": "✅ ", "approve_conversation": "✅ ", "deny": "✖️ ", "ask_reason": "✍️ "}
 
 
 _UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError)
@@ -136,7 +151,32 @@ class TelegramAdapter:
         message = update.message
         if message is None or message.from_user is None:
             return None
+        if message.reply_to_message is not None and self._asks_reason(message.reply_to_message):
+            return self._parse_reason(message, message.reply_to_message, payload)
         return self._parse_message(message, payload)
+
+    def _asks_reason(self, replied: Message) -> bool:
+        """The bot's own prompt for a reason for denying (`ask_reason`)."""
+        author = replied.from_user
+        return author is not None and str(author.id) == self._me().user_id and \
+            REASON_PROMPT in (replied.text or "").lower()
+
+    def _parse_reason(self, message: Message, prompt: Message, payload: Mapping[str, Any]) -> ApprovalClick | None:
+        """A reply to the bot's prompt for a reason: a denial with those words, if the gateway finds the prompt was
+        put to this person for a card still open (`ApprovalFlow`); never a turn."""
+        sender = message.from_user
+        if sender is None or sender.is_bot:
+            return None
+        _check_ids(sender.id, message.chat.id, message.message_id, prompt.message_id, message.message_thread_id)
+        address = ChatAddress(bot_id=self.bot_id, platform="telegram", channel_id=str(message.chat.id),
+                              thread_id=str(message.message_thread_id) if message.is_topic_message else None,
+                              is_direct=message.chat.type == ChatType.PRIVATE)
+        replier = Speaker(platform="telegram", platform_user_id=str(sender.id), handle=sender.username,
+                          display_name=sender.full_name)
+        return ApprovalClick(approval_id="", verb="deny", clicker=replier, reason=message.text or message.caption or "",
+                             reason_reply=True, card=MessageRef(address=address, message_id=str(prompt.message_id)),
+                             logical_id=f"telegram:{self.bot_id}:reason:{message.chat.id}:{message.message_id}",
+                             raw=payload)
 
     def _parse_click(self, query: CallbackQuery, payload: Mapping[str, Any]) -> ApprovalClick | None:
         verb = _VERBS.get((query.data or "")[:3])
@@ -314,10 +354,41 @@ class TelegramAdapter:
         await self._formatted("editMessageText", change, state.summary)
 
     async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
-        """Every callback query is answered, or the user's button keeps spinning; refusals as an alert."""
+        """Every callback query is answered, or the user's button keeps spinning; refusals as an alert. A reason
+        given as a reply has no query: a refusal answers the reply in the chat, anything else is on the card."""
+        if click.reason_reply:
+            if refused:
+                await self._reply(click, notice)
+            return
         query_id = str(click.raw["callback_query"]["id"])
         await self._call("answerCallbackQuery",
                          lambda: self._bot.answer_callback_query(query_id, text=notice[:200], show_alert=refused))
+
+    async def ask_reason(self, click: ApprovalClick, card: ApprovalCard) -> MessageRef | None:
+        """No text input here: a prompt in the card's conversation, asking the clicker to reply with the reason
+        (`ForceReply`, selective: the @-named person's client opens the reply), and the click answered."""
+        address = click.card.address
+        who = f"@{click.clicker.handle}" if click.clicker.handle else click.clicker.display_name
+        text = (f"{who}, {REASON_PROMPT} `{card.tool_name}`: the agent reads it. The card's buttons still work.")
+        thread = int(address.thread_id) if address.thread_id else None
+
+        async def post(body: str, parse_mode: str | None) -> Message:
+            return await self._bot.send_message(
+                chat_id=address.channel_id, text=body, parse_mode=parse_mode, message_thread_id=thread,
+                reply_markup=ForceReply(selective=True, input_field_placeholder="Your reason for denying"))
+        message = await self._formatted("sendMessage", post, text)
+        await self._call("answerCallbackQuery", lambda: self._bot.answer_callback_query(
+            str(click.raw["callback_query"]["id"]), text="Reply to my message with your reason."))
+        return MessageRef(address=address, message_id=str(message.message_id))
+
+    async def _reply(self, click: ApprovalClick, notice: str) -> None:
+        """`notice` in answer to the person's own message (a reason reply refused)."""
+        address = click.card.address
+        answered = int(click.raw["message"]["message_id"])
+        thread = int(address.thread_id) if address.thread_id else None
+        await self._call("sendMessage", lambda: self._bot.send_message(
+            chat_id=address.channel_id, text=notice, message_thread_id=thread,
+            reply_parameters=ReplyParameters(message_id=answered)))
 
     async def _formatted(self, method: str, call: Callable[[str, str | None], Awaitable[T]], text: str) -> T:
         """Send as HTML; when Telegram cannot parse the entities, send the plain text instead."""
@@ -441,8 +512,12 @@ STOP_BUTTON = InlineKeyboardMarkup([[InlineKeyboardButton("⏹ Stop", callback_d
 
 
 def _buttons(card: ApprovalCard) -> InlineKeyboardMarkup:
-    return InlineKeyboardMarkup([[InlineKeyboardButton("✅ Approve", callback_data=f"ap:{card.approval_id}"),
-                                  InlineKeyboardButton("✖️ Deny", callback_data=f"dn:{card.approval_id}")]])
+    """Approving in the first row, denying in the second: four labels side by side would be cut on a phone."""
+    rows: list[list[InlineKeyboardButton]] = [[], []]
+    for verb, label in card.buttons:
+        rows[verb in ("deny", "ask_reason")].append(
+            InlineKeyboardButton(f"{_ICONS[verb]}{label}", callback_data=f"{_DATA[verb]}{card.approval_id}"))
+    return InlineKeyboardMarkup([row for row in rows if row])
 
 
 def _attachments(message: Message) -> tuple[FileRef, ...]:

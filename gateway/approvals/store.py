@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, exists, func, select, update
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from adapters.base import ApprovalCard, Speaker
+from adapters.base import ApprovalCard, CardOption, Speaker, Verb
 from gateway.agents.bindings import is_listed
 from gateway.config.schema import ApprovalPolicy
 from storage.db import Database, insert_for
@@ -24,6 +24,8 @@ Verdict = Literal["approved", "denied", "expired"]
 Status = Literal["pending", "approved", "denied", "expired"]
 STATUSES: tuple[Status, ...] = ("pending", "approved", "denied", "expired")
 ARGUMENTS_SHOWN = 1500
+OFFERED_BEFORE: tuple[CardOption, ...] = ("once", "deny")
+"""What a card offered before cards had options: an approval parked then offers this."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,12 +49,23 @@ class Approval:
     card_closed_at: datetime | None = None
     approved_by: tuple[str, ...] = ()
     """Who has approved so far (`vote`), in order; loaded by `get` and `decide`."""
+    options: tuple[CardOption, ...] = OFFERED_BEFORE
+    grant_until: datetime | None = None
+    """Approved for this conversation: the same call runs there without a card until then."""
+    reason: str | None = None
+    reason_prompt_id: str | None = None
+    reason_from: str | None = None
+    reason_until: datetime | None = None
 
     @property
     def card(self) -> ApprovalCard:
         return ApprovalCard(approval_id=self.id, tool_name=self.tool_name, arguments=readable(self.args),
                             requester=self.requester_name, expires_at=self.expires_at,
-                            needed=self.policy.required_approvals, approved_by=self.approved_by)
+                            needed=self.policy.required_approvals, approved_by=self.approved_by, options=self.options)
+
+    def offers(self, verb: Verb) -> bool:
+        """Whether this approval's card offers `verb`: a click the card never showed (a forged one) decides nothing."""
+        return verb in {shown for shown, _label in self.card.buttons}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,22 +94,33 @@ class Approvals:
 
     async def park(self, *, run_id: int, conversation_id: int, conversation_key: str, bot_name: str,
                    turn: Mapping[str, Any], state: str, calls: Sequence[NewCall], requester: Speaker,
-                   policy: ApprovalPolicy) -> tuple[int, list[Approval]]:
-        """Store the parked run and one pending approval per gated call, in one transaction; returns the
-        parked run's id and the approvals."""
-        expires_at = utcnow() + policy.expires_after
+                   policy: ApprovalPolicy, options: Sequence[CardOption] = OFFERED_BEFORE,
+                   standing: bool = False) -> tuple[int, list[Approval]]:
+        """Store the parked run and one approval per gated call, in one transaction; returns the parked run's id and
+        the approvals. Each is pending, but with `standing` (the binding offers approval for the conversation) a
+        call someone approved for this conversation, with the same tool and arguments, is stored approved already,
+        naming who approved it so."""
+        now = utcnow()
+        expires_at = now + policy.expires_after
 
         async def work(session: AsyncSession) -> tuple[int, list[Approval]]:
             parked = ParkedRunRow(run_id=run_id, conversation_id=conversation_id, bot_name=bot_name,
                                   turn=dict(turn), state=state, status="parked")
             session.add(parked)
             await session.flush()
-            rows = [ApprovalRow(id=secrets.token_urlsafe(12), parked_run_id=parked.id,
-                                conversation_key=conversation_key, tool_call_id=call.tool_call_id,
-                                tool_id=call.tool_id, tool_name=call.tool_name, args=call.args,
-                                args_hash=args_hash(call.args), requester_id=requester.platform_user_id,
-                                requester_name=named(requester), policy=policy.model_dump(mode="json"),
-                                status="pending", expires_at=expires_at) for call in calls]
+            granted = await _granted(session, conversation_key, calls) if standing else {}
+            rows: list[ApprovalRow] = []
+            for call in calls:
+                digest = args_hash(call.args)
+                grant = granted.get((call.tool_id, digest))
+                rows.append(ApprovalRow(
+                    id=secrets.token_urlsafe(12), parked_run_id=parked.id, conversation_key=conversation_key,
+                    tool_call_id=call.tool_call_id, tool_id=call.tool_id, tool_name=call.tool_name, args=call.args,
+                    args_hash=digest, requester_id=requester.platform_user_id, requester_name=named(requester),
+                    policy=policy.model_dump(mode="json"), options=list(options), expires_at=expires_at,
+                    status="pending" if grant is None else "approved",
+                    decided_by=None if grant is None else f"{grant}, for this conversation",
+                    decided_at=None if grant is None else now))
             session.add_all(rows)
             await session.flush()
             return parked.id, [_approval(row) for row in rows]
@@ -138,16 +162,38 @@ class Approvals:
             return await _voters(session, approval_id)
         return await self._db.transaction(work)
 
-    async def decide(self, approval_id: str, verdict: Verdict, decided_by: str | None) -> Approval | None:
-        """Compare-and-swap from pending; returns the decided approval, or None when it was already decided."""
+    async def decide(self, approval_id: str, verdict: Verdict, decided_by: str | None, *,
+                     grant_until: datetime | None = None, reason: str | None = None) -> Approval | None:
+        """Compare-and-swap from pending; returns the decided approval, or None when it was already decided.
+        `grant_until`: approved for the conversation until then (the swap itself records it, so only the decision
+        that wins makes one); `reason`: a denier's words."""
         async def work(session: AsyncSession) -> Approval | None:
             now = utcnow()
             still_open = ApprovalRow.expires_at > now if verdict != "expired" else ApprovalRow.expires_at <= now
+            standing = {"scope": "conversation", "grant_until": grant_until} if grant_until is not None else {}
             result = await session.execute(
                 update(ApprovalRow).where(ApprovalRow.id == approval_id, ApprovalRow.status == "pending", still_open)
-                .values(status=verdict, decided_by=decided_by, decided_at=now).returning(ApprovalRow))
+                .values(status=verdict, decided_by=decided_by, decided_at=now, reason=reason, **standing)
+                .returning(ApprovalRow))
             row = result.scalar_one_or_none()
             return _approval(row, await _voters(session, approval_id)) if row is not None else None
+        return await self._db.transaction(work)
+
+    async def await_reason(self, approval_id: str, *, prompt_id: str, person_id: str, until: datetime) -> None:
+        """The prompt whose reply, by `person_id` before `until`, gives the reason for denying this pending call."""
+        async def work(session: AsyncSession) -> None:
+            await session.execute(update(ApprovalRow).where(ApprovalRow.id == approval_id,
+                                                            ApprovalRow.status == "pending")
+                                  .values(reason_prompt_id=prompt_id, reason_from=person_id, reason_until=until))
+        await self._db.transaction(work)
+
+    async def prompted(self, conversation_key: str, prompt_id: str) -> Approval | None:
+        """The approval whose reason the bot's prompt `prompt_id` in this conversation asks for, decided or not."""
+        async def work(session: AsyncSession) -> Approval | None:
+            row = (await session.execute(select(ApprovalRow).where(
+                ApprovalRow.conversation_key == conversation_key,
+                ApprovalRow.reason_prompt_id == prompt_id).limit(1))).scalar_one_or_none()
+            return _approval(row, await _voters(session, row.id)) if row is not None else None
         return await self._db.transaction(work)
 
     async def by_status(self) -> dict[str, int]:
@@ -261,6 +307,23 @@ def refusal(approval: Approval, clicker: Speaker) -> str | None:
     return "You are not one of the approvers for this bot."
 
 
+async def _granted(session: AsyncSession, conversation_key: str,
+                   calls: Sequence[NewCall]) -> dict[tuple[str, str], str]:
+    """(tool id, arguments' hash) → who approved it for this conversation, for each call such an approval, still in
+    force, covers."""
+    wanted = [and_(ApprovalRow.tool_id == tool_id, ApprovalRow.args_hash == digest)
+              for tool_id, digest in {(call.tool_id, args_hash(call.args)) for call in calls}]
+    if not wanted:
+        return {}
+    rows = await session.execute(
+        select(ApprovalRow.tool_id, ApprovalRow.args_hash, ApprovalRow.decided_by)
+        .where(ApprovalRow.conversation_key == conversation_key, ApprovalRow.scope == "conversation",
+               ApprovalRow.status == "approved", ApprovalRow.grant_until > utcnow(),
+               or_(*wanted))
+        .order_by(ApprovalRow.decided_at))
+    return {(tool_id, digest): decided_by or "someone" for tool_id, digest, decided_by in rows.all()}
+
+
 def _parked(row: ParkedRunRow) -> ParkedRun:
     return ParkedRun(id=row.id, run_id=row.run_id, conversation_id=row.conversation_id, bot_name=row.bot_name,
                      turn=row.turn, state=row.state)
@@ -278,7 +341,17 @@ def _approval(row: ApprovalRow, approved_by: tuple[str, ...] = ()) -> Approval:
                     args_hash=row.args_hash, requester_id=row.requester_id, requester_name=row.requester_name,
                     policy=ApprovalPolicy.model_validate(row.policy), status=_status(row.status),
                     decided_by=row.decided_by, decided_at=row.decided_at, expires_at=row.expires_at,
-                    card_message_id=row.card_message_id, card_closed_at=row.card_closed_at, approved_by=approved_by)
+                    card_message_id=row.card_message_id, card_closed_at=row.card_closed_at, approved_by=approved_by,
+                    options=_options(row.options), grant_until=row.grant_until, reason=row.reason,
+                    reason_prompt_id=row.reason_prompt_id, reason_from=row.reason_from, reason_until=row.reason_until)
+
+
+def _options(stored: list[Any] | None) -> tuple[CardOption, ...]:
+    """The stored options as literals, in their order; a row from before options offers what cards did then."""
+    if stored is None:
+        return OFFERED_BEFORE
+    known: tuple[CardOption, ...] = ("once", "conversation", "deny")
+    return tuple(option for option in known if option in stored)
 
 
 def _status(value: str) -> Status:

@@ -105,7 +105,8 @@ class _Conversation:
 
     async def _decide(self, card: dict[str, Any], approve: bool) -> None:
         buttons = {b["text"]: b["callback_data"] for row in card["reply_markup"]["inline_keyboard"] for b in row}
-        [data] = [value for text, value in buttons.items() if ("Approve" if approve else "Deny") in text]
+        wanted = "Approve" if approve else "Deny"  # the plain buttons: not "for this conversation", not "with reason"
+        [data] = [value for text, value in buttons.items() if text.split(" ", 1)[-1] == wanted]
         await self._telegram.user_clicks(TOKEN, card, self._you, data)
         await self._settle()
 

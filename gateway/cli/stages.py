@@ -67,8 +67,9 @@ class Transcript:
 
     @property
     def card_buttons(self) -> tuple[str, ...] | None:
-        """The buttons of the room's first card; None while it has none."""
-        return next((line.buttons for line in self.lines if line.buttons), None)
+        """The buttons of the room's first approval card; None while it has none (a live reply's Stop button is not
+        a card)."""
+        return next((line.buttons for line in self.lines if any("Approve" in label for label in line.buttons)), None)
 
 
 class Stage(Protocol):
@@ -134,7 +135,10 @@ class TelegramStage:
         await self.platform.user_says(self.TOKEN, self.rooms[room], self.people[person], text)
 
     def _card(self, room: Room) -> JSON | None:
-        return next((m for m in self.platform.messages(self.rooms[room]["id"]) if m.get("reply_markup")), None)
+        """The approval card: a live reply shows a Stop button too, so the card is the message that offers Approve."""
+        return next((m for m in self.platform.messages(self.rooms[room]["id"])
+                     if any("Approve" in b.get("text", "") for row in (m.get("reply_markup") or {}).get(
+                         "inline_keyboard", []) for b in row)), None)
 
     async def approve(self, room: Room, person: Person) -> None:
         card = self._card(room) or {}

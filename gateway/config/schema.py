@@ -374,6 +374,9 @@ class ApprovalPolicy(_Strict):
 
 
 WhileBusy = Literal["queue", "steer", "interrupt"]
+ApprovalOption = Literal["once", "conversation", "deny"]
+"""What an approval card may offer: Approve (`once`), Approve for this conversation, Deny (with a reason or not)."""
+APPROVAL_OPTIONS_DEFAULT: tuple[ApprovalOption, ...] = ("once", "deny")
 
 
 class BindingSpec(_Strict):
@@ -389,6 +392,10 @@ class BindingSpec(_Strict):
     """How many of the newest turns of the conversation the agent sees."""
     approvals: ApprovalPolicy = ApprovalPolicy()
     """Who decides gated tool calls in this bot's chats, how many, and for how long."""
+    approval_options: list[ApprovalOption] = Field(default_factory=lambda: list(APPROVAL_OPTIONS_DEFAULT))
+    """What a card offers: `once` (Approve), `conversation` (Approve for this conversation: the same tool with the
+    same arguments then runs without a card in this conversation until `approvals.expires_after` has passed),
+    `deny` (Deny, and Deny with a reason the model reads). Never `conversation` under a two-person rule."""
     allow_personal_memory: bool = True
     """`false` removes personal memory from this bot's one-to-one chats; group chats keep their notes."""
     allow_bots: bool = False
@@ -409,6 +416,20 @@ class BindingSpec(_Strict):
     def _allowlist_named(self) -> BindingSpec:
         if self.access == "allowlist" and not self.allow:
             raise ValueError("access is 'allowlist' but 'allow' lists nobody; add user ids or @handles")
+        return self
+
+    @model_validator(mode="after")
+    def _card_offers(self) -> BindingSpec:
+        options = self.approval_options
+        if len(set(options)) != len(options):
+            raise ValueError(f"approval_options lists an option twice: {options}")
+        if "deny" not in options or not {"once", "conversation"} & set(options):
+            raise ValueError("approval_options must offer deny and at least one of once, conversation "
+                             "(a person asked can always refuse, and can approve somehow)")
+        if "conversation" in options and self.approvals.required_approvals > 1:
+            raise ValueError("approval_options: 'conversation' is never offered under a two-person rule "
+                             f"(approvals.required_approvals: {self.approvals.required_approvals}); remove it, so "
+                             "every such call is approved by each approver, every time")
         return self
 
 

@@ -103,14 +103,14 @@ async def _http_error(_request: Request, exc: Exception) -> Response:
 
 
 def _endpoint(intake: Intake, adapters: Mapping[str, Webhook], platform: str,
-              route: WebhookRoute) -> Callable[[Request], Awaitable[JSONResponse]]:
-    async def endpoint(request: Request) -> JSONResponse:
+              route: WebhookRoute) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
         return await _webhook(intake, adapters, platform, request.path_params["bot"], route, request)
     return endpoint
 
 
 async def _webhook(intake: Intake, adapters: Mapping[str, Webhook], platform: str, bot: str, route: WebhookRoute,
-                   request: Request) -> JSONResponse:
+                   request: Request) -> Response:
     """Verify the raw bytes, then read them, commit, and answer 2xx: the platform is acknowledged only for
     what is durable. Any body gets a 4xx or that 2xx; a verified body that cannot be read is kept as rejected."""
     adapter = adapters.get(bot)
@@ -137,6 +137,8 @@ async def _webhook(intake: Intake, adapters: Mapping[str, Webhook], platform: st
     except WebhookAnswer as answer:
         return JSONResponse(dict(answer.body))
     outcome = await intake.deliver(bot, payload)
+    if (platform, route) == ("slack", "interactions"):
+        return Response(status_code=200)  # an empty answer closes a submitted modal; a body would be read as an error
     return JSONResponse({"ok": True, "outcome": outcome})
 
 

@@ -22,7 +22,7 @@ from tests.support.slack_harness import SlackBot, running_gateway
 
 DEPLOY = [{"id": "deploy"}]
 DEPLOY_WEB: tuple[tuple[str, dict[str, object]], ...] = (("deploy_service", {"service": "web"}),)
-APPROVE, DENY = "approval:approve", "approval:deny"
+APPROVE, DENY, ASK_REASON = "approval:approve", "approval:deny", "approval:ask_reason"
 NO_SWEEP = replace(FAST, expiry_interval=3600.0)
 """The expiry sweep never runs during a test: whatever expires, a click expired."""
 
@@ -100,7 +100,7 @@ async def test_only_the_requester_decides_and_the_answer_continues_in_the_thread
     alice, mallory = slack.add_user("alice", real_name="Alice"), slack.add_user("mallory", real_name="Mallory")
     async with awaiting_decision(slack, sqlite_url, asker=alice, others=(mallory,), transport=transport) as pending:
         card = pending.card
-        assert buttons(card) == [APPROVE, DENY] and '"service": "web"' in card["text"]
+        assert buttons(card) == [APPROVE, DENY, ASK_REASON] and '"service": "web"' in card["text"]
         await slack.user_clicks(pending.bot.app, card, mallory, APPROVE)
         await slack.wait_for(lambda: len(slack.ephemeral) == 1)
         assert slack.ephemeral[0]["user"] == mallory["id"] and pending.executed == []
@@ -183,7 +183,7 @@ async def test_two_person_rule(slack: FakeSlack, sqlite_url: str) -> None:
         await slack.wait_for(lambda: len(slack.ephemeral) == 1)
         assert slack.ephemeral[0]["text"] == "Your approval is recorded (1 of 2)." and pending.executed == []
         voted = pending.current_card(slack)
-        assert "Approved by Alice (@alice) (1 of 2)." in voted["text"] and buttons(voted) == [APPROVE, DENY]
+        assert "Approved by Alice (@alice) (1 of 2)." in voted["text"] and buttons(voted) == [APPROVE, DENY, ASK_REASON]
         await slack.user_clicks(pending.bot.app, pending.card, bob, APPROVE)
         await slack.wait_for(lambda: pending.replies(slack)[-1:] == ["done: deployed web"])
     assert pending.executed == ["web"]
@@ -197,7 +197,7 @@ async def test_a_continuation_that_asks_again_posts_a_new_card(slack: FakeSlack,
         await slack.user_clicks(pending.bot.app, pending.card, alice, APPROVE)
         await slack.wait_for(lambda: len(pending.later_cards(slack)) == 1)
         [second] = pending.later_cards(slack)
-        assert '"service": "worker"' in second["text"] and buttons(second) == [APPROVE, DENY]
+        assert '"service": "worker"' in second["text"] and buttons(second) == [APPROVE, DENY, ASK_REASON]
         await slack.user_clicks(pending.bot.app, second, alice, APPROVE)
         await slack.wait_for(lambda: pending.replies(slack)[-1:] == ["done: deployed worker"])
     assert pending.executed == ["web", "worker"]

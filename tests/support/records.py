@@ -87,3 +87,24 @@ async def until_resumed(database_url: str, count: int) -> None:
                 await asyncio.sleep(0.02)
     finally:
         await observer.close()
+
+
+async def approval_rows(database_url: str) -> list[ApprovalRow]:
+    """Every approval asked for, oldest first, with its decision, scope and reason."""
+    db = Database(database_url)
+    try:
+        async with db.session() as session:
+            return list((await session.execute(select(ApprovalRow).order_by(ApprovalRow.created_at))).scalars())
+    finally:
+        await db.close()
+
+
+async def lapse_standing_approvals(database_url: str) -> None:
+    """Every approval for a conversation ran out a minute ago, as if its time had passed."""
+    db = Database(database_url)
+    try:
+        async with db.session() as session:
+            await session.execute(update(ApprovalRow).where(ApprovalRow.scope == "conversation")
+                                  .values(grant_until=utcnow() - timedelta(minutes=1)))
+    finally:
+        await db.close()

@@ -70,8 +70,8 @@ CASES = [
         "api_base_url, agent, binding, platform, transport)")),
     Case(id="binding-key-misspelt", edits=edit("rate_limit:", "rate_limt:"), errors=(
         "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? (known: "
-        "instructions, access, allow, rate_limit, history_turns, approvals, allow_personal_memory, allow_bots, "
-        "channel_tools, sandbox_scope, limits, while_busy)",)),
+        "instructions, access, allow, rate_limit, history_turns, approvals, approval_options, allow_personal_memory, "
+        "allow_bots, channel_tools, sandbox_scope, limits, while_busy)",)),
     Case(id="limit-not-positive", edits=with_limits("{per_person: {tokens_per_day: 0}}"),
          errors=("{f}:19:29: bots['team-telegram'].binding.limits.per_person.tokens_per_day: Input should be greater "
                  "than 0 (got 0)",)),
@@ -154,8 +154,8 @@ CASES = [
              "{f}:9:20: agents['helper'].capabilities[0].id: unknown capability 'planing'; known: "
              f"{KNOWN}",
              "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? "
-             "(known: instructions, access, allow, rate_limit, history_turns, approvals, allow_personal_memory, "
-             "allow_bots, channel_tools, sandbox_scope, limits, while_busy)")),
+             "(known: instructions, access, allow, rate_limit, history_turns, approvals, approval_options, "
+             "allow_personal_memory, allow_bots, channel_tools, sandbox_scope, limits, while_busy)")),
     Case(id="thinking-on-a-model-that-does-not-reason", edits=edit("capabilities: []", "capabilities: [thinking]"),
          warnings=("{f}:9:20: agents['helper'].capabilities[0]: 'thinking' does nothing on local (llama3.1): "
                    "pydantic-ai does not know that model as one that reasons, so no thinking setting is sent; "
@@ -207,6 +207,19 @@ CASES = [
                                                                     "directory: workspaces}\nagents:\n"),
          errors=("{f}:7:29: sandboxes.local.directory: 'workspaces' is relative, so it would name a different place "
                  "for each directory the gateway is started from; write the absolute path (e.g. /srv/gateway/…)",)),
+    Case(id="approval-for-the-conversation", edits=edit(
+        "approvals: {expires_after: PT4H}",
+        "approvals: {expires_after: PT4H}\n      approval_options: [once, conversation, deny]")),
+    Case(id="conversation-under-a-two-person-rule", edits=edit(
+        "approvals: {expires_after: PT4H}",
+        "approvals: {who: room, required_approvals: 2}\n      approval_options: [once, conversation, deny]"),
+         errors=("{f}:15:5: bots['team-telegram'].binding: approval_options: 'conversation' is never offered under a "
+                 "two-person rule (approvals.required_approvals: 2); remove it, so every such call is approved by "
+                 "each approver, every time",)),
+    Case(id="a-card-without-deny", edits=edit(
+        "approvals: {expires_after: PT4H}", "approval_options: [once]"),
+         errors=("{f}:15:5: bots['team-telegram'].binding: approval_options must offer deny and at least one of once, "
+                 "conversation (a person asked can always refuse, and can approve somehow)",)),
     Case(id="numeric-ids-in-allow", edits=edit("access: open", 'access: allowlist\n      allow: [12345678, "@alice"]')),
     Case(id="the-test-model", edits=edit("model: local", "model: test")),
     Case(id="transcription", edits=edit("model: llama3.1\n", "model: llama3.1\n    transcription: {model: whisper-1, "

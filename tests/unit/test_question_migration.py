@@ -12,11 +12,12 @@ from storage.migrate import alembic_config, upgrade
 from storage.models import ApprovalRow, ConversationRow, DelegateQuestionRow, ParkedRunRow, RunRow, table_of, utcnow
 
 
-def _approval(row_id: str, parked_run_id: int, tool_id: str, args: dict[str, object]) -> ApprovalRow:
-    return ApprovalRow(id=row_id, parked_run_id=parked_run_id, conversation_key="tg:1:42",
-                       tool_call_id=f"{row_id}-call", tool_id=tool_id, tool_name=tool_id, args=args, args_hash="h",
-                       requester_id="1001", requester_name="Alice", policy={}, status="pending",
-                       expires_at=utcnow() + timedelta(hours=1), card_message_id="77")
+def _approval(row_id: str, parked_run_id: int, tool_id: str, args: dict[str, object]) -> dict[str, object]:
+    """An approval as of 0003, by the columns it had then (the model has grown since)."""
+    return dict(id=row_id, parked_run_id=parked_run_id, conversation_key="tg:1:42",
+                tool_call_id=f"{row_id}-call", tool_id=tool_id, tool_name=tool_id, args=args, args_hash="h",
+                requester_id="1001", requester_name="Alice", policy={}, status="pending",
+                expires_at=utcnow() + timedelta(hours=1), card_message_id="77", created_at=utcnow())
 
 
 async def test_questions_move_to_their_own_table_and_back(database_url: str) -> None:
@@ -37,9 +38,9 @@ async def test_questions_move_to_their_own_table_and_back(database_url: str) -> 
                                   state="{}", status="parked")
             session.add(parked)
             await session.flush()
-            session.add_all([_approval("q1", parked.id, "ask_parent",
-                                       {"specialist": "researcher", "question": "Which region?"}),
-                             _approval("a1", parked.id, "deploy_service", {"service": "web"})])
+            await session.execute(insert(table_of(ApprovalRow)), [
+                _approval("q1", parked.id, "ask_parent", {"specialist": "researcher", "question": "Which region?"}),
+                _approval("a1", parked.id, "deploy_service", {"service": "web"})])
         await upgrade(db)
         async with db.session() as session:
             tools = (await session.execute(select(ApprovalRow.tool_id))).scalars().all()

@@ -74,9 +74,9 @@ class Answer:
             return Handled(finish=finish_answered(outcome, record.conversation_id, delivery.binding.agent.name))
         if isinstance(outcome, Stopped):
             return Handled(finish=finish_stopped(outcome, record.conversation_id, delivery.binding.agent.name))
-        if isinstance(outcome, Parked):
-            await self._parked.park(delivery.adapter, turn.deps, record.conversation_id, outcome,
-                                    inbox_id=turn.inbox_id)
+        if isinstance(outcome, Parked):  # resumed at once when every call was approved for the conversation already
+            return Handled(finish=await self._parked.park(delivery.adapter, turn.deps, record.conversation_id,
+                                                          outcome, inbox_id=turn.inbox_id))
         return HANDLED
 
     def _transcriber(self, delivery: Delivery) -> Transcriber | None:

@@ -37,8 +37,9 @@ class ParkedRuns(Protocol):
     last writes come back as a `Finish`, committed with the inbox item that caused it."""
 
     async def park(self, adapter: Chat, deps: TurnDeps, conversation_id: int, outcome: Parked, *,
-                   inbox_id: int | None) -> None:
-        """`inbox_id`: the item of the turn that parked, whose outbox key the resume goes on with."""
+                   inbox_id: int | None) -> Finish | None:
+        """`inbox_id`: the item of the turn that parked, whose outbox key the resume goes on with. A run that needs no
+        card (its calls were approved for the conversation) resumes at once: its end comes back as a `Finish`."""
         ...
 
     async def on_click(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> Finish | None: ...
