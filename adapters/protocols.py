@@ -8,7 +8,7 @@ polling connection has `transport = None`. The channel lookups stay in `adapters
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from adapters.base import (
@@ -21,6 +21,7 @@ from adapters.base import (
     FileRef,
     HistoryItem,
     Inbound,
+    MenuCommand,
     MessageRef,
     OutgoingFile,
     Platform,
@@ -67,6 +68,16 @@ class Connection(Protocol):
 
     async def open(self) -> BotIdentity:
         """Connect the client and learn the bot's own identity (needed before `parse`)."""
+        ...
+
+
+@runtime_checkable
+class ListsCommands(Protocol):
+    """A platform where a bot registers its commands, so the client's menu offers them (Telegram's
+    `setMyCommands`, Mattermost's custom slash commands); called once the bot is signed in."""
+
+    async def register_commands(self, commands: Sequence[MenuCommand]) -> None:
+        """Register `commands` in the platform's menu; raises when the platform refuses (the caller logs it once)."""
         ...
 
 

@@ -47,6 +47,7 @@ from gateway.pipeline.outbox import CLAIM
 from gateway.pipeline.outbox_sweep import OutboxSweep
 from gateway.pipeline.router import Router
 from gateway.pipeline.runtime import Chats, Runtime
+from gateway.pipeline.steps.commands import at_once_words, menu
 from gateway.pipeline.worker import Worker
 from gateway.server.errors import StartupError
 from gateway.server.http import Readiness, build_http_app
@@ -197,7 +198,7 @@ class Gateway:
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer,
                              prepare=router.prepare)
         intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in,
-                        metrics=self.metrics, waits=self.worker.busy, typing=typing)
+                        metrics=self.metrics, waits=self.worker.busy, typing=typing, at_once=at_once_words())
 
         def signed_in() -> dict[str, bool]:
             return {name: adapter.identity is not None for name, adapter in self.adapters.items()}
@@ -237,7 +238,7 @@ class Gateway:
             supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), owner=owner,
                                     cache=cache if self.settings.redis_url is not None else None,
                                     lease_ttl=tuning.transport_lease_ttl, first_delay=tuning.transport_first_delay,
-                                    metrics=self.metrics)
+                                    metrics=self.metrics, menu=menu())
             self._spawn(supervisor.run())
         for adapter in self.adapters.values():
             if isinstance(adapter, Closable):
