@@ -37,8 +37,9 @@ def _context(delivery: Delivery, turns: int, characters: int) -> str:
     spec = delivery.binding.agent.spec
     instructions = len(spec.instructions) + len(delivery.binding.spec.instructions)
     tokens = (characters + instructions) // CHARACTERS_PER_TOKEN
-    said = (f"{turns} earlier turn(s) of at most {delivery.binding.spec.history_turns} and the instructions, about "
-            f"{tokens:,} tokens (estimated at {CHARACTERS_PER_TOKEN} characters a token; tools and files not counted)")
+    said = (f"{turns} earlier message(s) (the history reads up to {delivery.binding.spec.history_turns}) and the "
+            f"instructions, about {tokens:,} tokens (estimated at {CHARACTERS_PER_TOKEN} characters a token; tools and "
+            "files not counted)")
     window = resolve_context_window(spec.model)
     if window is None:
         return f"{said}; this model's context window is not known here"
