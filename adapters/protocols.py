@@ -28,8 +28,9 @@ from adapters.base import (
     PlatformLimits,
 )
 
-WebhookRoute = Literal["webhook", "actions", "events", "interactions"]
-"""The last segment of a platform's HTTP route (`/telegram/{bot}/webhook`, `/slack/{bot}/interactions`, …)."""
+WebhookRoute = Literal["webhook", "actions", "events", "interactions", "commands"]
+"""The last segment of a platform's HTTP route (`/telegram/{bot}/webhook`, `/slack/{bot}/interactions`, …);
+`commands` takes slash commands (Slack's, Mattermost's custom ones), answered with an empty 200."""
 
 
 class WebhookAnswer(Exception):

@@ -60,6 +60,8 @@ WEBHOOK_ROUTES: tuple[tuple[str, WebhookRoute], ...] = (
     ("mattermost", "actions"),  # button clicks; the card is updated once the click is decided, not in this answer
     ("slack", "events"),        # the Events API; the URL check gets its challenge back only once verified
     ("slack", "interactions"),  # button clicks
+    ("slack", "commands"),      # slash commands; the answer is a message of its own, so the 200 is empty
+    ("mattermost", "commands"), # custom slash commands, likewise
 )
 """`POST /{platform}/{bot}/{route}`: each is verified by the bot's adapter before anything is read."""
 MAX_BODY = 1024 * 1024
@@ -103,14 +105,14 @@ async def _http_error(_request: Request, exc: Exception) -> Response:
 
 
 def _endpoint(intake: Intake, adapters: Mapping[str, Webhook], platform: str,
-              route: WebhookRoute) -> Callable[[Request], Awaitable[JSONResponse]]:
-    async def endpoint(request: Request) -> JSONResponse:
+              route: WebhookRoute) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
         return await _webhook(intake, adapters, platform, request.path_params["bot"], route, request)
     return endpoint
 
 
 async def _webhook(intake: Intake, adapters: Mapping[str, Webhook], platform: str, bot: str, route: WebhookRoute,
-                   request: Request) -> JSONResponse:
+                   request: Request) -> Response:
     """Verify the raw bytes, then read them, commit, and answer 2xx: the platform is acknowledged only for
     what is durable. Any body gets a 4xx or that 2xx; a verified body that cannot be read is kept as rejected."""
     adapter = adapters.get(bot)
@@ -137,6 +139,8 @@ async def _webhook(intake: Intake, adapters: Mapping[str, Webhook], platform: st
     except WebhookAnswer as answer:
         return JSONResponse(dict(answer.body))
     outcome = await intake.deliver(bot, payload)
+    if route == "commands":  # a body would be shown to the person as the command's answer
+        return Response(status_code=200)
     return JSONResponse({"ok": True, "outcome": outcome})
 
 
