@@ -26,7 +26,7 @@ from typing import Any, Literal
 import aiohttp
 from aiohttp import web
 
-from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, is_json_object, json_object
+from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, is_json_array, is_json_object, json_object
 from local_platforms.telegram_html import RejectedContent, detect_entities, inline_keyboard, message_text
 
 __all__ = ["ApiCall", "ApiError", "LocalTelegram"]
@@ -521,15 +521,18 @@ class LocalTelegram(LocalPlatform):
         return info
 
     async def _set_my_commands(self, bot: _Bot, params: JSON) -> bool:
-        commands = params.get("commands")
-        if not isinstance(commands, list) or len(commands) > 100:
+        commands: Any = params.get("commands")
+        if not is_json_array(commands) or len(commands) > 100:
             raise ApiError(400, "Bad Request: commands must be an array of at most 100 BotCommand")
+        listed: list[JSON] = []
         for command in commands:
-            name, description = command.get("command"), command.get("description")
+            name = command.get("command") if is_json_object(command) else None
+            description = command.get("description") if is_json_object(command) else None
             if not (isinstance(name, str) and _COMMAND_NAME.fullmatch(name)) or not (
                     isinstance(description, str) and 1 <= len(description) <= 256):
                 raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
-        bot.commands[_scope_type(params)] = copy.deepcopy(commands)
+            listed.append({"command": name, "description": description})
+        bot.commands[_scope_type(params)] = listed
         return True
 
     async def _get_my_commands(self, bot: _Bot, params: JSON) -> list[JSON]:
@@ -764,8 +767,8 @@ _COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 
 
 def _scope_type(params: JSON) -> str:
-    scope = params.get("scope")
-    return str(scope.get("type", "default")) if isinstance(scope, dict) else "default"
+    scope: Any = params.get("scope")
+    return str(scope.get("type", "default")) if is_json_object(scope) else "default"
 
 
 async def _read_params(request: web.Request) -> JSON:

@@ -246,19 +246,21 @@ class MattermostAdapter:
         data = payload.get("data")
         if not is_object(data):
             raise MalformedPayload("slash command without a data object")
-        fields = {name: data.get(name) for name in ("command", "user_id", "channel_id", "trigger_id")}
-        if not all(isinstance(value, str) and value for value in fields.values()):
+        command, user_id, channel_id, trigger_id = (data.get(name) for name in ("command", "user_id", "channel_id",
+                                                                                 "trigger_id"))
+        if not (isinstance(command, str) and isinstance(user_id, str) and isinstance(channel_id, str)
+                and isinstance(trigger_id, str) and command and user_id and channel_id and trigger_id):
             raise MalformedPayload("slash command without command, user_id, channel_id or trigger_id")
         me = self.identity
-        if me is not None and fields["user_id"] == me.user_id:
+        if me is not None and user_id == me.user_id:
             return None
-        address = ChatAddress(bot_id=self.bot_id, platform="mattermost", channel_id=fields["channel_id"],
+        address = ChatAddress(bot_id=self.bot_id, platform="mattermost", channel_id=channel_id,
                               is_direct=data.get("channel_type") == DIRECT)
         handle = str(data.get("user_name") or "") or None
-        speaker = Speaker(platform="mattermost", platform_user_id=fields["user_id"], workspace=self._people.workspace,
-                          handle=handle, display_name=handle or fields["user_id"])
-        text = f"{slash_word(fields['command'])} {data.get('text') or ''}".strip()
-        return Inbound(address=address, speaker=speaker, text=text, message_id=f"slash:{fields['trigger_id']}",
+        speaker = Speaker(platform="mattermost", platform_user_id=user_id, workspace=self._people.workspace,
+                          handle=handle, display_name=handle or user_id)
+        text = f"{slash_word(command)} {data.get('text') or ''}".strip()
+        return Inbound(address=address, speaker=speaker, text=text, message_id=f"slash:{trigger_id}",
                        addressed="command", raw=payload)
 
     def _parse_click(self, payload: Mapping[str, Any]) -> ApprovalClick | None:
