@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import httpx
 import pytest
 from pydantic_ai import ModelMessage
 from pydantic_ai.models.function import AgentInfo
@@ -98,3 +99,36 @@ async def test_refused_slash_commands_are_logged_and_the_words_still_work(
     assert "`new`" in said(mattermost, bot, dm)[0]
     warned = [r for r in caplog.records if "could not be registered" in r.getMessage()]
     assert len(warned) == 1, warned
+
+
+async def test_a_slash_command_call_without_its_token_is_refused_and_nothing_is_answered(
+        mattermost: FakeMattermost, sqlite_url: str) -> None:
+    bot = MattermostBot().register(mattermost)
+    alice = mattermost.add_user("alice", first_name="Alice")
+    team = mattermost.add_team("acme", members=[bot.user, alice])
+    dm = mattermost.direct_channel(alice, bot.user)
+    async with running_gateway(mattermost, [bot], database_url=sqlite_url, model=remembers([]), public=True) as gateway:
+        await mattermost.wait_for(lambda: len(mattermost.commands) >= 7)
+        [new] = [command for command in mattermost.commands if command["trigger"] == "new"]
+        fields = {"channel_id": dm["id"], "command": "/new", "team_id": team["id"], "text": "",
+                  "trigger_id": "forged", "user_id": alice["id"], "user_name": "alice"}
+        async with httpx.AsyncClient() as client:
+            forged = await client.post(new["url"], data=fields, headers={"Authorization": "Token not-the-token"})
+            missing = await client.post(f"{gateway.url}/mattermost/{bot.name}/commands", data=fields)
+        ran = await mattermost.user_runs_command(dm, alice, "/agent-help", team=team)
+        await mattermost.wait_for(lambda: len(said(mattermost, bot, dm)) == 1)
+    assert (forged.status_code, missing.status_code, ran[0]) == (403, 403, 200)
+    assert "`new`" in said(mattermost, bot, dm)[0], "only the signed call was answered"
+
+
+async def test_retry_in_a_dm_edits_the_earlier_answer(mattermost: FakeMattermost, sqlite_url: str) -> None:
+    bot = MattermostBot().register(mattermost)
+    alice = mattermost.add_user("alice", first_name="Alice")
+    dm = mattermost.direct_channel(alice, bot.user)
+    seen: list[list[str]] = []
+    async with running_gateway(mattermost, [bot], database_url=sqlite_url, model=remembers(seen)):
+        await mattermost.user_posts(dm, alice, "a question")
+        await mattermost.wait_for(lambda: said(mattermost, bot, dm) == ["answer 1"])
+        await mattermost.user_posts(dm, alice, "retry")
+        await mattermost.wait_for(lambda: said(mattermost, bot, dm) == ["answer 2"])
+    assert seen == [["a question"], ["a question"]]
