@@ -3,6 +3,7 @@ and in a channel; the manifest lists them."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import yaml
@@ -12,7 +13,7 @@ from pydantic_ai.models.function import AgentInfo
 from adapters.slack.manifest import build_slack_manifest
 from gateway.pipeline.steps.commands import COMMANDS, menu
 from tests.support.fakes.slack import FakeSlack
-from tests.support.scripted import scripted, user_prompts
+from tests.support.scripted import scripted, user_prompts, waits_for
 from tests.support.slack_harness import SlackBot, running_gateway
 
 
@@ -125,3 +126,19 @@ def test_the_manifest_lists_the_commands_as_slash_commands_with_slacks_own_words
             assert listed["/new"]["url"] == "https://gw.example.org/slack/team/commands"
         else:
             assert "url" not in listed["/new"]
+
+
+async def test_status_is_answered_while_a_slow_turn_runs_in_the_same_dm(slack: FakeSlack, sqlite_url: str) -> None:
+    bot = SlackBot(app=slack.add_app("helper"))
+    alice = slack.add_user("alice", real_name="Alice")
+    dm = slack.open_dm(alice, bot.app)
+    gate, started = asyncio.Event(), asyncio.Event()
+    async with running_gateway(slack, [bot], database_url=sqlite_url, redis_url=None,
+                               model=waits_for(gate, "done", started=started)):
+        await slack.user_says(dm, alice, "think hard")
+        await started.wait()
+        await slack.user_runs_command(bot.app, dm, alice, "/agent-status")
+        await slack.wait_for(lambda: any("a turn is running" in t for t in slack.texts(dm, by=bot.app)))
+        assert not gate.is_set()
+        gate.set()
+        await slack.wait_for(lambda: "thinking done" in slack.texts(dm, by=bot.app))

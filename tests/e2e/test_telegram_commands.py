@@ -105,11 +105,11 @@ async def test_retry_answers_the_last_turn_again_in_place_of_the_earlier_answer(
 
 
 async def test_status_says_agent_model_context_and_whether_a_turn_runs(telegram: FakeTelegram,
-                                                                      sqlite_url: str) -> None:
+                                                                      database_url: str) -> None:
     bot = TelegramBot().register(telegram)
     ada = telegram.add_user(101, "Ada")
     group = telegram.group(-501, "Team")
-    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=remembers([])):
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=remembers([])):
         await ask(telegram, bot, group, ada, "hello")
         status = await ask(telegram, bot, group, ada, "status")
     assert "assistant" in status and "function:scripted" in status
