@@ -12,6 +12,7 @@ from storage.db import Database
 from storage.models import MessageRow, RunRow
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import TelegramBot, ask, running_gateway, said_by
+from tests.support.records import until_done
 from tests.support.scripted import scripted, user_prompts, waits_for
 
 
@@ -111,6 +112,7 @@ async def test_status_says_agent_model_context_and_whether_a_turn_runs(telegram:
     group = telegram.group(-501, "Team")
     async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=remembers([])):
         await ask(telegram, bot, group, ada, "hello")
+        await until_done(database_url, 1)  # the answer shows before its turn is committed, and status says so
         status = await ask(telegram, bot, group, ada, "status")
     assert "assistant" in status and "function:scripted" in status
     assert "2 earlier message(s)" in status and "estimated" in status
