@@ -185,6 +185,17 @@ class PlatformLimits:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MenuCommand:
+    """A command the gateway answers, as a platform's command menu lists it."""
+
+    name: str
+    """The word, lower case, without a `/`."""
+    summary: str
+    direct_only: bool = False
+    """Answered in direct messages only: left out of a group's menu."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BotIdentity:
     """Who the bot is on its platform, learned when the adapter opens."""
 

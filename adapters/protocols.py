@@ -8,7 +8,7 @@ polling connection has `transport = None`. The channel lookups stay in `adapters
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from adapters.base import (
@@ -21,14 +21,16 @@ from adapters.base import (
     FileRef,
     HistoryItem,
     Inbound,
+    MenuCommand,
     MessageRef,
     OutgoingFile,
     Platform,
     PlatformLimits,
 )
 
-WebhookRoute = Literal["webhook", "actions", "events", "interactions"]
-"""The last segment of a platform's HTTP route (`/telegram/{bot}/webhook`, `/slack/{bot}/interactions`, …)."""
+WebhookRoute = Literal["webhook", "actions", "events", "interactions", "commands"]
+"""The last segment of a platform's HTTP route (`/telegram/{bot}/webhook`, `/slack/{bot}/interactions`, …);
+`commands` takes slash commands (Slack's, Mattermost's custom ones), answered with an empty 200."""
 
 
 class WebhookAnswer(Exception):
@@ -67,6 +69,16 @@ class Connection(Protocol):
 
     async def open(self) -> BotIdentity:
         """Connect the client and learn the bot's own identity (needed before `parse`)."""
+        ...
+
+
+@runtime_checkable
+class ListsCommands(Protocol):
+    """A platform where a bot registers its commands, so the client's menu offers them (Telegram's
+    `setMyCommands`, Mattermost's custom slash commands); called once the bot is signed in."""
+
+    async def register_commands(self, commands: Sequence[MenuCommand]) -> None:
+        """Register `commands` in the platform's menu; raises when the platform refuses (the caller logs it once)."""
         ...
 
 

@@ -93,6 +93,12 @@ PENDING_POST_ID_WINDOW = 30.0
 """Seconds the server remembers a `pending_post_id` (mattermost-server `PendingPostIDsCacheTTL`)."""
 
 
+BUILT_IN_COMMANDS = frozenset({"away", "code", "collapse", "dnd", "echo", "expand", "groupmsg", "header", "help",
+                               "invite", "join", "kick", "leave", "logout", "me", "msg", "mute", "offline", "online",
+                               "purpose", "remove", "rename", "search", "settings", "shortcuts", "shrug", "status"})
+"""The server's own slash commands: a custom command cannot take their trigger."""
+
+
 class LocalMattermost(LocalPlatform):
     """An in-process Mattermost server on ``host:port`` (port 0: the OS picks one)."""
 
@@ -124,6 +130,12 @@ class LocalMattermost(LocalPlatform):
         self._pending: dict[str, tuple[str, float]] = {}
         """`pending_post_id` → (the post created with it, when): a repeated create within the window returns it."""
         self._hooks: list[OutgoingWebhook] = []
+        self.commands: list[JSON] = []
+        """Custom slash commands created through `POST /commands`, with their tokens."""
+        self.command_responses: list[tuple[int, str]] = []
+        """(HTTP status, body) of every slash command call to an integration URL."""
+        self._command_managers: set[str] | None = None
+        """Who may create and list slash commands; None: everyone (`refuse_slash_commands` narrows it)."""
         self._connections: list[_Connection] = []
         self._failures: dict[str, list[tuple[int, dict[str, str]]]] = {}
         self._unanswered: set[str] = set()
@@ -309,6 +321,35 @@ class LocalMattermost(LocalPlatform):
                 await connection.socket.close(code=1001, message=b"server shutting down")
         await self._notify()
 
+    def refuse_slash_commands(self, *, allowed: Iterable[JSON] = ()) -> None:
+        """From now on only ``allowed`` users may create or list slash commands (a bot without the permission)."""
+        self._command_managers = {user["id"] for user in allowed}
+
+    async def user_runs_command(self, channel: JSON, user: JSON, command: str, text: str = "",
+                                *, team: JSON | None = None) -> tuple[int, str]:
+        """``user`` types ``command text`` (``/new``) in ``channel``, as the web client sends it: a custom command of
+        the channel's team (or ``team``, for a DM) is POSTed to its URL with its token; an unknown one is refused
+        there and then, as the client refuses it, and nothing is posted. Returns (status, body)."""
+        team_id = channel["team_id"] or (team["id"] if team else "")
+        found = next((c for c in self.commands if c["team_id"] == team_id and f"/{c['trigger']}" == command), None)
+        if found is None:
+            return 404, f"Command with a trigger of '{command}' not found."
+        fields = {"channel_id": channel["id"], "channel_name": channel["name"], "command": command,
+                  "response_url": f"{self.url}/hooks/commands/{_new_id()}", "team_domain": self._teams[team_id]["name"],
+                  "team_id": team_id, "text": text, "token": found["token"], "trigger_id": _new_id(),
+                  "user_id": user["id"], "user_name": user["username"]}
+        assert self._server.session is not None, "the local Mattermost is not started"
+        try:
+            async with self._server.session.post(found["url"], data=urlencode(fields), headers={
+                    "Content-Type": "application/x-www-form-urlencoded",
+                    "Authorization": f"Token {found['token']}"}) as response:
+                result = (response.status, await response.text())
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            result = (0, f"{type(exc).__name__}: {exc}")
+        self.command_responses.append(result)
+        await self._notify()
+        return result
+
     def refuse_connections(self, refuse: bool = True) -> None:
         """While refusing, the event stream answers 503 (the server is down); REST keeps working."""
         self._refusing = refuse
@@ -374,6 +415,7 @@ class LocalMattermost(LocalPlatform):
             ("GET", "/channels/{channel_id}/stats", self.channel_stats),
             ("GET", "/channels/{channel_id}/posts", self.channel_posts),
             ("POST", "/actions/dialogs/open", self.open_dialog),
+            ("POST", "/commands", self.create_command), ("GET", "/commands", self.list_commands),
         ]
 
     def _endpoint(self, handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -556,6 +598,28 @@ class LocalMattermost(LocalPlatform):
                 "posts": {p["id"]: copy.deepcopy(p) for p in posts}, "next_post_id": "", "prev_post_id": ""}
 
     # -- the event stream --------------------------------------------------------------------
+
+    async def create_command(self, user_id: str, request: web.Request, body: Any) -> JSON:
+        self._may_manage_commands(user_id)
+        fields = _or_empty(body)
+        team_id, trigger = str(fields.get("team_id") or ""), str(fields.get("trigger") or "")
+        if team_id not in self._teams or not trigger or not fields.get("url") or trigger.startswith("/"):
+            raise ApiError(400, "model.command.is_valid.app_error", "Invalid command.")
+        if trigger in BUILT_IN_COMMANDS or any(c["team_id"] == team_id and c["trigger"] == trigger
+                                               for c in self.commands):
+            raise ApiError(400, "api.command.duplicate_trigger.app_error", "This trigger word is already in use.")
+        command = {**fields, "id": _new_id(), "token": _new_id(), "creator_id": user_id, "create_at": self._now()}
+        self.commands.append(command)
+        return copy.deepcopy(command)
+
+    async def list_commands(self, user_id: str, request: web.Request, body: Any) -> list[JSON]:
+        self._may_manage_commands(user_id)
+        team_id = request.query.get("team_id", "")
+        return [copy.deepcopy(c) for c in self.commands if c["team_id"] == team_id]
+
+    def _may_manage_commands(self, user_id: str) -> None:
+        if self._command_managers is not None and user_id not in self._command_managers:
+            raise ApiError(403, "api.context.permissions.app_error", "You do not have the appropriate permissions.")
 
     async def _handle_websocket(self, request: web.Request) -> web.StreamResponse:
         if self._refusing:

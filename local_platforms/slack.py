@@ -41,7 +41,7 @@ from local_platforms.slack_files import FileRefused, SlackFiles
 __all__ = ["ApiCall", "HttpDelivery", "LocalSlack", "SlackApp"]
 
 JSON = dict[str, Any]
-EventKind = Literal["events_api", "interactive"]
+EventKind = Literal["events_api", "interactive", "slash_commands"]
 
 TRIGGER_LASTS = 3.0
 """Seconds a click's ``trigger_id`` opens a modal for (Slack: 3), once."""
@@ -93,6 +93,8 @@ class SlackApp:
     request_url: str | None = None
     """Where Events API requests go (and interactivity, unless it has its own); ``None``: Socket Mode."""
     interactivity_url: str | None = None
+    commands_url: str | None = None
+    """Where slash commands are POSTed over HTTP (the manifest's `url` of each); ``None``: the request URL."""
     connected_at: list[float] = field(default_factory=list[float])
     """``time.monotonic()`` of every Socket Mode connection."""
     acked: list[str] = field(default_factory=list[str])
@@ -307,6 +309,25 @@ class LocalSlack(LocalPlatform):
                 "api_app_id": app.app_id, "token": "verification-token-unused",
                 "trigger_id": f"{next(self._ids)}.{secrets.token_hex(8)}", "view": submitted | {"state": {
                     "values": state}}, "response_urls": [], "is_enterprise_install": False, "enterprise": None}
+
+    async def user_runs_command(self, app: SlackApp, channel: JSON, user: JSON, command: str, text: str = "") -> JSON:
+        """``user`` runs the app's slash ``command`` (``/new``) in ``channel``: over Socket Mode, or POSTed
+        form-encoded to ``app.commands_url``. Slack never sends one from inside a thread. Returns the payload."""
+        payload = {"token": "verification-token-unused", "team_id": self.team_id, "team_domain": "local",
+                   "channel_id": channel["id"], "channel_name": channel.get("name", "directmessage"),
+                   "user_id": user["id"], "user_name": user["name"], "command": command, "text": text,
+                   "api_app_id": app.app_id, "is_enterprise_install": "false",
+                   "response_url": f"{self.url}/commands/{secrets.token_hex(8)}",
+                   "trigger_id": f"{next(self._ids)}.{secrets.token_hex(8)}"}
+        if app.request_url:
+            body = urlencode(payload).encode()
+            headers = {"Content-Type": "application/x-www-form-urlencoded", **self.signed_headers(app, body)}
+            status, answer = await self.post_to_app(app, body, headers, url=app.commands_url or app.request_url)
+            app.http.append(HttpDelivery(event_id=None, retry_num=0, status=status, body=answer, at=time.monotonic()))
+            await self._notify()
+        else:
+            await self._deliver(app, payload, kind="slash_commands")
+        return payload
 
     async def redeliver(self, event_id: str) -> None:
         """Slack's retry of an event it believes was not received: same payload, ``X-Slack-Retry-Num: 1``."""

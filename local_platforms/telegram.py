@@ -26,7 +26,7 @@ from typing import Any, Literal
 import aiohttp
 from aiohttp import web
 
-from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, is_json_object, json_object
+from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, is_json_array, is_json_object, json_object
 from local_platforms.telegram_html import RejectedContent, detect_entities, inline_keyboard, message_text
 
 __all__ = ["ApiCall", "ApiError", "LocalTelegram"]
@@ -118,6 +118,8 @@ class _Bot:
     secret_token: str | None = None
     last_webhook_error: tuple[int, str] | None = None
     poll_generation: int = 0
+    commands: dict[str, list[JSON]] = field(default_factory=dict[str, list[JSON]])
+    """The command menu per scope type (``default``, ``all_private_chats``, ...), as ``setMyCommands`` set it."""
 
 
 Handler = Callable[[_Bot, JSON], Awaitable[Any]]
@@ -438,6 +440,8 @@ class LocalTelegram(LocalPlatform):
             ("setWebhook", self._set_webhook),
             ("deleteWebhook", self._delete_webhook),
             ("getWebhookInfo", self._get_webhook_info),
+            ("setMyCommands", self._set_my_commands),
+            ("getMyCommands", self._get_my_commands),
             ("sendMessage", self._send_message),
             ("editMessageText", self._edit_message_text),
             ("editMessageReplyMarkup", self._edit_message_reply_markup),
@@ -538,6 +542,28 @@ class LocalTelegram(LocalPlatform):
         if bot.last_webhook_error:
             info["last_error_date"], info["last_error_message"] = bot.last_webhook_error
         return info
+
+    async def _set_my_commands(self, bot: _Bot, params: JSON) -> bool:
+        commands: Any = params.get("commands")
+        if not is_json_array(commands) or len(commands) > 100:
+            raise ApiError(400, "Bad Request: commands must be an array of at most 100 BotCommand")
+        listed: list[JSON] = []
+        for command in commands:
+            name = command.get("command") if is_json_object(command) else None
+            description = command.get("description") if is_json_object(command) else None
+            if not (isinstance(name, str) and _COMMAND_NAME.fullmatch(name)) or not (
+                    isinstance(description, str) and 1 <= len(description) <= 256):
+                raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+            listed.append({"command": name, "description": description})
+        bot.commands[_scope_type(params)] = listed
+        return True
+
+    async def _get_my_commands(self, bot: _Bot, params: JSON) -> list[JSON]:
+        return copy.deepcopy(bot.commands.get(_scope_type(params), []))
+
+    def my_commands(self, token: str, scope: str = "default") -> list[JSON]:
+        """The command menu the bot of ``token`` set for ``scope`` (``all_private_chats``, ``all_group_chats``)."""
+        return copy.deepcopy(self._bot(token).commands.get(scope, []))
 
     # -- Bot API methods: messages ----------------------------------------------------------
 
@@ -757,6 +783,15 @@ class LocalTelegram(LocalPlatform):
 
 
 # -- request decoding and validation --------------------------------------------------------------
+
+
+_COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
+"""What the Bot API takes as a command: lower-case letters, digits and underscores."""
+
+
+def _scope_type(params: JSON) -> str:
+    scope: Any = params.get("scope")
+    return str(scope.get("type", "default")) if is_json_object(scope) else "default"
 
 
 async def _read_params(request: web.Request) -> JSON:

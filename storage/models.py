@@ -147,6 +147,9 @@ class ConversationRow(Base):
     thread_id: Mapped[str | None] = mapped_column(String(128))
     is_direct: Mapped[bool]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    history_from: Mapped[int | None] = mapped_column(Id, default=None)
+    """The first message id the agent's history reads (`new` starts it afresh); None: from the first turn. Earlier
+    turns stay, for conversation search and the record."""
 
 
 class MessageRow(Base):

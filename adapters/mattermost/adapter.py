@@ -14,7 +14,7 @@ import hmac
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -35,6 +35,7 @@ from adapters.base import (
     HistoryItem,
     Inbound,
     MalformedPayload,
+    MenuCommand,
     MessageRef,
     OutgoingFile,
     Platform,
@@ -52,6 +53,7 @@ from adapters.mattermost.buttons import (
     read_click,
     reason_dialog,
 )
+from adapters.mattermost.commands import SLASH_EVENT, SlashCommands, slash_word
 from adapters.mattermost.directory import MattermostDirectory
 from adapters.mattermost.doctor import team_problem
 from adapters.mattermost.events import (
@@ -177,9 +179,11 @@ class MattermostAdapter:
 
     def __init__(self, *, bot_id: str, token: str, server_url: str, transport: str = "websocket",
                  webhook_token: str | None = None, team: str | None = None, action_url: str | None = None,
-                 action_key: str | None = None, on_api_trouble: ApiTrouble | None = None) -> None:
+                 action_key: str | None = None, on_api_trouble: ApiTrouble | None = None,
+                 command_url: str | None = None) -> None:
         """`action_url` is where Mattermost sends approval button clicks (needs `server.public_url`);
-        `action_key` signs each button's context; `on_api_trouble` hears of each REST call's 429 or failure."""
+        `action_key` signs each button's context; `on_api_trouble` hears of each REST call's 429 or failure;
+        `command_url` is where the bot's slash commands call (`register_commands`)."""
         self.bot_id = bot_id
         self._action_url = action_url
         self._action_key = action_key
@@ -189,6 +193,7 @@ class MattermostAdapter:
         self._api = MattermostApi(server_url=server_url, token=token, on_api_trouble=on_api_trouble)
         self._people = MattermostPeople(self._api, workspace=urlsplit(server_url).netloc)
         self.directory = MattermostDirectory(self._api, self._people, team=team)
+        self._slash = SlashCommands(self._api, url=command_url)
         self.identity: BotIdentity | None = None
         self._channel_types: dict[str, str] = {}
         self._members_of: set[str] = set()
@@ -211,6 +216,11 @@ class MattermostAdapter:
             log.error("mattermost bot %r: %s", self.bot_id, problem)
         return self.identity
 
+    async def register_commands(self, commands: Sequence[MenuCommand]) -> None:
+        """The commands as custom slash commands in the bot's teams (its configured `team` only, when set)."""
+        teams = [t for t in await self._api.my_teams() if self._team in (None, t.get("name"), t.get("id"))]
+        await self._slash.register(teams, commands)
+
     async def signed_in(self) -> dict[str, Any]:
         """`GET /users/me`; raises `PlatformConfigError` when the token or the server URL is wrong."""
         return await signed_in(self._api, bot_id=self.bot_id, server_url=self.server_url)
@@ -223,6 +233,8 @@ class MattermostAdapter:
             return self._parse_click(payload)
         if is_submission(payload):
             return self._parse_reason(payload)
+        if payload.get("event") == SLASH_EVENT:
+            return self._parse_slash(payload)
         event = read_posted(payload)
         if event is None or event.system or event.from_bot or self._is_own(event):
             return None
@@ -239,6 +251,29 @@ class MattermostAdapter:
         text = without_address(event.message, me.handle if me else None, event.trigger_word)
         return Inbound(address=address, speaker=speaker, text=text, message_id=event.post_id, addressed=addressed,
                        attachments=event.files, raw=payload)
+
+    def _parse_slash(self, payload: Mapping[str, Any]) -> Inbound | None:
+        """A slash command call (https://developers.mattermost.com/integrate/slash-commands/custom/): not a post, so
+        its `trigger_id` names it once; answered where it was typed, at the channel's top level."""
+        data = payload.get("data")
+        if not is_object(data):
+            raise MalformedPayload("slash command without a data object")
+        command, user_id, channel_id, trigger_id = (data.get(name) for name in ("command", "user_id", "channel_id",
+                                                                                 "trigger_id"))
+        if not (isinstance(command, str) and isinstance(user_id, str) and isinstance(channel_id, str)
+                and isinstance(trigger_id, str) and command and user_id and channel_id and trigger_id):
+            raise MalformedPayload("slash command without command, user_id, channel_id or trigger_id")
+        me = self.identity
+        if me is not None and user_id == me.user_id:
+            return None
+        address = ChatAddress(bot_id=self.bot_id, platform="mattermost", channel_id=channel_id,
+                              is_direct=data.get("channel_type") == DIRECT)
+        handle = str(data.get("user_name") or "") or None
+        speaker = Speaker(platform="mattermost", platform_user_id=user_id, workspace=self._people.workspace,
+                          handle=handle, display_name=handle or user_id)
+        text = f"{slash_word(command)} {data.get('text') or ''}".strip()
+        return Inbound(address=address, speaker=speaker, text=text, message_id=f"slash:{trigger_id}",
+                       addressed="command", raw=payload)
 
     def _parse_click(self, payload: Mapping[str, Any]) -> ApprovalClick | None:
         click = read_click(payload)
@@ -303,6 +338,9 @@ class MattermostAdapter:
     def verify(self, route: WebhookRoute, headers: Mapping[str, str], body: bytes) -> None:
         """A button call (`actions`) carries our HMAC in its context; an outgoing webhook call, the token the
         operator pasted. Both credentials travel inside the body, so it is read bounded (`adapters/wire.py`)."""
+        if route == "commands":
+            self._slash.verify(headers)
+            return
         if route == "actions":
             try:
                 click = read_json_object(body, "button call")
@@ -333,12 +371,28 @@ class MattermostAdapter:
         """
         if route == "actions":
             return await self._click_event(read_json_object(body, "button call"))
+        if route == "commands":
+            return await self._slash_event(read_webhook_fields(headers, body))
         if route != "webhook":
             raise MalformedPayload(f"mattermost takes no {route} calls")
         try:
             return await self._posted_event(read_webhook_fields(headers, body))
         except NotInChannel as exc:
             raise WebhookAnswer({"text": str(exc)}, str(exc)) from None
+
+    async def _slash_event(self, fields: Mapping[str, str]) -> dict[str, Any]:
+        """A slash command call, with its channel's type (a DM or not), which the call does not carry."""
+        channel_id = fields.get("channel_id", "")
+        if not channel_id:
+            raise MalformedPayload("slash command call without a channel_id")
+        try:
+            channel_type = await self._channel_type(channel_id)
+        except Exception as exc:
+            if status_of(exc) in REFUSED:
+                raise MalformedPayload(f"slash command call from channel {channel_id!r}, which mattermost answered "
+                                       f"with {status_of(exc)}") from None
+            raise
+        return {"event": SLASH_EVENT, "data": {**fields, "channel_type": channel_type}}
 
     async def _posted_event(self, fields: Mapping[str, str]) -> dict[str, Any]:
         """The outgoing webhook names the post but not its thread: the event is rebuilt from the post."""

@@ -122,6 +122,14 @@ class MattermostApi:
         await self._call("POST /users/{id}/typing", self._driver.client.post, f"/users/{user_id}/typing",
                          {"channel_id": channel_id, "parent_id": parent_id})
 
+    async def team_commands(self, team_id: str) -> list[dict[str, Any]]:
+        """The team's custom slash commands, with their tokens (needs the permission to manage them)."""
+        return await self._call("GET /commands", self._driver.commands.list_commands_for_team,
+                                {"team_id": team_id, "custom_only": "true"})
+
+    async def create_command(self, command: dict[str, Any]) -> dict[str, Any]:
+        return await self._call("POST /commands", self._driver.commands.create_command, command)
+
     # -- channels and posts --------------------------------------------------------------------------
 
     async def channel(self, channel_id: str) -> dict[str, Any]:

@@ -55,6 +55,7 @@ from adapters.base import (
 )
 from adapters.protocols import WebhookAnswer, WebhookRoute
 from adapters.slack.directory import PERSON_SUBTYPES, SlackDirectory, channel, is_words, speaker_of
+from adapters.slack.manifest import SLASH_PREFIX
 from adapters.slack.markup import compact_entities, parse_slack_text, render_slack_mrkdwn
 from adapters.slack.people import People, SlackPerson, people_of
 from adapters.slack.socket import SocketMode
@@ -159,7 +160,7 @@ class SlackAdapter:
     # -- from the wire -------------------------------------------------------------------------------
 
     def parse(self, payload: Mapping[str, Any]) -> Inbound | ApprovalClick | None:
-        """An Events API callback or a `block_actions` click, as sent over either transport."""
+        """An Events API callback, a `block_actions` click or a slash command, as sent over either transport."""
         refuse_unreadable(payload)
         kind = payload.get("type")
         try:
@@ -167,6 +168,8 @@ class SlackAdapter:
                 return self._parse_click(payload)
             if kind == "view_submission":
                 return self._parse_reason(payload)
+            if kind is None and "command" in payload:
+                return self._parse_slash(payload)
             if kind != "event_callback":
                 return None
             event = payload.get("event")
@@ -210,6 +213,25 @@ class SlackAdapter:
         return Inbound(address=address, speaker=speaker, message_id=str(event["ts"]), addressed=addressed,
                        text=parse_slack_text(text, names=names, drop_user=me.user_id),
                        attachments=_attachments(event), raw=payload)
+
+    def _parse_slash(self, payload: Mapping[str, Any]) -> Inbound | None:
+        """A slash command (https://docs.slack.dev/interactivity/implementing-slash-commands): the person's words as
+        the command's word and its text, said where they typed it. Slack sends no message `ts` (the command is not
+        a message; it is never typed inside a thread), so its `trigger_id` names it, once."""
+        command, text = text_id(payload.get("command"), "slack command"), str(payload.get("text") or "")
+        user = text_id(payload.get("user_id"), "slack command user_id")
+        channel_id = text_id(payload.get("channel_id"), "slack command channel_id")
+        trigger = text_id(payload.get("trigger_id"), "slack command trigger_id")
+        team = optional_text_id(payload.get("team_id"), "slack command team_id") or self._team_id
+        if user == self._me().user_id:
+            return None
+        word = slash_word(command)
+        address = ChatAddress(bot_id=self.bot_id, platform="slack", channel_id=f"{team}:{channel_id}",
+                              is_direct=channel_id.startswith("D"))
+        speaker = speaker_of(user, people_of(payload).get(user), {"username": payload.get("user_name")},
+                             workspace=team)
+        return Inbound(address=address, speaker=speaker, text=f"{word} {text}".strip(), message_id=f"slash:{trigger}",
+                       addressed="command", raw=payload)
 
     def _address(self, payload: Mapping[str, Any], channel: str, ts: str, thread_ts: Any,
                  channel_type: Any) -> ChatAddress:
@@ -306,15 +328,11 @@ class SlackAdapter:
             WebhookAnswer: the request is Slack checking the URL; answered with its challenge.
             MalformedPayload: the body is neither.
         """
-        if route not in ("events", "interactions"):
+        if route not in ("events", "interactions", "commands"):
             raise MalformedPayload(f"slack takes no {route} calls")
         content_type = {key.lower(): value for key, value in headers.items()}.get("content-type", "")
         if content_type.startswith("application/x-www-form-urlencoded"):
-            try:
-                form = parse_qs(body.decode(), max_num_fields=FORM_FIELDS)["payload"][0]
-            except (KeyError, ValueError):  # UnicodeDecodeError is a ValueError
-                raise MalformedPayload("form body without a payload field") from None
-            payload = read_json_object(form, "the form's payload field")
+            payload = _form_payload(body)
         else:
             payload = read_json_object(body, "body")
         if (challenge := url_verification_challenge(payload)) is not None:
@@ -584,6 +602,25 @@ def _retry_after(headers: Mapping[str, Any]) -> float:
 
 def _mentions(text: str, user_id: str) -> bool:
     return re.search(rf"<@{re.escape(user_id)}(?:\|[^>]*)?>", text) is not None
+
+
+def _form_payload(body: bytes) -> dict[str, Any]:
+    """A form-encoded request: a click's JSON in its `payload` field, or a slash command's own fields."""
+    try:
+        form = parse_qs(body.decode(), max_num_fields=FORM_FIELDS)
+    except ValueError:  # UnicodeDecodeError is a ValueError; so is a form of too many fields
+        raise MalformedPayload("a form body that cannot be read") from None
+    if "payload" in form:
+        return read_json_object(form["payload"][0], "the form's payload field")
+    if "command" in form:
+        return {name: values[0] for name, values in form.items()}
+    raise MalformedPayload("form body without a payload or command field")
+
+
+def slash_word(command: str) -> str:
+    """The command word of a slash command: `/new` is `new`, and a word Slack keeps for itself is registered under
+    `SLASH_PREFIX` (`/agent-status` is `status`)."""
+    return command.removeprefix("/").removeprefix(SLASH_PREFIX)
 
 
 def _team(payload: Mapping[str, Any]) -> str | None:

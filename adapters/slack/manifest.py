@@ -8,9 +8,12 @@ the channel lookups (`conversations.*`) a binding may grant its agent.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import yaml
+
+from adapters.base import MenuCommand
 
 BOT_SCOPES = (
     "app_mentions:read",   # app_mention events
@@ -26,29 +29,48 @@ BOT_SCOPES = (
     "mpim:read",
     "files:write",         # files.getUploadURLExternal / completeUploadExternal: charts and images into threads
     "files:read",          # files.info and url_private downloads: what people attach reaches the agent
+    "commands",            # slash commands: the gateway's commands in Slack's menu
 )  # fmt: skip
 BOT_EVENTS = ("app_mention", "message.channels", "message.groups", "message.im", "message.mpim")
 NAME_LIMIT = 35
 """Characters Slack allows in an app's name."""
+SLACK_BUILT_IN = frozenset({"active", "apps", "archive", "away", "call", "collapse", "dm", "dnd", "expand", "feed",
+                            "feedback", "invite", "join", "kick", "leave", "me", "msg", "mute", "open", "remind",
+                            "remove", "rename", "search", "shortcuts", "shrug", "star", "status", "topic", "who"})
+"""Slack's own slash commands, which an app cannot register (a manifest naming one is refused whole)."""
+SLASH_PREFIX = "agent-"
+"""A command whose word Slack keeps for itself is registered as `/agent-<word>` (`/agent-status`)."""
+DESCRIPTION_LIMIT = 2000
+
+
+def slash_command(word: str) -> str:
+    return f"/{SLASH_PREFIX}{word}" if word in SLACK_BUILT_IN else f"/{word}"
 
 
 def build_slack_manifest(*, name: str, transport: Literal["socket", "http"], public_url: str | None,
-                         description: str) -> dict[str, Any]:
-    """The manifest for bot `name`: Socket Mode, or request URLs under `public_url` for the Events API."""
+                         description: str, commands: Sequence[MenuCommand] = ()) -> dict[str, Any]:
+    """The manifest for bot `name`: Socket Mode, or request URLs under `public_url` for the Events API; `commands`
+    as slash commands, delivered as the words are (over Socket Mode, or to the `commands` URL)."""
     events: dict[str, Any] = {"bot_events": list(BOT_EVENTS)}
     interactivity: dict[str, Any] = {"is_enabled": True}
+    slash: list[dict[str, Any]] = [{"command": slash_command(command.name),
+                                    "description": command.summary[:DESCRIPTION_LIMIT], "should_escape": False}
+                                   for command in commands]
     if transport == "http":
         base = f"{(public_url or 'https://YOUR-PUBLIC-URL').rstrip('/')}/slack/{name}"
         events = {"request_url": f"{base}/events", **events}
         interactivity["request_url"] = f"{base}/interactions"
+        slash = [{**entry, "url": f"{base}/commands"} for entry in slash]
+    features: dict[str, Any] = {
+        "app_home": {"home_tab_enabled": False, "messages_tab_enabled": True, "messages_tab_read_only_enabled": False},
+        "bot_user": {"display_name": name, "always_online": True},
+    }
+    if slash:
+        features["slash_commands"] = slash
     return {
         "_metadata": {"major_version": 1, "minor_version": 1},
         "display_information": {"name": name[:NAME_LIMIT], "description": description[:140]},
-        "features": {
-            "app_home": {"home_tab_enabled": False, "messages_tab_enabled": True,
-                         "messages_tab_read_only_enabled": False},
-            "bot_user": {"display_name": name, "always_online": True},
-        },
+        "features": features,
         "oauth_config": {"scopes": {"bot": list(BOT_SCOPES)}},
         "settings": {
             "event_subscriptions": events,

@@ -127,4 +127,6 @@ def _people_in(payload: Mapping[str, Any]) -> list[str]:
     user = payload.get("user")
     if is_object(user) and isinstance(user.get("id"), str):
         return [user["id"]]
+    if isinstance(user_id := payload.get("user_id"), str):  # a slash command
+        return [user_id]
     return []

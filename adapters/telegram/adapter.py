@@ -6,13 +6,16 @@ import asyncio
 import hmac
 import logging
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from functools import partial
 from typing import Any, Literal, TypeVar
 
 from telegram import (
     Bot,
+    BotCommand,
+    BotCommandScopeAllGroupChats,
+    BotCommandScopeAllPrivateChats,
     CallbackQuery,
     ForceReply,
     InlineKeyboardButton,
@@ -22,7 +25,7 @@ from telegram import (
     ReplyParameters,
     Update,
 )
-from telegram.constants import ChatAction, ChatType, FileSizeLimit, MessageLimit, ParseMode
+from telegram.constants import BotCommandLimit, ChatAction, ChatType, FileSizeLimit, MessageLimit, ParseMode
 from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
 from telegram.warnings import PTBDeprecationWarning, PTBUserWarning
 
@@ -40,6 +43,7 @@ from adapters.base import (
     FileUnreadable,
     Inbound,
     MalformedPayload,
+    MenuCommand,
     MessageRef,
     OutgoingFile,
     Platform,
@@ -132,6 +136,16 @@ class TelegramAdapter:
 
     async def close(self) -> None:
         await self._bot.shutdown()
+
+    async def register_commands(self, commands: Sequence[MenuCommand]) -> None:
+        """`setMyCommands` for private chats (every command) and for groups (those not of direct messages only)."""
+        def listed(group: bool) -> list[BotCommand]:
+            return [BotCommand(command.name, command.summary[:BotCommandLimit.MAX_DESCRIPTION])
+                    for command in commands if not (group and command.direct_only)]
+        await self._call("setMyCommands", lambda: self._bot.set_my_commands(
+            listed(False), scope=BotCommandScopeAllPrivateChats()))
+        await self._call("setMyCommands", lambda: self._bot.set_my_commands(
+            listed(True), scope=BotCommandScopeAllGroupChats()))
 
     # -- from the wire -------------------------------------------------------------------------------
 

@@ -245,6 +245,7 @@ def slack_manifest(bot: Annotated[str, typer.Argument(help="The bot's name in th
     """Print the Slack app manifest (YAML) of BOT: paste it at api.slack.com/apps, Create New App, From a manifest."""
     from adapters.slack.manifest import build_slack_manifest, render_slack_manifest
     from gateway.config.schema import SlackBotSpec
+    from gateway.pipeline.steps.commands import menu
 
     loaded = _load(config)
     spec = next((b for b in loaded.bots if b.name == bot), None)
@@ -253,7 +254,7 @@ def slack_manifest(bot: Annotated[str, typer.Argument(help="The bot's name in th
         typer.echo(f"{config}: {bot!r} is not a Slack bot of this config (Slack bots: {slack_bots})", err=True)
         raise typer.Exit(2)
     manifest = build_slack_manifest(name=spec.name, transport=spec.transport, public_url=loaded.server.public_url,
-                                    description=f"{spec.agent}, an assistant served by chat-gateway")
+                                    description=f"{spec.agent}, an assistant served by chat-gateway", commands=menu())
     typer.echo(render_slack_manifest(manifest), nl=False)
 
 

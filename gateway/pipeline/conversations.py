@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from sqlalchemy import Connection, Row, bindparam, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, HistoryItem, Inbound, Speaker
@@ -63,8 +63,12 @@ _ADD_MESSAGE = insert(MESSAGES).returning(MESSAGES.c.id)
 _ADD_ANSWER = insert(MESSAGES)
 _EARLIER = select(MESSAGES.c.id).where(MESSAGES.c.conversation_id == bindparam("conversation_id"),
                                        MESSAGES.c.id < bindparam("id")).limit(1)
+_HISTORY_FROM = func.coalesce(select(CONVERSATIONS.c.history_from)
+                              .where(CONVERSATIONS.c.id == bindparam("conversation_id")).scalar_subquery(), 0)
+"""Where the conversation's history starts: after `new`, its newest turns only."""
 _HISTORY = (select(MESSAGES.c.role, MESSAGES.c.text, MESSAGES.c.speaker_name, MESSAGES.c.created_at)
-            .where(MESSAGES.c.conversation_id == bindparam("conversation_id"), MESSAGES.c.id < bindparam("id"))
+            .where(MESSAGES.c.conversation_id == bindparam("conversation_id"), MESSAGES.c.id < bindparam("id"),
+                   MESSAGES.c.id >= _HISTORY_FROM)
             .order_by(MESSAGES.c.id.desc()).limit(bindparam("limit")))
 
 
@@ -97,6 +101,75 @@ def _user_turn(connection: Connection, inbound: Inbound, *, retried: bool) -> tu
             "speaker_name": inbound.speaker.display_name, "text": inbound.text,
             "platform_message_id": inbound.message_id, "created_at": utcnow()}).scalar_one()
     return conversation_id, identity_id, person_id, int(existing)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LastTurn:
+    """A person's last turn in a conversation and the answer it got, as `retry` runs it again."""
+
+    text: str
+    message_id: str
+    """The platform's id of the person's message."""
+    answer_row: int | None
+    """The stored answer's row, which the new answer replaces; None: the turn has no answer stored."""
+    answer_message_id: str | None
+    """The platform's id of the answer's message, edited by the new answer where there is one."""
+
+
+_IN_CONVERSATION = (MESSAGES.c.conversation_id == CONVERSATIONS.c.id) & (CONVERSATIONS.c.key == bindparam("key"))
+_LAST_TURN = (select(MESSAGES.c.id, MESSAGES.c.conversation_id, MESSAGES.c.text, MESSAGES.c.platform_message_id)
+              .join(IDENTITIES, IDENTITIES.c.id == MESSAGES.c.identity_id)
+              .where(_IN_CONVERSATION, MESSAGES.c.role == "user", _IDENTITY_WHERE,
+                     MESSAGES.c.id >= func.coalesce(CONVERSATIONS.c.history_from, 0))
+              .order_by(MESSAGES.c.id.desc()).limit(1))
+_ANSWER_AFTER = (select(MESSAGES.c.id, MESSAGES.c.role, MESSAGES.c.platform_message_id)
+                 .where(MESSAGES.c.conversation_id == bindparam("conversation_id"), MESSAGES.c.id > bindparam("id"))
+                 .order_by(MESSAGES.c.id).limit(1))
+_HISTORY_TEXT = (select(func.count(), func.coalesce(func.sum(func.length(MESSAGES.c.text)), 0))
+                 .where(MESSAGES.c.conversation_id == bindparam("conversation_id"), MESSAGES.c.id >= _HISTORY_FROM,
+                        MESSAGES.c.id.in_(select(MESSAGES.c.id).where(
+                            MESSAGES.c.conversation_id == bindparam("conversation_id"))
+                            .order_by(MESSAGES.c.id.desc()).limit(bindparam("limit")))))
+
+
+def start_afresh(connection: Connection, address: ChatAddress) -> bool:
+    """`new`: the conversation's history starts after every turn stored so far. False: nothing was said yet."""
+    conversation = connection.execute(_CONVERSATION, {"key": address.conversation_key}).scalar()
+    if conversation is None:
+        return False
+    newest = connection.execute(select(func.max(MESSAGES.c.id)).where(MESSAGES.c.conversation_id == conversation)
+                                ).scalar()
+    connection.execute(update(CONVERSATIONS).where(CONVERSATIONS.c.id == conversation)
+                       .values(history_from=(newest or 0) + 1))
+    return newest is not None
+
+
+def last_turn(connection: Connection, address: ChatAddress, speaker: Speaker) -> LastTurn | None:
+    """The speaker's newest turn since the history's start, with the answer stored right after it (turns of one
+    conversation run one at a time, so the row after a turn is its answer, if it has one)."""
+    row = connection.execute(_LAST_TURN, {"key": address.conversation_key, "platform": speaker.platform,
+                                          "workspace": speaker.workspace, "user_id": speaker.platform_user_id}).first()
+    if row is None or row.platform_message_id is None:
+        return None
+    after = connection.execute(_ANSWER_AFTER, {"conversation_id": row.conversation_id, "id": row.id}).first()
+    answer = after if after is not None and after.role == "assistant" else None
+    return LastTurn(text=row.text, message_id=row.platform_message_id,
+                    answer_row=answer.id if answer is not None else None,
+                    answer_message_id=answer.platform_message_id if answer is not None else None)
+
+
+def forget_answer(connection: Connection, row_id: int) -> None:
+    """An answer another answer replaced (`retry`) leaves the history."""
+    connection.execute(delete(MESSAGES).where(MESSAGES.c.id == row_id))
+
+
+def history_size(connection: Connection, address: ChatAddress, *, limit: int) -> tuple[int, int]:
+    """(turns, characters) of the history the conversation's next turn would read."""
+    conversation = connection.execute(_CONVERSATION, {"key": address.conversation_key}).scalar()
+    if conversation is None or limit <= 0:
+        return 0, 0
+    turns, characters = connection.execute(_HISTORY_TEXT, {"conversation_id": conversation, "limit": limit}).one()
+    return int(turns), int(characters)
 
 
 def record_answer(connection: Connection, conversation_id: int, *, run_id: int, text: str, speaker_name: str,

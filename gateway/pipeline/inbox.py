@@ -29,8 +29,9 @@ REJECTED_RETENTION = timedelta(days=3)
 PARSED_KEPT = 10_000
 """Events parsed at intake kept for their claim in this process; past it the oldest are dropped (a claim on another
 replica takes theirs), and their claim parses the stored payload."""
-AT_ONCE = "|now"
-"""What `at_once` adds to a conversation key."""
+AT_ONCE_LANE = ":at-once"
+"""Added to a conversation's key for the commands answered while a turn of it runs (`help`, `status`): they are
+claimed at once, in their order among themselves, and exactly once like every item (the unique logical id)."""
 INBOX = table_of(InboxRow)
 """Statements on the turn's path name the table, not the mapped class: Core statements skip the ORM's bulk
 persistence (its attribute evaluation and synchronisation), which cost more than the statements themselves."""
@@ -66,7 +67,7 @@ class TurnNote:
 def at_once(conversation_key: str) -> str:
     """The lane beside a conversation, claimed while its turn runs: a stop (the word, the button) goes there, so it
     does not wait behind the turn it stops."""
-    return f"{conversation_key}{AT_ONCE}"
+    return f"{conversation_key}{AT_ONCE_LANE}"
 
 
 class Inbox:
@@ -115,6 +116,15 @@ class Inbox:
             count, oldest = (await session.execute(
                 select(func.count(INBOX.c.id), func.min(INBOX.c.created_at)).where(_open_or_expired(now)))).one()
             return int(count or 0), 0.0 if oldest is None else max(0.0, (now - _aware(oldest)).total_seconds())
+        return await self._db.transaction(work)
+
+    async def in_line(self, conversation_key: str) -> tuple[int, int]:
+        """(running, waiting) items of a conversation: a turn under way, and messages queued behind it."""
+        async def work(session: AsyncSession) -> tuple[int, int]:
+            rows = (await session.execute(select(INBOX.c.status, func.count()).where(
+                INBOX.c.conversation_key == conversation_key, INBOX.c.status.in_(OPEN)).group_by(INBOX.c.status))).all()
+            counts = {status: int(count) for status, count in rows}
+            return counts.get("running", 0), counts.get("pending", 0) + counts.get("waiting", 0)
         return await self._db.transaction(work)
 
     async def claim(self, worker_id: str, *, lease: timedelta, limit: int,

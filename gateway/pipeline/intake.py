@@ -14,7 +14,6 @@ from adapters.protocols import FollowsThreads, Parser, ShowsTyping
 from gateway.pipeline.inbox import Inbox, at_once
 from gateway.pipeline.live_reply import TYPING_LASTS
 from gateway.pipeline.metrics import AckOutcome, GatewayMetrics
-from gateway.pipeline.turn_control import STOP_WORD
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +50,12 @@ class TypingShown:
 class Intake:
     def __init__(self, inbox: Inbox, adapters: Mapping[str, Parser], *, on_accepted: Callable[[], None],
                  answered_in: Callable[[str], Awaitable[bool]], metrics: GatewayMetrics | None = None,
-                 waits: Callable[[], bool] = lambda: False, typing: TypingShown | None = None) -> None:
+                 waits: Callable[[], bool] = lambda: False, typing: TypingShown | None = None,
+                 at_once: frozenset[str] = frozenset()) -> None:
         """`waits()`: a message accepted now may wait before its placeholder (`Worker.busy`); the chat is then shown
-        typing at once, after the commit, without holding up the ack."""
+        typing at once, after the commit, without holding up the ack. `at_once`: the command words answered while a
+        turn runs (`steps/commands/`), taken into their conversation's at-once lane."""
+        self._at_once = at_once
         self._waits = waits
         self._typing = typing or TypingShown()
         self._background: set[asyncio.Task[None]] = set()
@@ -85,15 +87,15 @@ class Intake:
             return "rejected"
         if isinstance(event, ApprovalClick):
             key = event.card.address.conversation_key  # decided in turn with the conversation the card belongs to
-            stop = event.verb == "stop"
+            lane = event.verb == "stop"  # a Stop click must not wait behind the turn it stops
         elif isinstance(event, Inbound) and await self._addressed(adapter, event):
             key = event.address.conversation_key
-            stop = STOP_WORD.match(event.text.strip()) is not None
+            # not behind the turn that runs: its own line, in order among its kind
+            lane = event.text.strip().removeprefix("/").lower() in self._at_once
         else:
             return "ignored"
-        # A stop must not wait behind the turn it stops: it goes in the lane beside the conversation.
         accepted = await self._inbox.accept(logical_id=event.logical_id, bot_name=bot_name,
-                                            conversation_key=at_once(key) if stop else key, payload=payload,
+                                            conversation_key=at_once(key) if lane else key, payload=payload,
                                             event=event)
         if not accepted:
             log.info("bot %r: duplicate delivery of %s dropped", bot_name, event.logical_id)
@@ -149,7 +151,7 @@ async def _quietly(action: Awaitable[None]) -> None:
 def _check_storable(event: Inbound | ApprovalClick) -> None:
     """Raises `MalformedPayload` for an identity the inbox's key columns cannot hold."""
     address = event.card.address if isinstance(event, ApprovalClick) else event.address
-    for key in (event.logical_id, address.conversation_key):
+    for key in (event.logical_id, at_once(address.conversation_key)):
         if len(key) > KEY_LIMIT or "\x00" in key:
             raise MalformedPayload(f"an id of {len(key)} characters, or with NUL, is not a platform's")
 

@@ -10,7 +10,6 @@ conversation, so it is answered once, in that turn's reply. None of this runs fo
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -20,7 +19,6 @@ from sqlalchemy import Connection, bindparam, or_, select, update
 from adapters.base import Inbound, MalformedPayload, Speaker
 from adapters.protocols import Parser
 from gateway.agents.bindings import Binding, BindingStore, UnknownBot, is_listed
-from gateway.people.commands import COMMAND
 from gateway.pipeline.conversations import start_turn
 from gateway.pipeline.inbox import INBOX
 from gateway.pipeline.worker import RunningTurns
@@ -29,8 +27,6 @@ from storage.models import utcnow
 
 log = logging.getLogger(__name__)
 
-STOP_WORD = re.compile(r"^/?stop$", re.IGNORECASE)
-"""The plain word `stop` (or `/stop`): the one command this module recognizes, until the command table does."""
 NOTHING_RUNNING = "Nothing is running here to stop."
 STOPPING = "Stopping the answer."
 NOT_YOURS = "Only the person who asked, or this bot's approvers, can stop this answer."
@@ -45,14 +41,11 @@ class StopAnswer:
     """What the person who asked to stop is told."""
 
 
-def is_stop(text: str) -> bool:
-    return STOP_WORD.match(text.strip()) is not None
-
-
-def is_command(text: str) -> bool:
-    """A word the gateway answers itself: never handed to a running turn as a steered message."""
-    text = text.strip()
-    return COMMAND.match(text) is not None or STOP_WORD.match(text) is not None
+def is_command(text: str, commands: frozenset[str]) -> bool:
+    """A word the gateway answers itself (the command step's rule: the first word, with or without a leading `/`):
+    never handed to a running turn as a steered message."""
+    words = text.strip().removeprefix("/").split(None, 1)
+    return bool(words) and words[0].lower() in commands
 
 
 def may_stop(binding: Binding, asked: Inbound, stopper: Speaker) -> bool:
@@ -66,13 +59,13 @@ def may_stop(binding: Binding, asked: Inbound, stopper: Speaker) -> bool:
     return policy.who == "room" or is_listed(stopper, policy.approvers)
 
 
-def steerable(binding: Binding, inbound: Inbound) -> bool:
+def steerable(binding: Binding, inbound: Inbound, commands: frozenset[str]) -> bool:
     """A message a running turn may take: one its own turn would hand to the model (the allowlist admits its
     speaker, it is no command, it carries no files to fetch)."""
     spec = binding.spec
     if spec.access == "allowlist" and not is_listed(inbound.speaker, spec.allow):
         return False
-    return not inbound.attachments and not is_command(inbound.text)
+    return not inbound.attachments and not is_command(inbound.text, commands)
 
 
 def named(speaker: Speaker) -> str:
@@ -86,8 +79,10 @@ class TurnControl:
     """The seam the `stop` command and the Stop button call, and what a running turn takes messages through."""
 
     def __init__(self, *, db: Database, adapters: Mapping[str, Parser], bindings: BindingStore,
-                 turns: RunningTurns) -> None:
+                 turns: RunningTurns, commands: frozenset[str]) -> None:
+        """`commands`: the words the command step answers, which a running turn never takes."""
         self._db = db
+        self._commands = commands
         self._adapters = adapters
         self._bindings = bindings
         self.turns = turns
@@ -131,7 +126,8 @@ class TurnControl:
             taken: list[tuple[int, Inbound]] = []
             for row in connection.execute(_WAITING, {"key": running.conversation_key, "item": item_id}).all():
                 inbound = self._inbound(row.bot_name, row.payload)
-                if inbound is None or not steerable(binding, inbound) or (again_only and row.status == "pending"):
+                if inbound is None or not steerable(binding, inbound, self._commands) \
+                        or (again_only and row.status == "pending"):
                     break
                 if row.id in known:
                     continue
@@ -155,7 +151,7 @@ class TurnControl:
                 return False
             row = connection.execute(_WAITING, {"key": key, "item": item_id}).first()
             inbound = None if row is None or row.status != "pending" else self._inbound(row.bot_name, row.payload)
-            return inbound is not None and steerable(binding, inbound)
+            return inbound is not None and steerable(binding, inbound, self._commands)
         return await self._db.run(work)
 
     def _inbound(self, bot_name: str, payload: Mapping[str, object]) -> Inbound | None:

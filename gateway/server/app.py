@@ -47,6 +47,7 @@ from gateway.pipeline.outbox import CLAIM
 from gateway.pipeline.outbox_sweep import OutboxSweep
 from gateway.pipeline.router import Router
 from gateway.pipeline.runtime import Chats, Runtime
+from gateway.pipeline.steps.commands import at_once_words, menu, words
 from gateway.pipeline.turn_control import TurnControl
 from gateway.pipeline.worker import RunningTurns, Worker
 from gateway.server.errors import StartupError
@@ -181,7 +182,7 @@ class Gateway:
                                 directories=directories, resolver=self._tuning.resolver, redact=self.redactor.add)
         capabilities = self.registry.bind(deployment, self.registry.used_by(self.config))
         turns = RunningTurns()
-        control = TurnControl(db=db, adapters=self.adapters, bindings=bindings, turns=turns)
+        control = TurnControl(db=db, adapters=self.adapters, bindings=bindings, turns=turns, commands=words())
         runtime = Runtime(models=self._models, db=db, capabilities=capabilities,
                           instrumentation=tracing.instrumentation,
                           mcp=McpServers.of(self.config.mcp_servers, self._secrets, resolver=self._tuning.resolver),
@@ -203,7 +204,7 @@ class Gateway:
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer,
                              prepare=router.prepare, turns=turns)
         intake = Intake(inbox, self.adapters, on_accepted=self.worker.wake, answered_in=conversations.answered_in,
-                        metrics=self.metrics, waits=self.worker.busy, typing=typing)
+                        metrics=self.metrics, waits=self.worker.busy, typing=typing, at_once=at_once_words())
 
         def signed_in() -> dict[str, bool]:
             return {name: adapter.identity is not None for name, adapter in self.adapters.items()}
@@ -243,7 +244,7 @@ class Gateway:
             supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), owner=owner,
                                     cache=cache if self.settings.redis_url is not None else None,
                                     lease_ttl=tuning.transport_lease_ttl, first_delay=tuning.transport_first_delay,
-                                    metrics=self.metrics)
+                                    metrics=self.metrics, menu=menu())
             self._spawn(supervisor.run())
         for adapter in self.adapters.values():
             if isinstance(adapter, Closable):

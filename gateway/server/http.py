@@ -60,6 +60,8 @@ WEBHOOK_ROUTES: tuple[tuple[str, WebhookRoute], ...] = (
     ("mattermost", "actions"),  # button clicks; the card is updated once the click is decided, not in this answer
     ("slack", "events"),        # the Events API; the URL check gets its challenge back only once verified
     ("slack", "interactions"),  # button clicks
+    ("slack", "commands"),      # slash commands; the answer is a message of its own, so the 200 is empty
+    ("mattermost", "commands"), # custom slash commands, likewise
 )
 """`POST /{platform}/{bot}/{route}`: each is verified by the bot's adapter before anything is read."""
 MAX_BODY = 1024 * 1024
@@ -139,6 +141,8 @@ async def _webhook(intake: Intake, adapters: Mapping[str, Webhook], platform: st
     outcome = await intake.deliver(bot, payload)
     if (platform, route) == ("slack", "interactions"):
         return Response(status_code=200)  # an empty answer closes a submitted modal; a body would be read as an error
+    if route == "commands":  # a body would be shown to the person as the command's answer
+        return Response(status_code=200)
     return JSONResponse({"ok": True, "outcome": outcome})
 
 

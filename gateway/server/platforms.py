@@ -73,11 +73,12 @@ async def _mattermost(index: int, bot: MattermostBotSpec, context: AdapterContex
     if bot.webhook_token:
         webhook_token = context.secret(bot.webhook_token, field=f"bots[{index}].webhook_token")
     action_url = context.route("mattermost", bot.name, "actions") if context.public_url else None
+    command_url = context.route("mattermost", bot.name, "commands") if context.public_url else None
     action_key = await context.bindings.webhook_secret(bot.name)  # signs approval buttons; shared by replicas
     context.redactor.add(action_key)
     return MattermostAdapter(bot_id=bot.name, token=token, server_url=bot.api_base_url, transport=bot.transport,
                              webhook_token=webhook_token, team=bot.team, action_url=action_url, action_key=action_key,
-                             on_api_trouble=partial(context.api_trouble, "mattermost"))
+                             on_api_trouble=partial(context.api_trouble, "mattermost"), command_url=command_url)
 
 
 def _slack(index: int, bot: SlackBotSpec, context: AdapterContext) -> SlackAdapter:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 
-from adapters.base import Deliver, PlatformConfigError
-from adapters.protocols import Connection, Transport
+from adapters.base import Deliver, MenuCommand, PlatformConfigError
+from adapters.protocols import Connection, ListsCommands, Transport
 from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.tasks import cancel_and_wait
 from storage.cache import Cache
@@ -27,7 +28,11 @@ class Supervisor:
 
     def __init__(self, adapter: Connection, deliver: Deliver, *, cache: Cache | None, owner: str,
                  lease_ttl: float = 8.0, first_delay: float = 5.0, max_delay: float = 60.0,
-                 healthy_after: float = 60.0, metrics: GatewayMetrics | None = None) -> None:
+                 healthy_after: float = 60.0, metrics: GatewayMetrics | None = None,
+                 menu: Sequence[MenuCommand] = ()) -> None:
+        """`menu`: the commands registered in the platform's command menu once the bot is signed in, where it has
+        one (`ListsCommands`)."""
+        self._menu = menu
         self._adapter = adapter
         self._metrics = metrics or GatewayMetrics({})
         self._deliver = deliver
@@ -66,7 +71,18 @@ class Supervisor:
         if self._adapter.identity is None:
             me = await self._adapter.open()
             log.info("bot %r connected as %s (%s)", self._adapter.bot_id, me.handle or me.display_name, me.user_id)
+            await self._register_menu()
         return self._adapter.transport
+
+    async def _register_menu(self) -> None:
+        """Once per sign-in; a platform that refuses (no permission to create commands) leaves the words working."""
+        if not self._menu or not isinstance(self._adapter, ListsCommands):
+            return
+        try:
+            await self._adapter.register_commands(self._menu)
+        except Exception as exc:  # the commands still work as words; the menu is a convenience
+            log.warning("bot %r: its commands could not be registered in the platform's menu, they still work as "
+                        "messages: %s: %s", self._adapter.bot_id, type(exc).__name__, exc)
 
     async def _hold_leased(self, transport: Transport) -> None:
         bot = self._adapter.bot_id

@@ -22,13 +22,13 @@ async def test_reply_to_the_bot_and_addressed_command_are_answered(telegram: Fak
     group = telegram.group(-2002, "Team")
     async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
                                model=echoes()):
-        await telegram.user_says(bot.token, group, alice, "/help@helper_bot")
+        await telegram.user_says(bot.token, group, alice, "/summary@helper_bot")
         await telegram.wait_for(lambda: len(bot_texts(telegram, group["id"])) == 1)
         answer = telegram.bot_messages(group["id"])[0]
-        await telegram.user_says(bot.token, group, alice, "/help")  # not addressed to this bot
+        await telegram.user_says(bot.token, group, alice, "/summary")  # not addressed to this bot
         await telegram.user_says(bot.token, group, alice, "and more?", reply_to=answer)
         await telegram.wait_for(lambda: len(bot_texts(telegram, group["id"])) == 2)
-    assert bot_texts(telegram, group["id"]) == ["echo: [Alice] /help", "echo: [Alice] and more?"]
+    assert bot_texts(telegram, group["id"]) == ["echo: [Alice] /summary", "echo: [Alice] and more?"]
 
 
 async def test_forum_topics_are_separate_conversations(telegram: FakeTelegram, database_url: str) -> None:

@@ -76,6 +76,7 @@ async def running_gateway(slack: FakeSlack, bots: list[SlackBot], *, database_ur
         bot.app.request_url = f"http://127.0.0.1:{port}/slack/{bot.name}/events" if bot.transport == "http" else None
         bot.app.interactivity_url = (f"http://127.0.0.1:{port}/slack/{bot.name}/interactions"
                                      if bot.transport == "http" else None)
+        bot.app.commands_url = f"http://127.0.0.1:{port}/slack/{bot.name}/commands" if bot.transport == "http" else None
     settings = Settings(database_url=database_url, redis_url=redis_url)
     models = ModelResolver(config.models, secrets, fixed={"function:scripted": model})
     async with Gateway(config, settings, secrets=secrets, models=models, registry=registry, tuning=tuning,

@@ -6,10 +6,20 @@ from datetime import timedelta
 
 from alembic import command
 from sqlalchemy import insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.db import Database
 from storage.migrate import alembic_config, upgrade
-from storage.models import ApprovalRow, ConversationRow, DelegateQuestionRow, ParkedRunRow, RunRow, table_of, utcnow
+from storage.models import (
+    ApprovalRow,
+    Base,
+    ConversationRow,
+    DelegateQuestionRow,
+    ParkedRunRow,
+    RunRow,
+    table_of,
+    utcnow,
+)
 
 
 def _approval(row_id: str, parked_run_id: int, tool_id: str, args: dict[str, object]) -> dict[str, object]:
@@ -20,27 +30,27 @@ def _approval(row_id: str, parked_run_id: int, tool_id: str, args: dict[str, obj
                 expires_at=utcnow() + timedelta(hours=1), card_message_id="77", created_at=utcnow())
 
 
+async def _inserted(session: AsyncSession, row: type[Base], **values: object) -> int:
+    inserted = await session.execute(insert(table_of(row)).values(**values))
+    return inserted.inserted_primary_key[0]
+
+
 async def test_questions_move_to_their_own_table_and_back(database_url: str) -> None:
     db = Database(database_url)
     try:
         await upgrade(db, "0003")
         async with db.session() as session:
-            conversation = ConversationRow(key="tg:1:42", bot_name="helper", platform="telegram", channel_id="42",
-                                           thread_id=None, is_direct=True)
-            session.add(conversation)
-            await session.flush()
-            # The runs table as of 0003: a Core insert names only these columns (the model has grown since).
-            inserted = await session.execute(insert(table_of(RunRow)).values(
-                conversation_id=conversation.id, bot_name="helper", agent_name="assistant", agent_version=1,
-                model="test", status="parked"))
-            run_id = inserted.inserted_primary_key[0]
-            parked = ParkedRunRow(run_id=run_id, conversation_id=conversation.id, bot_name="helper", turn={},
-                                  state="{}", status="parked")
-            session.add(parked)
-            await session.flush()
+            # Rows as of 0003, each by the columns its table had then: Core inserts name only these (the models
+            # have grown since).
+            conversation_id = await _inserted(session, ConversationRow, key="tg:1:42", bot_name="helper",
+                                              platform="telegram", channel_id="42", thread_id=None, is_direct=True)
+            run_id = await _inserted(session, RunRow, conversation_id=conversation_id, bot_name="helper",
+                                     agent_name="assistant", agent_version=1, model="test", status="parked")
+            parked_id = await _inserted(session, ParkedRunRow, run_id=run_id, conversation_id=conversation_id,
+                                        bot_name="helper", turn={}, state="{}", status="parked")
             await session.execute(insert(table_of(ApprovalRow)), [
-                _approval("q1", parked.id, "ask_parent", {"specialist": "researcher", "question": "Which region?"}),
-                _approval("a1", parked.id, "deploy_service", {"service": "web"})])
+                _approval("q1", parked_id, "ask_parent", {"specialist": "researcher", "question": "Which region?"}),
+                _approval("a1", parked_id, "deploy_service", {"service": "web"})])
         await upgrade(db)
         async with db.session() as session:
             tools = (await session.execute(select(ApprovalRow.tool_id))).scalars().all()
