@@ -296,6 +296,15 @@ class ApprovalPolicy(_Strict):
         return self
 
 
+class SuggestedPrompt(_Strict):
+    """A prompt a new Slack assistant thread offers to send with one click."""
+
+    title: str = Field(min_length=1, max_length=75)
+    """What the button says."""
+    message: str = Field(min_length=1, max_length=4000)
+    """What is sent when it is clicked."""
+
+
 class BindingSpec(_Strict):
     instructions: str = ""
     """Extra instructions for this bot, added after the agent's; may use the channel placeholders."""
@@ -318,6 +327,10 @@ class BindingSpec(_Strict):
     against the `channel_tools` capability and what the platform can answer when applied."""
     sandbox_scope: Literal["run", "conversation", "channel", "user", "agent"] | None = None
     """Overrides the agent's `sandbox` `session_scope` in this bot's chats; null keeps the spec's."""
+    title: str | None = Field(default=None, min_length=1, max_length=255)
+    """Slack: the title a new assistant thread gets (`assistant.threads.setTitle`)."""
+    suggested_prompts: list[SuggestedPrompt] = Field(default_factory=list[SuggestedPrompt], max_length=4)
+    """Slack: up to four prompts a new assistant thread offers (`assistant.threads.setSuggestedPrompts`)."""
 
     @model_validator(mode="after")
     def _allowlist_named(self) -> BindingSpec:
