@@ -66,7 +66,7 @@ CASES = [
     Case(id="binding-key-misspelt", edits=edit("rate_limit:", "rate_limt:"), errors=(
         "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? (known: "
         "instructions, access, allow, rate_limit, history_turns, approvals, allow_personal_memory, allow_bots, "
-        "channel_tools, sandbox_scope)",)),
+        "channel_tools, sandbox_scope, title, suggested_prompts)",)),
     Case(id="platform-misspelt", edits=edit("platform: telegram", "platform: telegarm"), errors=(
         "{f}:12:5: bots['team-telegram'].platform: 'telegarm' is not one of telegram, slack, mattermost",)),
     Case(id="literal-token", edits=edit("${TG_TOKEN}", "123456:ABCDEF"), errors=(
@@ -135,7 +135,7 @@ CASES = [
              f"{KNOWN}",
              "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? "
              "(known: instructions, access, allow, rate_limit, history_turns, approvals, allow_personal_memory, "
-             "allow_bots, channel_tools, sandbox_scope)")),
+             "allow_bots, channel_tools, sandbox_scope, title, suggested_prompts)")),
     Case(id="thinking-on-a-model-that-does-not-reason", edits=edit("capabilities: []", "capabilities: [thinking]"),
          warnings=("{f}:9:20: agents['helper'].capabilities[0]: 'thinking' does nothing on local (llama3.1): "
                    "pydantic-ai does not know that model as one that reasons, so no thinking setting is sent; "
