@@ -26,6 +26,7 @@ from adapters.base import (
     OutgoingFile,
     Platform,
     PlatformLimits,
+    Speaker,
 )
 
 WebhookRoute = Literal["webhook", "actions", "events", "interactions", "commands"]
@@ -205,6 +206,55 @@ class OffersStop(Protocol):
     async def send_live(self, address: ChatAddress, text: str) -> MessageRef: ...
 
     async def edit_live(self, ref: MessageRef, text: str) -> None: ...
+
+
+class ShowsStatus(Protocol):
+    """A platform that shows what the bot is doing in a status line under a thread (Slack's assistant status),
+    until the bot posts there or the status is set to ""."""
+
+    status_lasts: float
+    """Seconds a status shows unless replaced or cleared (Slack: two minutes); it is set again this often."""
+
+    def shows_status(self, address: ChatAddress) -> bool:
+        """Whether `address` has a status line (Slack: a thread)."""
+        ...
+
+    async def set_status(self, address: ChatAddress, status: str) -> None:
+        """Show `status` (with the platform's loading animation) under the thread; "" clears it."""
+        ...
+
+
+@runtime_checkable
+class StreamsReplies(Protocol):
+    """A platform that streams a reply into one message of its own (Slack's `chat.startStream`, `appendStream`,
+    `stopStream`): `edit` of a streaming message appends what is new, and falls back to a plain edit of the same
+    message when the text does not continue what was streamed or the platform no longer streams it."""
+
+    async def open_stream(self, address: ChatAddress, recipient: Speaker) -> MessageRef:
+        """The reply's message, streaming and empty, for `recipient`; a plain "…" post where the platform refuses
+        the stream (the same message the retry finds and edits either way)."""
+        ...
+
+    async def close_stream(self, ref: MessageRef, text: str) -> None:
+        """`ref` shows `text` and streams no more: the rest appended as the stream stops, or the text edited in."""
+        ...
+
+
+@runtime_checkable
+class ShowsDrafts(Protocol):
+    """A platform that shows a reply as a draft while it is written, nothing posted until it is done (Telegram's
+    `sendMessageDraft` in private chats): no placeholder a crash could strand, and no edits."""
+
+    draft_lasts: float
+    """Seconds a draft shows unless it is sent again (Telegram: 30)."""
+
+    def shows_drafts(self, address: ChatAddress) -> bool:
+        """Whether `address` takes drafts (Telegram: private chats)."""
+        ...
+
+    async def show_draft(self, address: ChatAddress, draft_id: int, text: str) -> None:
+        """Show `text` as draft `draft_id` (the same id animates the change)."""
+        ...
 
 
 class Cards(Protocol):

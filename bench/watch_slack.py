@@ -1,6 +1,7 @@
 """The local Slack workspace, watched for `bench.ratio`: Socket Mode apps, and the envelope ack.
 
-Slack shows a bot typing only in assistant threads, so a bot's first sign is its first post. A person's message
+A bot's first sign is the thread's status line (`assistant.threads.setStatus`) or its first post (a message, or a
+stream started); a streamed reply's text is the message's so far plus what each call appends. A person's message
 reaches an app as one envelope in a DM and as two (`message` and `app_mention`) in a channel that names it;
 every one of them counts as an ack, from the moment the person wrote to the app's acknowledgement.
 """
@@ -70,6 +71,12 @@ class SlackWatch(LocalSlack):
 
     def _note(self, method: str, params: dict[str, Any], at: float) -> None:
         self.record.called(method)
-        if method in ("chat.postMessage", "chat.update"):
-            self.record.saw(str(params.get("channel", "")), at, post=method == "chat.postMessage",
-                            text=str(params.get("text", "")))
+        if method in ("chat.postMessage", "chat.update", "chat.startStream"):
+            self.record.saw(str(params.get("channel", "")), at, post=method != "chat.update",
+                            text=str(params.get("text") or params.get("markdown_text") or ""))
+        elif method == "assistant.threads.setStatus" and params.get("status"):
+            self.record.saw(str(params.get("channel_id", "")), at, post=False)
+        elif method in ("chat.appendStream", "chat.stopStream"):  # noted as it arrives, before it is appended
+            message = self.find(str(params.get("channel", "")), str(params.get("ts", "")))
+            so_far = str(message["text"]) if message else ""
+            self.record.saw("", at, post=False, text=so_far + str(params.get("markdown_text") or ""))

@@ -63,6 +63,6 @@ class TelegramWatch(LocalTelegram):
             while self._unacked and self._unacked[0][0] < offset:
                 _, sent = self._unacked.popleft()
                 self.record.acked(at - sent)
-        elif method in ("sendMessage", "editMessageText", "sendChatAction"):
-            text = "" if method == "sendChatAction" else str(params.get("text", ""))
+        elif method in ("sendMessage", "editMessageText", "sendChatAction", "sendMessageDraft"):
+            text = str(params.get("text", "")) if method in ("sendMessage", "editMessageText") else ""
             self.record.saw(str(params.get("chat_id", "")), at, post=method == "sendMessage", text=text)

@@ -36,6 +36,7 @@ import aiohttp
 from aiohttp import web
 
 from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, is_json_object, json_object
+from local_platforms.slack_assistant import SlackAssistant, StreamRefused
 from local_platforms.slack_files import FileRefused, SlackFiles
 
 __all__ = ["ApiCall", "HttpDelivery", "LocalSlack", "SlackApp"]
@@ -154,6 +155,8 @@ class LocalSlack(LocalPlatform):
         self._server = LocalServer(host, port)
         self.files = SlackFiles(base_url=lambda: self.url, reader=self._reads_files, changed=self._notify)
         """People's files (`files.add`) and what apps uploaded, with their bytes (`files.content`)."""
+        self.assistant = SlackAssistant(workspace=self, changed=self._notify)
+        """Status lines, titles, suggested prompts and streams (`local_platforms/slack_assistant.py`)."""
         self._methods = self._method_table()
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -249,6 +252,19 @@ class LocalSlack(LocalPlatform):
         message = self._post(channel["id"], user["id"], text, thread_ts, extra)
         await self._announce(channel["id"], message)
         return copy.deepcopy(message)
+
+    async def user_opens_assistant_thread(self, app: SlackApp, user: JSON) -> JSON:
+        """``user`` opens the app's assistant view: a new thread in their DM with it, and an
+        ``assistant_thread_started`` event. Returns the thread's first message."""
+        dm = next((c for c in self._channels.values() if c.get("is_im") and c["members"] == [user["id"],
+                                                                                            app.bot_user_id]), None)
+        dm = dm or self.open_dm(user, app)
+        root = self._post(dm["id"], app.bot_user_id, "", None, {"bot_id": app.bot_id, "app_id": app.app_id})
+        event = {"type": "assistant_thread_started", "event_ts": self._next_ts(), "assistant_thread": {
+            "user_id": user["id"], "channel_id": dm["id"], "thread_ts": root["ts"],
+            "context": {"channel_id": None, "team_id": self.team_id, "enterprise_id": None}}}
+        await self._emit(app, event)
+        return copy.deepcopy(root)
 
     async def bot_says(self, channel: JSON, bot_user: JSON, text: str, *, thread_ts: str | None = None,
                        legacy: bool = False) -> JSON:
@@ -411,6 +427,10 @@ class LocalSlack(LocalPlatform):
             return [copy.deepcopy(m) for m in stored if m.get("thread_ts") in (None, m["ts"])]
         return [copy.deepcopy(m) for m in stored if m.get("thread_ts") == thread_ts and m["ts"] != thread_ts]
 
+    def status(self, channel: JSON, thread_ts: str) -> str:
+        """The status line under a thread now ("" when none shows)."""
+        return self.assistant.statuses.get((channel["id"], thread_ts), "")
+
     def texts(self, channel: JSON, *, by: SlackApp | JSON, thread_ts: str | None = None) -> list[str]:
         """What ``by`` (an app's bot or a person) has written, top-level or in one thread, as stored."""
         user_id = by.bot_user_id if isinstance(by, SlackApp) else by["id"]
@@ -566,7 +586,7 @@ class LocalSlack(LocalPlatform):
             if handler is None:
                 raise ApiError("unknown_method")
             body = {"ok": True, **await handler(app, params)}
-        except (ApiError, FileRefused) as error:
+        except (ApiError, FileRefused, StreamRefused) as error:
             body = {"ok": False, "error": error.error}
         await self._notify()
         if method in self._unanswered:
@@ -608,7 +628,7 @@ class LocalSlack(LocalPlatform):
             "files.completeUploadExternal": self._complete_upload,
             "files.info": self._file_info,
             "views.open": self._views_open,
-        }
+        } | {name: _as_app(handler) for name, handler in self.assistant.methods().items()}
 
     async def _auth_test(self, app: SlackApp, params: JSON) -> JSON:
         return {"url": "https://local.slack.com/", "team": "Local Slack", "user": app.name, "team_id": self.team_id,
@@ -630,6 +650,7 @@ class LocalSlack(LocalPlatform):
         extra = {"bot_id": app.bot_id, "app_id": app.app_id, "bot_profile": profile}
         message = self._post(channel["id"], app.bot_user_id, text or "", params.get("thread_ts"),
                              extra | ({"blocks": blocks} if blocks else {}))
+        self.assistant.posted(channel["id"], message.get("thread_ts"))
         self._spawn(self._announce(channel["id"], message))  # as Slack does: apps hear their own posts
         return {"channel": channel["id"], "ts": message["ts"], "message": copy.deepcopy(message)}
 
@@ -646,6 +667,7 @@ class LocalSlack(LocalPlatform):
         if text and len(text) > UPDATE_LIMIT:
             raise ApiError("msg_too_long")
         previous = copy.deepcopy(message)
+        self.assistant.streaming.discard(message["ts"])
         message["text"] = text or ""
         if blocks is not None:
             message["blocks"] = blocks
@@ -743,6 +765,26 @@ class LocalSlack(LocalPlatform):
     async def _file_info(self, app: SlackApp, params: JSON) -> JSON:
         return self.files.info(params)
 
+    # -- what the assistant methods use (`local_platforms/slack_assistant.py`) --------------------------
+
+    def member_channel(self, bot_user_id: str, channel_id: str) -> JSON:
+        channel = self._known_channel({"channel": channel_id})
+        if bot_user_id not in channel["members"]:
+            raise ApiError("not_in_channel")
+        return channel
+
+    def find(self, channel_id: str, ts: str) -> JSON | None:
+        return self._find(channel_id, ts)
+
+    def post_as_app(self, token: str, channel_id: str, text: str, thread_ts: str) -> JSON:
+        app = self._apps[token]
+        extra = {"bot_id": app.bot_id, "app_id": app.app_id,
+                 "bot_profile": {"id": app.bot_id, "name": app.name, "app_id": app.app_id}}
+        message = self._post(channel_id, app.bot_user_id, text, thread_ts, extra)
+        self.assistant.posted(channel_id, thread_ts)
+        self._spawn(self._announce(channel_id, message))
+        return message
+
     # -- state helpers -----------------------------------------------------------------------------
 
     def _post(self, channel_id: str, user_id: str | None, text: str, thread_ts: str | None, extra: JSON) -> JSON:
@@ -790,6 +832,12 @@ class LocalSlack(LocalPlatform):
 
 
 # -- payload shapes ---------------------------------------------------------------------------------
+
+
+def _as_app(handler: Callable[[str, str, JSON], Awaitable[JSON]]) -> Handler:
+    async def handle(app: SlackApp, params: JSON) -> JSON:
+        return await handler(app.token, app.bot_user_id, params)
+    return handle
 
 
 def _message_event(channel: JSON, message: JSON) -> JSON:

@@ -27,6 +27,7 @@ import aiohttp
 from aiohttp import web
 
 from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, is_json_array, is_json_object, json_object
+from local_platforms.telegram_drafts import Drafts
 from local_platforms.telegram_html import RejectedContent, detect_entities, inline_keyboard, message_text
 
 __all__ = ["ApiCall", "ApiError", "LocalTelegram"]
@@ -58,7 +59,7 @@ _ADMIN_RIGHTS = (
 # Form fields arrive as strings; these names get their Bot API types back.
 _INT_PARAMS = frozenset(
     {"chat_id", "message_id", "message_thread_id", "reply_to_message_id", "offset", "limit", "timeout",
-     "user_id", "from_chat_id", "max_connections", "cache_time"}
+     "user_id", "from_chat_id", "max_connections", "cache_time", "draft_id"}
 )  # fmt: skip
 _BOOL_PARAMS = frozenset(
     {"drop_pending_updates", "disable_notification", "protect_content", "show_alert",
@@ -137,6 +138,8 @@ class LocalTelegram(LocalPlatform):
         """``http://host:port`` once started; bots use ``base_url=f"{url}/bot"``."""
         self.calls: list[ApiCall] = []
         self.webhook_responses: list[tuple[int, str]] = []
+        self.drafts = Drafts()
+        """What bots are writing in private chats (`sendMessageDraft`)."""
         """(HTTP status, body) of every webhook push; status 0 when no HTTP answer came."""
         self._webhook_timeout = webhook_timeout
         self._bots: dict[str, _Bot] = {}
@@ -447,6 +450,7 @@ class LocalTelegram(LocalPlatform):
             ("editMessageReplyMarkup", self._edit_message_reply_markup),
             ("deleteMessage", self._delete_message),
             ("sendChatAction", self._send_chat_action),
+            ("sendMessageDraft", self._send_message_draft),
             ("answerCallbackQuery", self._answer_callback_query),
             ("getChat", self._get_chat),
             ("getChatAdministrators", self._get_chat_administrators),
@@ -577,6 +581,7 @@ class LocalTelegram(LocalPlatform):
             thread_id = quoted.get("message_thread_id")
         message = self._new_message(chat, bot.user, thread_id)
         message["text"] = text
+        self.drafts.sent(chat["id"])
         message |= {"entities": entities} if entities else {}
         message |= {"reply_to_message": quoted} if quoted else {}
         message |= {"reply_markup": copy.deepcopy(markup)} if markup else {}
@@ -622,6 +627,17 @@ class LocalTelegram(LocalPlatform):
         self._target_chat(params)
         if params.get("action") not in _CHAT_ACTIONS:
             raise ApiError(400, "Bad Request: wrong parameter action in request")
+        return True
+
+    async def _send_message_draft(self, bot: _Bot, params: JSON) -> bool:
+        chat = self._target_chat(params)
+        if chat["type"] != "private":
+            raise ApiError(400, "Bad Request: TEXTDRAFT_PEER_INVALID")
+        draft_id = _int_param(params, "draft_id", 0)
+        if draft_id == 0:
+            raise ApiError(400, "Bad Request: draft_id must be non-zero")
+        text, _ = message_text(params.get("text") or " ", params.get("parse_mode"), params.get("entities"))
+        self.drafts.show(chat["id"], draft_id, text.strip())
         return True
 
     async def _answer_callback_query(self, bot: _Bot, params: JSON) -> bool:

@@ -54,6 +54,7 @@ from adapters.base import (
     too_large,
 )
 from adapters.protocols import WebhookAnswer, WebhookRoute
+from adapters.slack.assistant import AssistantWelcome, SlackStreams, welcome
 from adapters.slack.directory import PERSON_SUBTYPES, SlackDirectory, channel, is_words, speaker_of
 from adapters.slack.manifest import SLASH_PREFIX
 from adapters.slack.markup import compact_entities, parse_slack_text, render_slack_mrkdwn
@@ -101,22 +102,33 @@ SECTION_LIMIT = 3_000
 MAX_FILE_BYTES = 2**30
 """Slack takes files up to 1 GB (https://docs.slack.dev/messaging/working-with-files)."""
 DOWNLOAD_CHUNK = 64 * 1024
+STATUS_LASTS = 100.0
+"""Seconds between two status lines for one waiting message: Slack drops a status after two minutes without a
+post."""
+STREAM_FALLBACK = "…"
+"""What a reply's message shows first where it cannot stream (the live reply's placeholder)."""
 
 
 class SlackAdapter:
     """A Slack bot: Socket Mode (`transport`), or the Events API calling its webhook routes.
 
-    It has no `show_typing`: Slack shows bots typing only in assistant threads; the placeholder shows work instead.
+    It has no `show_typing`: what a bot is doing shows in the status line under a thread (`set_status`, with
+    `chat:write`, in channel threads as in assistant threads), and a reply streams into its message
+    (`open_stream`, `adapters/slack/assistant.py`).
     """
 
     platform: Platform = "slack"
     limits = PlatformLimits(max_text=PIECE_LIMIT, max_edit_text=PIECE_LIMIT, max_file_bytes=MAX_FILE_BYTES)
+    status_lasts = STATUS_LASTS
 
     def __init__(self, *, bot_id: str, token: str, transport: Literal["socket", "http"] = "socket",
                  app_token: str | None = None, signing_secret: str | None = None,
                  api_base_url: str | None = None, allow_bots: bool = False,
-                 on_api_trouble: ApiTrouble | None = None) -> None:
+                 on_api_trouble: ApiTrouble | None = None, greeting: AssistantWelcome | None = None) -> None:
+        """`greeting`: the title and suggested prompts a new assistant thread shows (`binding.title`,
+        `binding.suggested_prompts`)."""
         self.bot_id = bot_id
+        self._greeting = greeting or AssistantWelcome()
         self._on_api_trouble = on_api_trouble
         self._app_token = app_token
         self._signing_secret = signing_secret
@@ -127,6 +139,7 @@ class SlackAdapter:
                                                    retry_handlers=[_RetryAfter(bot_id, on_api_trouble)])
         self._session: aiohttp.ClientSession | None = None
         self._people = People(self._user)
+        self._streams = SlackStreams(self._client, self._call)
         self._team_id = ""
         self._bot_app_id: str | None = None
         self.identity: BotIdentity | None = None
@@ -340,7 +353,17 @@ class SlackAdapter:
         return await self.annotate(payload)
 
     async def annotate(self, payload: Mapping[str, Any]) -> dict[str, Any]:
-        """The payload with the names of the people in it, which Slack sends only as ids (see `slack_people`)."""
+        """The payload with the names of the people in it, which Slack sends only as ids (see `slack_people`).
+
+        An assistant thread just opened is no message to store: it gets its title and suggested prompts here,
+        before it is acknowledged (a redelivery sets them again, to the same)."""
+        event = payload.get("event")
+        if payload.get("type") == "event_callback" and is_object(event) \
+                and event.get("type") == "assistant_thread_started":
+            try:
+                await welcome(self._client, self._call, event, self._greeting)
+            except (SlackApiError, aiohttp.ClientError, TimeoutError, MalformedPayload) as exc:
+                log.warning("slack bot %r could not greet an assistant thread: %s", self.bot_id, exc)
         me = [self.identity.user_id] if self.identity else []
         return await self._people.annotate(payload, skip=me)
 
@@ -353,8 +376,37 @@ class SlackAdapter:
         return MessageRef(address=address, message_id=str(response["ts"]))
 
     async def edit(self, ref: MessageRef, text: str) -> None:
+        """A streaming reply gets what is new appended; any other message (or a stream that cannot take the text)
+        is edited with `chat.update`."""
+        if await self._streams.append(ref, text):
+            return
         await self._call("chat.update", self._client.chat_update(
             channel=channel(ref.address.channel_id), ts=ref.message_id, text=self._fit(text, TEXT_CAP)))
+
+    async def open_stream(self, address: ChatAddress, recipient: Speaker) -> MessageRef:
+        """An empty reply streaming in the thread (Markdown as Slack renders `markdown_text`), or a plain "…" post
+        where a stream cannot be: outside threads, or refused lately."""
+        if address.thread_id is not None and not self._streams.refused():
+            ts = await self._streams.start(channel(address.channel_id), address.thread_id, recipient)
+            if ts is not None:
+                return MessageRef(address=address, message_id=ts)
+        return await self.send(address, STREAM_FALLBACK)
+
+    async def close_stream(self, ref: MessageRef, text: str) -> None:
+        if not await self._streams.stop(ref, text):
+            await self._call("chat.update", self._client.chat_update(
+                channel=channel(ref.address.channel_id), ts=ref.message_id, text=self._fit(text, TEXT_CAP)))
+
+    def shows_status(self, address: ChatAddress) -> bool:
+        """A status line needs a thread: every conversation in a channel is one, a DM only when it is threaded."""
+        return address.thread_id is not None
+
+    async def set_status(self, address: ChatAddress, status: str) -> None:
+        """`assistant.threads.setStatus` under the conversation's thread; the bot's next post there clears it."""
+        assert address.thread_id is not None
+        await self._call("assistant.threads.setStatus", self._client.assistant_threads_setStatus(
+            channel_id=channel(address.channel_id), thread_ts=address.thread_id, status=status,
+            loading_messages=[status] if status else None))
 
     async def post_approval(self, address: ChatAddress, card: ApprovalCard) -> MessageRef:
         text = render_slack_mrkdwn(card.summary)
@@ -481,8 +533,9 @@ class SlackAdapter:
         else:
             page = await self._call("conversations.history", self._client.conversations_history(
                 channel=room, oldest=after, limit=THREAD_PAGE))
-        shown = self._fit(text, TEXT_CAP)
-        own = [m for m in objects_in(page.get("messages")) if m.get("user") == me and m.get("text") == shown
+        # A streaming reply opened empty reads as no text until its first words.
+        shown = {self._fit(text, TEXT_CAP)} | ({""} if text == STREAM_FALLBACK else set[str]())
+        own = [m for m in objects_in(page.get("messages")) if m.get("user") == me and m.get("text") in shown
                and float(m.get("ts") or 0) > float(after) and (m.get("thread_ts") or None) == address.thread_id]
         newest = max(own, key=lambda m: float(m["ts"]), default=None)
         return MessageRef(address=address, message_id=str(newest["ts"])) if newest else None

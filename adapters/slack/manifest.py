@@ -21,7 +21,8 @@ BOT_SCOPES = (
     "groups:history",      # the same in private channels
     "im:history",          # direct messages
     "mpim:history",        # group direct messages
-    "chat:write",          # answers, live edits, approval cards and ephemeral notices
+    "chat:write",          # answers, live edits and streams, approval cards, ephemeral notices, the status line
+    "assistant:write",     # the assistant view: a new thread's title and suggested prompts
     "users:read",          # users.info: speakers and mentions by name
     "channels:read",       # conversations.info, .members and .list: the channel lookups a binding may grant
     "groups:read",
@@ -31,7 +32,8 @@ BOT_SCOPES = (
     "files:read",          # files.info and url_private downloads: what people attach reaches the agent
     "commands",            # slash commands: the gateway's commands in Slack's menu
 )  # fmt: skip
-BOT_EVENTS = ("app_mention", "message.channels", "message.groups", "message.im", "message.mpim")
+BOT_EVENTS = ("app_mention", "message.channels", "message.groups", "message.im", "message.mpim",
+              "assistant_thread_started")
 NAME_LIMIT = 35
 """Characters Slack allows in an app's name."""
 SLACK_BUILT_IN = frozenset({"active", "apps", "archive", "away", "call", "collapse", "dm", "dnd", "expand", "feed",
@@ -64,6 +66,7 @@ def build_slack_manifest(*, name: str, transport: Literal["socket", "http"], pub
     features: dict[str, Any] = {
         "app_home": {"home_tab_enabled": False, "messages_tab_enabled": True, "messages_tab_read_only_enabled": False},
         "bot_user": {"display_name": name, "always_online": True},
+        "assistant_view": {"assistant_description": description[:255]},
     }
     if slash:
         features["slash_commands"] = slash

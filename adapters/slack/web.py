@@ -44,6 +44,26 @@ class SlackWebApi(Protocol):
     def chat_update(self, *, channel: str, ts: str, text: str | None = None,
                     blocks: Blocks | None = None) -> Awaitable[SlackAnswer]: ...
 
+    def chat_startStream(self, *, channel: str, thread_ts: str, markdown_text: str | None = None,
+                         recipient_team_id: str | None = None,
+                         recipient_user_id: str | None = None) -> Awaitable[SlackAnswer]: ...
+
+    def chat_appendStream(self, *, channel: str, ts: str, markdown_text: str | None = None) -> Awaitable[SlackAnswer]:
+        ...
+
+    def chat_stopStream(self, *, channel: str, ts: str, markdown_text: str | None = None) -> Awaitable[SlackAnswer]:
+        ...
+
+    def assistant_threads_setStatus(self, *, channel_id: str, thread_ts: str, status: str,
+                                    loading_messages: list[str] | None = None) -> Awaitable[SlackAnswer]: ...
+
+    def assistant_threads_setTitle(self, *, channel_id: str, thread_ts: str, title: str) -> Awaitable[SlackAnswer]:
+        ...
+
+    def assistant_threads_setSuggestedPrompts(self, *, channel_id: str, prompts: list[dict[str, str]],
+                                              thread_ts: str | None = None,
+                                              title: str | None = None) -> Awaitable[SlackAnswer]: ...
+
     def chat_postEphemeral(self, *, channel: str, user: str, text: str | None = None,
                            thread_ts: str | None = None) -> Awaitable[SlackAnswer]: ...
 

@@ -71,6 +71,8 @@ from adapters.wire import (
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+DRAFT_LASTS = 30.0
+"""Seconds Telegram shows a draft that is not sent again ("a temporary 30-second preview")."""
 
 # Polling reads getUpdates through `do_api_request` on purpose (see `run_transport`); PTB warns about that.
 warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'", category=PTBUserWarning)
@@ -105,6 +107,7 @@ class TelegramAdapter:
     platform: Platform = "telegram"
     limits = PlatformLimits(max_text=MessageLimit.MAX_TEXT_LENGTH, max_edit_text=MessageLimit.MAX_TEXT_LENGTH,
                             max_file_bytes=FileSizeLimit.FILESIZE_UPLOAD)
+    draft_lasts = DRAFT_LASTS
 
     def __init__(self, *, bot_id: str, token: str, api_base_url: str | None = None,
                  webhook_url: str | None = None, webhook_secret: str | None = None,
@@ -341,6 +344,18 @@ class TelegramAdapter:
         if len(data) > cap:
             raise FileUnreadable(too_large(file.name, len(data), cap))
         return bytes(data)
+
+    def shows_drafts(self, address: ChatAddress) -> bool:
+        """Drafts are for private chats (`sendMessageDraft`, Bot API 9.3); groups keep a message and its edits."""
+        return address.is_direct
+
+    async def show_draft(self, address: ChatAddress, draft_id: int, text: str) -> None:
+        thread = int(address.thread_id) if address.thread_id else None
+
+        async def draft(body: str, parse_mode: str | None) -> bool:
+            return await self._bot.send_message_draft(chat_id=int(address.channel_id), draft_id=draft_id, text=body,
+                                                      parse_mode=parse_mode, message_thread_id=thread)
+        await self._formatted("sendMessageDraft", draft, text)
 
     async def show_typing(self, address: ChatAddress) -> None:
         thread = int(address.thread_id) if address.thread_id else None

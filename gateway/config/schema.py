@@ -379,6 +379,15 @@ ApprovalOption = Literal["once", "conversation", "deny"]
 APPROVAL_OPTIONS_DEFAULT: tuple[ApprovalOption, ...] = ("once", "deny")
 
 
+class SuggestedPrompt(_Strict):
+    """A prompt a new Slack assistant thread offers to send with one click."""
+
+    title: str = Field(min_length=1, max_length=75)
+    """What the button says."""
+    message: str = Field(min_length=1, max_length=4000)
+    """What is sent when it is clicked."""
+
+
 class BindingSpec(_Strict):
     instructions: str = ""
     """Extra instructions for this bot, added after the agent's; may use the channel placeholders."""
@@ -411,6 +420,12 @@ class BindingSpec(_Strict):
     """A message sent while a turn runs in its conversation: `queue` waits for its own turn, `steer` is handed to
     the running turn at its next model request (one reply answers both), `interrupt` stops the running turn and a
     new one answers both. Unset: `steer` in direct messages, `queue` in groups."""
+
+
+    title: str | None = Field(default=None, min_length=1, max_length=255)
+    """Slack: the title a new assistant thread gets (`assistant.threads.setTitle`)."""
+    suggested_prompts: list[SuggestedPrompt] = Field(default_factory=list[SuggestedPrompt], max_length=4)
+    """Slack: up to four prompts a new assistant thread offers (`assistant.threads.setSuggestedPrompts`)."""
 
     @model_validator(mode="after")
     def _allowlist_named(self) -> BindingSpec:

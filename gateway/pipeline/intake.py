@@ -7,10 +7,11 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any
 
-from adapters.base import ApprovalClick, Deliver, Inbound, MalformedPayload
-from adapters.protocols import FollowsThreads, Parser, ShowsTyping
+from adapters.base import ApprovalClick, ChatAddress, Deliver, Inbound, MalformedPayload
+from adapters.protocols import FollowsThreads, Parser, ShowsStatus, ShowsTyping
 from gateway.pipeline.inbox import Inbox, at_once
 from gateway.pipeline.live_reply import TYPING_LASTS
 from gateway.pipeline.metrics import AckOutcome, GatewayMetrics
@@ -21,12 +22,21 @@ KEY_LIMIT = 512
 """Characters of the inbox's `logical_id` and `conversation_key` columns."""
 
 
+KEPT_AT_MOST = 60.0
+"""Seconds a queued message's sign is kept up at most by the replica that accepted it: its turn may run on another
+replica, whose first post this one never sees."""
+WORKING = "is working on it…"
+"""The status line shown under a Slack thread while its message waits for its turn."""
+
+
 class TypingShown:
-    """When each conversation was last shown typing. A post by the bot clears the indicator (Telegram, Mattermost),
-    so a turn that posts there forgets it: the next message to queue is shown typing again at once."""
+    """The first sign of each conversation whose message waits for its turn: typing (Telegram, Mattermost) or a
+    status line (Slack), shown at once and kept up until the turn starts. A post by the bot clears the indicator,
+    so a turn that posts there forgets it: the next message to queue is shown it again at once."""
 
     def __init__(self) -> None:
         self._at: dict[str, float] = {}
+        self._kept: dict[str, asyncio.Task[None]] = {}
 
     def due(self, conversation_key: str) -> bool:
         """Whether to show typing now; if so, it counts as shown."""
@@ -43,8 +53,36 @@ class TypingShown:
         at = self._at.get(conversation_key)
         return at if at is not None and time.monotonic() - at < TYPING_LASTS else None
 
+    def keep(self, conversation_key: str, show: Callable[[], Awaitable[None]], *, every: float) -> None:
+        """Show the sign now, where it is not showing already, and again every `every` seconds until the
+        conversation's turn starts (`taken`) or the bot posts (`cleared`)."""
+        if conversation_key in self._kept:
+            return
+        task = asyncio.create_task(self._keep(conversation_key, show, every))
+        self._kept[conversation_key] = task
+        task.add_done_callback(lambda done: self._forget(conversation_key, done))
+
+    async def _keep(self, conversation_key: str, show: Callable[[], Awaitable[None]], every: float) -> None:
+        until = time.monotonic() + KEPT_AT_MOST
+        while time.monotonic() < until:
+            if every > TYPING_LASTS or self.due(conversation_key):
+                await _quietly(show())
+            await asyncio.sleep(every)
+
+    def _forget(self, conversation_key: str, task: asyncio.Task[None]) -> None:
+        if self._kept.get(conversation_key) is task:
+            del self._kept[conversation_key]
+
+    def taken(self, conversation_key: str) -> None:
+        """The conversation's turn started: its reply shows the sign from now on."""
+        task = self._kept.pop(conversation_key, None)
+        if task is not None:
+            task.cancel()
+
     def cleared(self, conversation_key: str) -> None:
+        """The bot posted in the conversation, which clears its typing or status there."""
         self._at.pop(conversation_key, None)
+        self.taken(conversation_key)
 
 
 class Intake:
@@ -58,7 +96,6 @@ class Intake:
         self._at_once = at_once
         self._waits = waits
         self._typing = typing or TypingShown()
-        self._background: set[asyncio.Task[None]] = set()
         self._inbox = inbox
         self._metrics = metrics or GatewayMetrics({})
         self._adapters = adapters
@@ -101,18 +138,18 @@ class Intake:
             log.info("bot %r: duplicate delivery of %s dropped", bot_name, event.logical_id)
             return "duplicate"
         self._on_accepted()
-        queued = self._waits()
-        if queued and isinstance(event, Inbound) and isinstance(adapter, ShowsTyping):
-            self._show_typing(adapter, event)
+        if isinstance(event, Inbound) and self._waits():
+            self._show_sign(adapter, event.address)
         return "accepted"
 
-    def _show_typing(self, adapter: ShowsTyping, event: Inbound) -> None:
-        """The first sign a queued message was seen, in the background: the ack does not wait for it."""
-        if not self._typing.due(event.address.conversation_key):
-            return
-        task = asyncio.create_task(_quietly(adapter.show_typing(event.address)))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    def _show_sign(self, adapter: Parser, address: ChatAddress) -> None:
+        """The first sign a queued message was seen, kept up in the background until its turn starts: the ack does
+        not wait for it. Slack's status line where the conversation has one, else typing."""
+        key = address.conversation_key
+        if isinstance(adapter, ShowsStatus) and adapter.shows_status(address):
+            self._typing.keep(key, partial(adapter.set_status, address, WORKING), every=adapter.status_lasts)
+        elif isinstance(adapter, ShowsTyping):
+            self._typing.keep(key, partial(adapter.show_typing, address), every=TYPING_LASTS)
 
     async def reject(self, bot_name: str, body: bytes, reason: str) -> None:
         """Keep an authenticated body that cannot be read as rejected (capped, with its hash), so it can be acked."""
@@ -144,8 +181,8 @@ class Intake:
 async def _quietly(action: Awaitable[None]) -> None:
     try:
         await action
-    except Exception as exc:  # the typing indicator is a courtesy; its failure changes nothing
-        log.debug("typing indicator failed: %s", exc)
+    except Exception as exc:  # the typing indicator or status is a courtesy; its failure changes nothing
+        log.debug("first sign failed: %s", exc)
 
 
 def _check_storable(event: Inbound | ApprovalClick) -> None:

@@ -1,27 +1,48 @@
 """One answer, shown as it streams: a message edited about once a second, then the full text.
 
 Where a retry can find a stray first post again (Slack, Mattermost), the message is a "…" placeholder posted at
-once. Where it cannot (Telegram), nothing is posted until there is text: the chat shows the platform's typing,
-refreshed until then, and the first post's id is stored right after it is posted.
+once; on Slack it is a native stream the text is appended to (`StreamsReplies`), and what the run is doing shows in
+the thread's status line instead of in the message (`ShowsStatus`). Where it cannot (Telegram), nothing is posted
+until there is text: the chat shows the platform's typing, refreshed until then, and the first post's id is stored
+right after it is posted; in a private chat the text shows as a draft (`ShowsDrafts`) and the answer is sent once,
+when it is done, so no message is ever edited or left half-written.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from adapters.base import ChatAddress, MessageRef
+from adapters.base import ChatAddress, MessageRef, Speaker
 from adapters.markdown import split_text
-from adapters.protocols import ChatOutput, FindsOwnPosts, OffersStop, PostsOnce, ShowsTyping
+from adapters.protocols import (
+    ChatOutput,
+    FindsOwnPosts,
+    OffersStop,
+    PostsOnce,
+    ShowsDrafts,
+    ShowsStatus,
+    ShowsTyping,
+    StreamsReplies,
+)
 
 log = logging.getLogger(__name__)
 
 PLACEHOLDER = "…"
 TYPING_LASTS = 4.0
 """Seconds a typing indicator shows (Telegram: 5, or until the bot posts): it is sent again this often."""
+DRAFT_RENEWED = 0.8
+"""A draft is sent again, unchanged, after this share of the time it shows (Telegram: 30 s)."""
+SENT_FROM_DRAFTS = "sent"
+"""Recorded as the reply's message just before an answer shown as drafts is sent: the answer may be in the chat
+from then on, and a retry that finds it posts nothing (the one message a crash could double)."""
+TOOL_STATUS = {"search_documents": "Searching the knowledge base…", "web_search": "Searching the web…",
+               "fetch_url": "Reading a web page…", "run_python": "Running code…"}
+"""The status line of a tool call, for the tools whose name says too little; others read from their name."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,11 +78,21 @@ class LiveReply:
     """Owns the throttling; a retried turn edits the message its first attempt posted."""
 
     def __init__(self, adapter: ChatOutput, address: ChatAddress, *, placeholder: Placeholder | None = None,
-                 posting: Callable[[], None] | None = None, typed_at: float | None = None) -> None:
+                 posting: Callable[[], None] | None = None, typed_at: float | None = None,
+                 recipient: Speaker | None = None) -> None:
         """`posting` is told just before the first post, which clears the platform's typing indicator. `typed_at`:
         when typing was shown for this message while it queued (`TypingShown`), so it is sent again only when that
-        runs out."""
+        runs out. `recipient`: the person answered, for whom a native stream is opened (none: no stream)."""
         self._posting = posting or (lambda: None)
+        self._recipient = recipient
+        self._status_line = isinstance(adapter, ShowsStatus) and adapter.shows_status(address)
+        self._drafts = isinstance(adapter, ShowsDrafts) and adapter.shows_drafts(address)
+        self._draft_id = _draft_id(placeholder.key if placeholder else f"{address.conversation_key}:{time.time()}")
+        self._drafted_at = 0.0
+        self._line: str = ""
+        """The status line wanted under the thread; `_line_shown` what it shows."""
+        self._line_shown: str = ""
+        self._liner: asyncio.Task[None] | None = None
         self._typed_at = typed_at
         self._adapter = adapter
         self._address = address
@@ -122,6 +153,14 @@ class LiveReply:
             self.posted_at = time.monotonic()
             await asyncio.sleep(max(0.0, self._typed_at + TYPING_LASTS - self.posted_at))
         while True:
+            if self._drafted_at:  # a draft shows: sent again before it lapses, instead of typing
+                assert isinstance(self._adapter, ShowsDrafts)
+                renew = self._drafted_at + self._adapter.draft_lasts * DRAFT_RENEWED - time.monotonic()
+                if renew > 0:
+                    await asyncio.sleep(renew)
+                    continue
+                await self._show_draft(self._shown or "")
+                continue
             try:
                 await self._adapter.show_typing(self._address)
                 if self.posted_at is None:
@@ -129,6 +168,16 @@ class LiveReply:
             except Exception as exc:  # the typing indicator is a courtesy; its failure changes nothing
                 log.debug("typing indicator failed in %s: %s", self._address.conversation_key, exc)
             await asyncio.sleep(TYPING_LASTS)
+
+    async def _show_draft(self, text: str) -> None:
+        """The text so far as the reply's draft; a failed draft costs the preview, never the answer."""
+        assert isinstance(self._adapter, ShowsDrafts)
+        self._drafted_at = time.monotonic()
+        self._shown = text
+        try:
+            await self._adapter.show_draft(self._address, self._draft_id, text)
+        except Exception as exc:
+            log.warning("draft failed in %s: %s", self._address.conversation_key, exc)
 
     async def _posted_once(self, text: str) -> MessageRef:
         """The reply's message: the one already posted, or the first post with `text`, stored at once."""
@@ -162,6 +211,8 @@ class LiveReply:
         return await self._stray() or await self._post()
 
     async def _post(self) -> MessageRef:
+        if self._recipient is not None and isinstance(self._adapter, StreamsReplies):
+            return await self._adapter.open_stream(self._address, self._recipient)
         if self._placeholder is not None and isinstance(self._adapter, PostsOnce):
             return await self._adapter.send_once(self._address, PLACEHOLDER, key=self._placeholder.key)
         return await self._adapter.send(self._address, PLACEHOLDER)
@@ -183,13 +234,40 @@ class LiveReply:
     def update(self, text: str) -> None:
         """Show the text so far; edits are coalesced to at most one per `edit_interval`."""
         self._streamed = text
+        if self._line:
+            self._set_line("")  # the run speaks again: what it was doing is done
         self._refresh()
 
     def notice(self, status: str) -> None:
         """Show a status line below the text so far (or alone in the placeholder) until it is replaced or
-        cleared with "": what the run is doing between two streams. It never becomes part of the answer."""
+        cleared with "": what the run is doing between two streams. It never becomes part of the answer. Where
+        the thread has a status line of its own (Slack), it shows there instead."""
+        if self._status_line:
+            self._set_line(status)
+            return
         self._status = status
         self._refresh(cleared=not status)
+
+    def calling(self, tool_name: str) -> None:
+        """A tool call begins: where the thread has a status line, it says so ("Searching the knowledge base…")."""
+        if self._status_line:
+            self._set_line(tool_status(tool_name))
+
+    def _set_line(self, status: str) -> None:
+        self._line = status
+        if self._liner is None or self._liner.done():
+            self._liner = asyncio.create_task(self._show_line())
+
+    async def _show_line(self) -> None:
+        """Until the status line shows what is wanted: one call at a time, the latest status winning."""
+        assert isinstance(self._adapter, ShowsStatus)
+        while self._line != self._line_shown:
+            line = self._line
+            try:
+                await self._adapter.set_status(self._address, line)
+            except Exception as exc:  # the status line is a courtesy; its failure changes nothing
+                log.debug("status line failed in %s: %s", self._address.conversation_key, exc)
+            self._line_shown = line
 
     def _refresh(self, *, cleared: bool = False) -> None:
         limit = self._adapter.limits.max_edit_text
@@ -210,13 +288,31 @@ class LiveReply:
         waits for text; what does not fit continues in new messages."""
         await self.cancel()
         pieces = split_text(text, self._adapter.limits.max_edit_text) or ["(no answer)"]
+        if self._ref is None and self._drafts:
+            return await self._send_drafted(pieces)
         ref = await self._message(pieces[0])
-        if pieces[0] != self._shown or self._buttoned:
+        if isinstance(self._adapter, StreamsReplies):
+            await self._adapter.close_stream(ref, pieces[0])
+        elif pieces[0] != self._shown or self._buttoned:
             await self._adapter.edit(ref, pieces[0])
             self._buttoned = False
         refs = [ref]
         for piece in pieces[1:]:
             refs.append(await self._adapter.send(self._address, piece))
+        if self._line_shown:  # a post clears it; an edit does not
+            self._set_line("")
+            await self.cancel()
+        return refs
+
+    async def _send_drafted(self, pieces: list[str]) -> list[MessageRef]:
+        """The answer shown as drafts, sent once. Recorded as sent first: a kill between the record and Telegram's
+        answer leaves the retry sending nothing, rather than a second answer beside the first."""
+        if self._placeholder is not None:
+            await self._placeholder.record(SENT_FROM_DRAFTS)
+        self._posting()
+        refs = [await self._adapter.send(self._address, piece) for piece in pieces]
+        self._ref, self._shown = refs[0], pieces[0]
+        self.posted_at = self.posted_at or time.monotonic()
         return refs
 
     async def _message(self, text: str) -> MessageRef:
@@ -232,6 +328,8 @@ class LiveReply:
         if self._flusher is not None:
             await _ended(self._flusher)
             self._flusher = None
+        if self._liner is not None:
+            await asyncio.wait([self._liner])  # the status line it set last is the one to clear
         await self._stop_typing()
         if self._first is not None:
             await asyncio.wait([self._first])  # its failure, if any, was the flush's to report (or finish retries)
@@ -248,7 +346,9 @@ class LiveReply:
         wanted = self._wanted
         self._last_edit = time.monotonic()
         try:
-            if self._ref is None:
+            if self._ref is None and self._drafts:
+                await self._show_draft(wanted)
+            elif self._ref is None:
                 await self._posted_once(wanted)
             elif self.stoppable and isinstance(self._adapter, OffersStop):
                 self._buttoned = True  # before the call: an edit cut off may still have shown it
@@ -261,6 +361,23 @@ class LiveReply:
             log.warning("live edit failed in %s: %s", self._address.conversation_key, exc)
         if self._wanted != self._shown:
             self._flusher = asyncio.create_task(self._flush_later())
+
+
+def tool_status(tool_name: str) -> str:
+    """The status line of a call to `tool_name`: "Searching the knowledge base…", "Reading plan…"."""
+    if tool_name in TOOL_STATUS:
+        return TOOL_STATUS[tool_name]
+    verb, _, rest = tool_name.partition("_")
+    verb = verb.lower()
+    if rest and verb.isalpha() and len(verb) > 2:
+        stem = verb[:-1] if verb.endswith("e") and not verb.endswith("ee") else verb
+        return f"{stem.capitalize()}ing {rest.replace('_', ' ')}…"
+    return f"Using {tool_name.replace('_', ' ')}…"
+
+
+def _draft_id(key: str) -> int:
+    """A non-zero draft id that stays the same for every attempt of a turn: its changes animate."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest()) % (2**31 - 1) + 1
 
 
 def _preview(text: str, limit: int) -> str:

@@ -60,9 +60,10 @@ class Router:
         self._metrics = metrics or GatewayMetrics({})
         self._bindings = bindings
         self._approval_flow = approval_flow
+        self._typing = typing or TypingShown()
         services = StepServices(db=db, cache=cache, inbox=inbox, capabilities=capabilities, conversations=conversations,
                                 commands=commands, runtime=runtime, parked=approval_flow, questions=questions,
-                                metrics=self._metrics, typing=typing or TypingShown(), account=self._account,
+                                metrics=self._metrics, typing=self._typing, account=self._account,
                                 budgets=budgets, control=control)
         self._control = control
         self._steps: Sequence[Step] = tuple(step for make in STEPS if (step := make(services)) is not None)
@@ -119,7 +120,9 @@ class Router:
                                          retried=item.attempts > 1))
 
     async def _walk(self, delivery: Delivery, *, skipped: frozenset[Step] = frozenset()) -> Finish | None:
-        """The steps in order, until one ends the delivery."""
+        """The steps in order, until one ends the delivery. The sign `Intake` kept up while the message queued
+        stops here: the turn's own reply shows one from now on."""
+        self._typing.taken(delivery.inbound.address.conversation_key)
         for step in self._steps:
             handled = None if step in skipped else await step.handle(delivery)
             if handled is not None:

@@ -17,6 +17,7 @@ from pydantic_ai import (
     ConversationTypeAdapter,
     DeferredToolRequests,
     DeferredToolResults,
+    FunctionToolCallEvent,
     ModelMessage,
     ModelRequest,
     PartDeltaEvent,
@@ -437,6 +438,9 @@ class Runtime:
                     shown = event.part.content
                 elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
                     shown += event.delta.content_delta
+                elif isinstance(event, FunctionToolCallEvent):
+                    reply.calling(event.part.tool_name)
+                    continue
                 else:
                     continue
                 reply.update(shown)

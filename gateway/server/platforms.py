@@ -84,6 +84,7 @@ async def _mattermost(index: int, bot: MattermostBotSpec, context: AdapterContex
 def _slack(index: int, bot: SlackBotSpec, context: AdapterContext) -> SlackAdapter:
     """The bot token posts; the app-level token opens Socket Mode; the signing secret checks HTTP events."""
     from adapters.slack.adapter import SlackAdapter
+    from adapters.slack.assistant import AssistantWelcome
     field = f"bots[{index}]"
     token = context.secret(bot.token, field=f"{field}.token")
     app_token = context.secret(bot.app_token, field=f"{field}.app_token") if bot.app_token else None
@@ -96,4 +97,6 @@ def _slack(index: int, bot: SlackBotSpec, context: AdapterContext) -> SlackAdapt
                           "the app-level token (xapp-…) from the app's Basic Information page")
     return SlackAdapter(bot_id=bot.name, token=token, transport=bot.transport, app_token=app_token,
                         signing_secret=signing_secret, api_base_url=bot.api_base_url,
-                        allow_bots=bot.binding.allow_bots, on_api_trouble=partial(context.api_trouble, "slack"))
+                        allow_bots=bot.binding.allow_bots, on_api_trouble=partial(context.api_trouble, "slack"),
+                        greeting=AssistantWelcome(title=bot.binding.title, prompts=tuple(
+                            (prompt.title, prompt.message) for prompt in bot.binding.suggested_prompts)))

@@ -62,6 +62,10 @@ class Chat(Protocol):
 
     def edits(self) -> int: ...
 
+    def drafts(self) -> int:
+        """Drafts the bot showed while it wrote (Telegram's private chats)."""
+        ...
+
     def cards(self, room: JSON, said: JSON) -> list[JSON]: ...
 
     async def approve(self, card: JSON) -> None:
@@ -119,6 +123,9 @@ class TelegramChat:
     def edits(self) -> int:
         return sum(c.method == "editMessageText" for c in self.fake.calls)
 
+    def drafts(self) -> int:
+        return sum(c.method == "sendMessageDraft" for c in self.fake.calls)
+
     def cards(self, room: JSON, said: JSON) -> list[JSON]:
         return [m for m in self.fake.bot_messages(room["id"]) if m.get("reply_markup")]
 
@@ -175,10 +182,14 @@ class SlackChat:
         return str(said["ts"])
 
     def sends(self) -> int:
-        return sum(c.method == "chat.postMessage" for c in self.fake.calls)
+        return sum(c.method in ("chat.postMessage", "chat.startStream") for c in self.fake.calls)
 
     def edits(self) -> int:
-        return sum(c.method == "chat.update" for c in self.fake.calls)
+        """`chat.update`, and what a stream appends to its message."""
+        return sum(c.method in ("chat.update", "chat.appendStream", "chat.stopStream") for c in self.fake.calls)
+
+    def drafts(self) -> int:
+        return 0
 
     def cards(self, room: JSON, said: JSON) -> list[JSON]:
         return [m for m in self.fake.messages(room, thread_ts=said["ts"])
@@ -245,6 +256,9 @@ class MattermostChat:
 
     def edits(self) -> int:
         return len(self.fake.route_calls("patch_post"))
+
+    def drafts(self) -> int:
+        return 0
 
     def cards(self, room: JSON, said: JSON) -> list[JSON]:
         return [p for p in self.fake.posts(room, user=self.bot.user) if "Approval needed" in p["message"]]

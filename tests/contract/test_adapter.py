@@ -126,8 +126,11 @@ async def test_the_answer_streams_into_one_message_edited_in_place(chat: Chat, s
     async with chat.running(sqlite_url, model=answers(text)):
         said = await chat.says(chat.dm, "plan?")
         await chat.wait_for(lambda: chat.answers(chat.dm, said) == [text.rstrip()])
-    assert chat.sends() == 1, "one message, edited in place"
-    assert chat.edits() >= 1, "the placeholder was edited"
+    assert chat.sends() == 1, "one message"
+    if chat.drafts():  # a private chat that shows drafts: the message is sent once, whole, and never edited
+        assert chat.edits() == 0
+    else:
+        assert chat.edits() >= 1, "the placeholder was edited in place"
 
 
 async def test_a_long_answer_is_split_to_the_platform_limits_in_its_conversation(chat: Chat,

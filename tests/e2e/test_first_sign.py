@@ -1,5 +1,6 @@
 """The first sign on Telegram is typing, kept up until the first text; a message that has to wait for its turn is
-shown typing at once too, after its commit. Nothing is posted before there is text: no "…" a crash could strand."""
+shown typing at once too, after its commit, again every few seconds until its turn. Nothing is posted before there
+is text: no "…" a crash could strand; in a private chat the text is a draft until the answer is sent whole."""
 
 from __future__ import annotations
 
@@ -48,14 +49,14 @@ async def test_a_turn_shows_typing_until_its_first_text_and_posts_nothing_before
 async def test_a_queued_message_shows_typing_before_its_turn(telegram: FakeTelegram, sqlite_url: str) -> None:
     bot = TelegramBot().register(telegram)
     user = telegram.add_user(101, "Ada", username="ada")
-    chat = telegram.private_chat(user)
+    chat = telegram.group(-2002, "Team")  # a group posts its first text; a DM drafts it
     gate = asyncio.Event()
     async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
                                model=waits_for(gate, "done")):
-        await telegram.user_says(bot.token, chat, user, "first")
+        await telegram.user_says(bot.token, chat, user, f"@{bot.username} first")
         await telegram.wait_for(lambda: len(said_by(telegram, chat, bot)) == 1)  # its first text, posted
         shown = typed(telegram)
-        await telegram.user_says(bot.token, chat, user, "second")  # waits behind the first turn of its chat
+        await telegram.user_says(bot.token, chat, user, f"@{bot.username} second")  # waits behind the first turn
         await telegram.wait_for(lambda: typed(telegram) == shown + 1)
         assert len(said_by(telegram, chat, bot)) == 1  # only the first turn has posted
         gate.set()
@@ -66,7 +67,7 @@ async def test_a_post_by_the_bot_clears_typing_so_the_next_queued_message_shows_
                                                                                         sqlite_url: str) -> None:
     bot = TelegramBot().register(telegram)
     user = telegram.add_user(101, "Ada", username="ada")
-    chat = telegram.private_chat(user)
+    chat = telegram.group(-2002, "Team")  # a group posts its first text; a DM drafts it
     gates = [asyncio.Event() for _ in range(4)]
     started: list[int] = []
 
@@ -82,16 +83,16 @@ async def test_a_post_by_the_bot_clears_typing_so_the_next_queued_message_shows_
 
     async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
                                model=FunctionModel(stream_function=stream)):
-        await telegram.user_says(bot.token, chat, user, "first")
+        await telegram.user_says(bot.token, chat, user, f"@{bot.username} first")
         await telegram.wait_for(lambda: posts() == 1)
         shown = typed(telegram)
-        await telegram.user_says(bot.token, chat, user, "second")  # queued: typing
+        await telegram.user_says(bot.token, chat, user, f"@{bot.username} second")  # queued: typing
         await telegram.wait_for(lambda: typed(telegram) == shown + 1)
-        await telegram.user_says(bot.token, chat, user, "third")  # queued too, and typing still shows
+        await telegram.user_says(bot.token, chat, user, f"@{bot.username} third")  # queued too, and typing still shows
         gates[0].set()  # the first turn ends; the second posts its first text, which clears the typing
         await telegram.wait_for(lambda: posts() == 2)
         shown = typed(telegram)
-        await telegram.user_says(bot.token, chat, user, "fourth")  # queued again, seconds after the first typing
+        await telegram.user_says(bot.token, chat, user, f"@{bot.username} fourth")  # queued again, later
         await telegram.wait_for(lambda: typed(telegram) == shown + 1)
         for gate in gates:
             gate.set()

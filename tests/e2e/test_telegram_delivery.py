@@ -113,13 +113,13 @@ async def test_a_turn_cut_by_a_crash_is_answered_once_after_restart(telegram: Fa
 async def test_queued_messages_survive_a_clean_shutdown(telegram: FakeTelegram, sqlite_url: str) -> None:
     bot = TelegramBot().register(telegram)
     alice = telegram.add_user(1001, "Alice")
-    chat = telegram.private_chat(alice)
+    chat = telegram.group(-2002, "Team")  # a group's reply is a message edited live; a DM drafts it
     gate = asyncio.Event()
     async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
                                model=waits_for(gate, "first answer")) as first:
-        await telegram.user_says(bot.token, chat, alice, "one")
+        await telegram.user_says(bot.token, chat, alice, f"@{bot.username} one")
         await telegram.wait_for(lambda: len(bot_texts(telegram, chat["id"])) == 1)  # its first text
-        await telegram.user_says(bot.token, chat, alice, "two")
+        await telegram.user_says(bot.token, chat, alice, f"@{bot.username} two")
         await telegram.wait_for(lambda: len(calls(telegram, "getUpdates")) >= 3)
         stopping = asyncio.create_task(first.stop())
         gate.set()  # the running turn finishes within the grace period
@@ -127,7 +127,7 @@ async def test_queued_messages_survive_a_clean_shutdown(telegram: FakeTelegram, 
     assert bot_texts(telegram, chat["id"]) == ["thinking first answer"]
     async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=echoes()):
         await telegram.wait_for(lambda: len(bot_texts(telegram, chat["id"])) == 2)
-    assert bot_texts(telegram, chat["id"]) == ["thinking first answer", "echo: two"]
+    assert bot_texts(telegram, chat["id"]) == ["thinking first answer", "echo: [Alice] two"]
 
 
 async def test_429_retry_after_is_honoured(telegram: FakeTelegram, sqlite_url: str) -> None:
@@ -167,7 +167,7 @@ async def test_live_edits_coalesce_a_burst_of_deltas_into_one_edit_per_interval(
     """Two bursts of 20 deltas, each streamed at once; the second waits until the first reached the chat."""
     bot = TelegramBot().register(telegram)
     alice = telegram.add_user(1001, "Alice")
-    chat = telegram.private_chat(alice)
+    chat = telegram.group(-2002, "Team")  # a group's reply is a message edited live; a DM drafts it
     bursts, burst = 2, 20
 
     def edited_to_show(word: str) -> bool:
@@ -182,7 +182,7 @@ async def test_live_edits_coalesce_a_burst_of_deltas_into_one_edit_per_interval(
     async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
                                model=FunctionModel(stream_function=bursty_stream)) as gateway:
         interval = gateway.adapters[bot.name].limits.edit_interval
-        await telegram.user_says(bot.token, chat, alice, "stream please")
+        await telegram.user_says(bot.token, chat, alice, f"@{bot.username} stream please")
         await telegram.wait_for(lambda: bot_texts(telegram, chat["id"])[-1:] == [
             " ".join(f"part{n}" for n in range(bursts * burst))], timeout=10)
     edits = [c.at for c in telegram.calls if c.method == "editMessageText"]

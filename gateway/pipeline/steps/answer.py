@@ -17,7 +17,7 @@ from gateway.agents.transcription import Transcriber
 from gateway.pipeline.attachments import Attachment, fetch_attachments
 from gateway.pipeline.conversations import TurnRecord, record_answer, speaker_line, start_turn, thread_context
 from gateway.pipeline.inbox import remember_reply
-from gateway.pipeline.live_reply import LiveReply, Placeholder
+from gateway.pipeline.live_reply import SENT_FROM_DRAFTS, LiveReply, Placeholder
 from gateway.pipeline.runtime import Answered, Parked, Stopped, Turn, TurnDeps, open_run, record_answered, set_run
 from gateway.pipeline.steps.services import StepServices
 from gateway.pipeline.steps.step import HANDLED, Delivery, Handled, refuse
@@ -42,6 +42,8 @@ class Answer:
         the run's row and the placeholder's id; the answer's rows are committed with the item's end. Where the
         first post waits for text (`waits_for_text`), it is stored by itself right after it is posted."""
         inbound, item = delivery.inbound, delivery.item
+        if item.reply_message_id == SENT_FROM_DRAFTS:
+            return HANDLED  # an earlier attempt sent its answer, drafted, and died before its end was committed
         if inbound.attachments and (refused := refusal(inbound.attachments, self._transcriber(delivery))):
             return await refuse(delivery, refused)  # a voice note this agent cannot hear: said, no model run
         placeholder = Placeholder(recorded_id=item.reply_message_id, key=inbound.logical_id,
@@ -50,7 +52,8 @@ class Answer:
         # The first post clears the typing: a message queued after it is shown typing again at once.
         key = inbound.address.conversation_key
         reply = LiveReply(delivery.adapter, inbound.address, placeholder=placeholder,
-                          posting=partial(self._typing.cleared, key), typed_at=self._typing.shown_at(key))
+                          posting=partial(self._typing.cleared, key), typed_at=self._typing.shown_at(key),
+                          recipient=inbound.speaker)
         try:
             return await self._answer(reply, delivery)
         finally:
