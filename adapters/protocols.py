@@ -208,6 +208,7 @@ class OffersStop(Protocol):
     async def edit_live(self, ref: MessageRef, text: str) -> None: ...
 
 
+@runtime_checkable
 class ShowsStatus(Protocol):
     """A platform that shows what the bot is doing in a status line under a thread (Slack's assistant status),
     until the bot posts there or the status is set to ""."""
