@@ -18,6 +18,17 @@ def describe_unreachable(url: str, exc: BaseException, *, hint: str = HINT) -> s
     return f"cannot reach {url}: {_reason(exc)} — {hint}"
 
 
+NOT_CONNECTED = frozenset({"ConnectError", "ClientConnectorError", "NewConnectionError"})
+"""httpx's (and httpcore's), aiohttp's and urllib3's errors for a connection that was never made."""
+
+
+def never_sent(exc: BaseException) -> bool:
+    """Whether `exc` shows the request never reached the server (no connection was made), so sending it again
+    cannot make a second copy of it there."""
+    return any(isinstance(cause, ConnectionRefusedError | socket.gaierror) or type(cause).__name__ in NOT_CONNECTED
+               for cause in _causes(exc))
+
+
 def _reason(exc: BaseException) -> str:
     for cause in _causes(exc):
         match cause:

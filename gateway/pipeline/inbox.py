@@ -171,7 +171,7 @@ class Inbox:
             return [TurnNote(item_id=row.id, stop_by=row.stop_requested_by, newer=bool(row.newer)) for row in rows]
         return await self._db.run(work)
 
-    async def remember_reply(self, item_id: int, message_id: str) -> None:
+    async def remember_reply(self, item_id: int, message_id: str | None) -> None:
         """Urgent, ahead of the turns' transactions: until it lands, a crash strands the post it records."""
         await self._db.run(lambda connection: remember_reply(connection, item_id, message_id), urgent=True,
                            single=True)
@@ -240,7 +240,7 @@ class Inbox:
         return item if event is None else replace(item, event=event)
 
 
-def remember_reply(connection: Connection, item_id: int, message_id: str) -> None:
+def remember_reply(connection: Connection, item_id: int, message_id: str | None) -> None:
     """The item's reply (placeholder) id, for a retry to edit rather than post again; in the caller's transaction."""
     connection.execute(_REMEMBER_REPLY, {"item": item_id, "message_id": message_id})
 

@@ -29,6 +29,7 @@ from adapters.protocols import (
     ShowsTyping,
     StreamsReplies,
 )
+from adapters.unreachable import never_sent
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +59,8 @@ class Placeholder:
 
     recorded_id: str | None
     """The message an earlier attempt posted and recorded; edited again instead of posting."""
-    record: Callable[[str], Awaitable[None]]
-    """Stores the id of a message just posted (or found), for the next attempt."""
+    record: Callable[[str | None], Awaitable[None]]
+    """Stores the id of a message just posted (or found), for the next attempt; None forgets an earlier record."""
     key: str
     """The same in every attempt of the turn: the logical id of the message answered."""
     answering: str
@@ -310,7 +311,13 @@ class LiveReply:
         if self._placeholder is not None:
             await self._placeholder.record(SENT_FROM_DRAFTS)
         self._posting()
-        refs = [await self._adapter.send(self._address, piece) for piece in pieces]
+        try:
+            first = await self._adapter.send(self._address, pieces[0])
+        except Exception as exc:
+            if self._placeholder is not None and never_sent(exc):
+                await self._placeholder.record(None)  # it never left: the retry sends it, and nothing is lost
+            raise
+        refs = [first, *[await self._adapter.send(self._address, piece) for piece in pieces[1:]]]
         self._ref, self._shown = refs[0], pieces[0]
         self.posted_at = self.posted_at or time.monotonic()
         return refs
