@@ -180,6 +180,6 @@ def typed_answer(question: Question, text: str) -> str:
 
 def settled_question(question: Question) -> str:
     """What a closed question shows, and what a click on it is told."""
-    if question.status == "expired":
+    if question.status != "answered":  # expired, or past its time before the sweep came
         return "Nobody answered in time."
     return f"Answered by {question.answered_by}: {question.answer}"
