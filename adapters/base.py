@@ -143,9 +143,10 @@ class Inbound:
 
 CardOption = Literal["once", "conversation", "deny"]
 """What an approval card may offer (a binding's `approval_options`)."""
-Verb = Literal["approve", "approve_conversation", "deny", "ask_reason", "stop"]
+Verb = Literal["approve", "approve_conversation", "deny", "ask_reason", "stop", "choose"]
 """What a person did on a card: approved once, approved for the conversation, denied (with the reason they gave, if
-any), or asked to give a reason for denying (the platform's text input opens: the verdict comes with what is sent)."""
+any), or asked to give a reason for denying (the platform's text input opens: the verdict comes with what is sent);
+or picked one of a question's options (`choose`, `ApprovalClick.choice`)."""
 REASON_PROMPT = "reply to this message with your reason for denying"
 """Words in the bot's prompt for a reason where the platform has no text input (Telegram): a person's reply to a bot
 message carrying them is read as a denial's reason (`ApprovalClick.reason_reply`), never as a turn."""
@@ -159,7 +160,8 @@ class ApprovalClick:
     reply's message and `approval_id` is empty)."""
 
     approval_id: str
-    """The card's approval; "" for a reason given as a reply (the gateway finds it by `card`, its prompt)."""
+    """The card's approval; "" for a reason given as a reply (the gateway finds it by `card`, its prompt); for
+    `choose`, the question's id."""
     verb: Verb
     clicker: Speaker
     card: MessageRef
@@ -169,7 +171,20 @@ class ApprovalClick:
     """A denial's reason, in the person's words: a submitted text input, or a reply to the prompt."""
     reason_reply: bool = False
     """The reason came as a reply to the bot's prompt `card`, not from the card or a text input it opened."""
+    choice: int | None = None
+    """For `choose`: the position of the option clicked, from 0, as the button carries it (checked by the gateway)."""
     raw: Mapping[str, Any] = field(default_factory=dict[str, Any], compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuestionCard:
+    """A question put to a person with options to pick from, one button each; the click comes back as an
+    `ApprovalClick` with verb `choose`, the question's id and the option's position."""
+
+    question_id: str
+    text: str
+    """The question as the chat reads it (who asks whom, what)."""
+    choices: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -26,6 +26,7 @@ from adapters.base import (
     OutgoingFile,
     Platform,
     PlatformLimits,
+    QuestionCard,
     Speaker,
 )
 
@@ -283,6 +284,23 @@ class AsksReasons(Protocol):
         Mattermost's interactive dialog), whose submission comes back parsed as a `deny` click carrying `reason`
         (None returned); or, on a platform without one (Telegram), post a prompt in the card's conversation that
         the clicker answers by replying to it (`REASON_PROMPT`), and return it. Answers the click either way."""
+        ...
+
+
+@runtime_checkable
+class AsksChoices(Protocol):
+    """A platform that shows a question's options as buttons (Telegram's inline keyboard, Slack's actions block,
+    Mattermost's attachment actions), each click verified as an approval click is."""
+
+    choice_buttons: int
+    """Options shown as buttons at most; a question offering more lists them, numbered, in its text."""
+
+    async def post_question(self, address: ChatAddress, card: QuestionCard) -> MessageRef:
+        """Post the question with one button per option, in the conversation's thread."""
+        ...
+
+    async def close_question(self, ref: MessageRef, text: str) -> None:
+        """Edit the bot's question `ref` to `text`, its buttons gone (answered or expired)."""
         ...
 
 

@@ -315,9 +315,11 @@ class DelegateQuestionRow(Base):
     requester_name: Mapped[str] = mapped_column(String(256))
     status: Mapped[str] = mapped_column(String(16), default="pending")
     """pending → answered | expired; changed only by compare-and-swap."""
+    choices: Mapped[list[Any] | None]
+    """The options the delegate offered (short texts), shown as buttons; None: a question answered in words."""
     answer: Mapped[str | None] = mapped_column(Text)
     answer_message_id: Mapped[str | None] = mapped_column(String(128))
-    """The message that answered: a retried inbox item finds the resume it started."""
+    """The message (or the button click) that answered: a retried inbox item finds the resume it started."""
     answered_by: Mapped[str | None] = mapped_column(String(256))
     answered_at: Mapped[datetime | None]
     expires_at: Mapped[datetime]

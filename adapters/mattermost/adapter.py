@@ -40,16 +40,19 @@ from adapters.base import (
     OutgoingFile,
     Platform,
     PlatformLimits,
+    QuestionCard,
     Speaker,
     VerificationError,
     too_large,
 )
 from adapters.mattermost.buttons import (
+    CHOICE_BUTTONS,
     approval_props,
     check_click,
     check_submission,
     is_click,
     is_submission,
+    question_props,
     read_click,
     reason_dialog,
 )
@@ -187,6 +190,8 @@ class MattermostAdapter:
         self.bot_id = bot_id
         self._action_url = action_url
         self._action_key = action_key
+        self.choice_buttons = CHOICE_BUTTONS if action_url and action_key else 0
+        """Buttons need somewhere for Mattermost to call: without it a question lists its options, numbered."""
         self.server_url = server_url
         self._webhook_token = webhook_token
         self._team = team
@@ -285,7 +290,7 @@ class MattermostAdapter:
                           handle=click.user_name or None,
                           display_name=str(payload.get(CLICKER_NAME) or click.user_name or click.user_id))
         once = click.trigger_id or f"{click.user_id}:{click.verb}"
-        return ApprovalClick(approval_id=click.approval_id, verb=click.verb, clicker=clicker,
+        return ApprovalClick(approval_id=click.approval_id, verb=click.verb, clicker=clicker, choice=click.choice,
                              card=MessageRef(address=address, message_id=click.post_id),
                              logical_id=f"{address.room_key}:click:{click.post_id}:{once}", raw=payload)
 
@@ -525,6 +530,15 @@ class MattermostAdapter:
             return (f"{card.summary}\n\n_No buttons: this gateway has no `server.public_url` for Mattermost to "
                     "call._"), None
         return card.summary, approval_props(card, address, url=self._action_url, key=self._action_key)
+
+    async def post_question(self, address: ChatAddress, card: QuestionCard) -> MessageRef:
+        assert self._action_url is not None and self._action_key is not None  # else `choice_buttons` is 0
+        props = question_props(card, address, url=self._action_url, key=self._action_key)
+        post = await self._api.create_post(address.channel_id, card.text, address.thread_id or "", props)
+        return MessageRef(address=address, message_id=str(post["id"]))
+
+    async def close_question(self, ref: MessageRef, text: str) -> None:
+        await self._api.replace_post(ref.message_id, text)  # the whole post: the buttons go
 
     async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
         """An ephemeral post only the clicker sees, in the card's thread."""

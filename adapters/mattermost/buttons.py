@@ -1,5 +1,5 @@
-"""Approval buttons on Mattermost: interactive message actions whose `context` carries our own HMAC; and the
-interactive dialog that takes a reason for denying, whose `state` carries it too.
+"""Approval buttons and a question's option buttons on Mattermost: interactive message actions whose `context`
+carries our own HMAC; and the interactive dialog that takes a reason for denying, whose `state` carries it too.
 
 Mattermost does not sign the call it makes to an action's integration URL (server
 `model/integration_action.go`), so every button's context is signed with the bot's stored secret
@@ -19,10 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from adapters.base import REASON_LIMIT, ApprovalCard, ChatAddress, Verb, VerificationError
+from adapters.base import REASON_LIMIT, ApprovalCard, ChatAddress, QuestionCard, Verb, VerificationError
 from adapters.wire import is_object, optional_text_id, text_id
 
 _STYLES: dict[Verb, str] = {"approve": "primary", "deny": "danger"}
+CHOICE_BUTTONS = 10
+"""Option buttons one question shows; an attachment's buttons wrap, and past ten a numbered list reads better."""
 REASON_DIALOG = "approval:reason"
 """The `callback_id` of the dialog that takes a reason for denying."""
 
@@ -40,6 +42,8 @@ class Click:
     user_id: str
     user_name: str
     trigger_id: str
+    choice: int | None = None
+    """A question's option button: its position (`approval_id` is then the question's id)."""
 
 
 def approval_props(card: ApprovalCard, address: ChatAddress, *, url: str, key: str) -> dict[str, Any]:
@@ -52,6 +56,17 @@ def approval_props(card: ApprovalCard, address: ChatAddress, *, url: str, key: s
                         "style": _STYLES.get(verb, "default"),
                         "integration": {"url": url, "context": {**context, "sig": _signature(context, key)}}})
     return {"attachments": [{"text": "Approve or deny this call:", "actions": actions}]}
+
+
+def question_props(card: QuestionCard, address: ChatAddress, *, url: str, key: str) -> dict[str, Any]:
+    """The post's `props`: one attachment with a button per option, each calling `url` with its signed position."""
+    actions: list[dict[str, Any]] = []
+    for index, choice in enumerate(card.choices):
+        context = {"approval_id": card.question_id, "verb": "choose", "choice": index,
+                   "channel_id": address.channel_id, "thread_id": address.thread_id or "", "direct": address.is_direct}
+        actions.append({"id": f"choice{index}", "type": "button", "name": choice, "style": "default",
+                        "integration": {"url": url, "context": {**context, "sig": _signature(context, key)}}})
+    return {"attachments": [{"text": "Pick one:", "actions": actions}]}
 
 
 def reason_dialog(card: ApprovalCard, click: Click, *, key: str) -> dict[str, Any]:
@@ -122,7 +137,9 @@ def read_click(payload: Mapping[str, Any]) -> Click | None:
                  post_id=text_id(payload.get("post_id"), "button call's post_id"),
                  user_id=text_id(payload.get("user_id"), "button call's user_id"),
                  user_name=optional_text_id(payload.get("user_name"), "button call's user_name") or "",
-                 trigger_id=optional_text_id(payload.get("trigger_id"), "button call's trigger_id") or "")
+                 trigger_id=optional_text_id(payload.get("trigger_id"), "button call's trigger_id") or "",
+                 choice=choice if isinstance(choice := context.get("choice"), int) and not isinstance(choice, bool)
+                 else None)
 
 
 def _signature(context: Mapping[str, Any], key: str) -> str:

@@ -48,6 +48,7 @@ from adapters.base import (
     Platform,
     PlatformConfigError,
     PlatformLimits,
+    QuestionCard,
     Speaker,
     Verb,
     VerificationError,
@@ -92,7 +93,10 @@ THREAD_PAGES = 10
 """`conversations.replies` reads the oldest replies first; this many pages at most are read to reach the newest."""
 AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired",
                          "not_allowed_token_type", "missing_scope", "no_permission"})
-APPROVAL_ACTIONS: dict[str, Verb] = {f"approval:{verb}": verb for verb in get_args(Verb)}
+APPROVAL_ACTIONS: dict[str, Verb] = {f"approval:{verb}": verb for verb in get_args(Verb) if verb != "choose"}
+CHOICE_ACTION = "question:"
+"""A question's option buttons: `question:<position>` (an action id is unique within its block), valued
+`<question>:<position>`."""
 REASON_VIEW = "approval:reason"
 """The `callback_id` of the modal that takes a reason for denying; its submission is a denial with that reason."""
 FORM_FIELDS = 20
@@ -120,6 +124,8 @@ class SlackAdapter:
     platform: Platform = "slack"
     limits = PlatformLimits(max_text=PIECE_LIMIT, max_edit_text=PIECE_LIMIT, max_file_bytes=MAX_FILE_BYTES)
     status_lasts = STATUS_LASTS
+    choice_buttons = 25
+    """The elements one actions block holds."""
 
     def __init__(self, *, bot_id: str, token: str, transport: Literal["socket", "http"] = "socket",
                  app_token: str | None = None, signing_secret: str | None = None,
@@ -258,7 +264,8 @@ class SlackAdapter:
     def _parse_click(self, payload: Mapping[str, Any]) -> ApprovalClick | None:
         # The shapes Slack documents; a payload of other shapes fails in `parse` as mistyped.
         listed: Iterable[Any] = payload.get("actions") or []
-        actions = [a for a in listed if a.get("action_id") in APPROVAL_ACTIONS]
+        actions = [a for a in listed if a.get("action_id") in APPROVAL_ACTIONS
+                   or str(a.get("action_id") or "").startswith(CHOICE_ACTION)]
         user: Mapping[str, Any] = payload.get("user") or {}
         channel: Mapping[str, Any] = payload.get("channel") or {}
         container: Mapping[str, Any] = payload.get("container") or {}
@@ -274,7 +281,10 @@ class SlackAdapter:
         clicker = Speaker(platform="slack", platform_user_id=str(user["id"]), workspace=_room_team(address),
                           handle=user.get("username"),
                           display_name=person.display_name if person else str(user.get("name") or user["id"]))
-        return ApprovalClick(approval_id=str(action.get("value") or ""), verb=APPROVAL_ACTIONS[action["action_id"]],
+        verb = APPROVAL_ACTIONS.get(action["action_id"], "choose")
+        target, _, choice = str(action.get("value") or "").partition(":")  # an option's: `<question>:<position>`
+        return ApprovalClick(approval_id=target if verb == "choose" else str(action.get("value") or ""), verb=verb,
+                             choice=int(choice) if verb == "choose" and choice.isdigit() else None,
                              clicker=clicker, card=MessageRef(address=address, message_id=card_ts),
                              logical_id=f"{address.room_key}:click:{action.get('action_ts') or card_ts}:{user['id']}",
                              raw=payload)
@@ -421,6 +431,22 @@ class SlackAdapter:
         blocks = _card_blocks(text, state) if isinstance(state, ApprovalCard) else [_section(text)]
         await self._call("chat.update", self._client.chat_update(
             channel=channel(ref.address.channel_id), ts=ref.message_id, text=text[:TEXT_CAP], blocks=blocks))
+
+    async def post_question(self, address: ChatAddress, card: QuestionCard) -> MessageRef:
+        text = render_slack_mrkdwn(card.text)
+        buttons = [_button(choice, f"{CHOICE_ACTION}{index}", f"{card.question_id}:{index}", None)
+                   for index, choice in enumerate(card.choices)]
+        response = await self._call("chat.postMessage", self._client.chat_postMessage(
+            channel=channel(address.channel_id), thread_ts=address.thread_id, text=text[:TEXT_CAP],
+            blocks=[_section(text), {"type": "actions", "block_id": f"question:{card.question_id}",
+                                     "elements": buttons}]))
+        return MessageRef(address=address, message_id=str(response["ts"]))
+
+    async def close_question(self, ref: MessageRef, text: str) -> None:
+        shown = render_slack_mrkdwn(text)
+        await self._call("chat.update", self._client.chat_update(
+            channel=channel(ref.address.channel_id), ts=ref.message_id, text=shown[:TEXT_CAP],
+            blocks=[_section(shown)]))
 
     async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
         """An ephemeral message in the card's thread: only the person who clicked sees it."""

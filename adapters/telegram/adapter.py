@@ -49,6 +49,7 @@ from adapters.base import (
     Platform,
     PlatformConfigError,
     PlatformLimits,
+    QuestionCard,
     Speaker,
     Verb,
     VerificationError,
@@ -89,7 +90,7 @@ _GROUPS = (ChatType.GROUP, ChatType.SUPERGROUP)
 PHOTO_TYPES = frozenset({"image/png", "image/jpeg", "image/webp"})
 """What `sendPhoto` shows as a picture; any other file goes as a document."""
 _VERBS: dict[str, Verb] = {"ap:": "approve", "ac:": "approve_conversation", "dn:": "deny", "dr:": "ask_reason",
-                         "st:": "stop"}
+                         "st:": "stop", "qc:": "choose"}
 _DATA: dict[Verb, str] = {verb: prefix for prefix, verb in _VERBS.items()}
 _ICONS: dict[Verb, str] = {"approve": "✅ ", "approve_conversation": "✅ ", "deny": "✖️ ", "ask_reason": "✍️ "}
 
@@ -108,6 +109,8 @@ class TelegramAdapter:
     limits = PlatformLimits(max_text=MessageLimit.MAX_TEXT_LENGTH, max_edit_text=MessageLimit.MAX_TEXT_LENGTH,
                             max_file_bytes=FileSizeLimit.FILESIZE_UPLOAD)
     draft_lasts = DRAFT_LASTS
+    choice_buttons = 10
+    """One option a row: more rows than this push the question off a phone's screen."""
 
     def __init__(self, *, bot_id: str, token: str, api_base_url: str | None = None,
                  webhook_url: str | None = None, webhook_secret: str | None = None,
@@ -211,8 +214,10 @@ class TelegramAdapter:
         user = query.from_user
         clicker = Speaker(platform="telegram", platform_user_id=str(user.id), handle=user.username,
                           display_name=user.full_name, is_bot=user.is_bot)
-        return ApprovalClick(approval_id=(query.data or "")[3:], verb=verb, clicker=clicker,
+        target, _, choice = (query.data or "")[3:].partition(":")  # a question's button: `qc:<question>:<option>`
+        return ApprovalClick(approval_id=target, verb=verb, clicker=clicker,
                              card=MessageRef(address=address, message_id=str(message.message_id)),
+                             choice=int(choice) if verb == "choose" and choice.isdigit() else None,
                              logical_id=f"telegram:{self.bot_id}:callback:{query.id}", raw=payload)
 
     def _parse_message(self, message: Message, payload: Mapping[str, Any]) -> Inbound | None:
@@ -381,6 +386,14 @@ class TelegramAdapter:
             return await self._bot.edit_message_text(chat_id=ref.address.channel_id, message_id=int(ref.message_id),
                                                      text=body, parse_mode=parse_mode, reply_markup=_buttons(state))
         await self._formatted("editMessageText", change, state.summary)
+
+    async def post_question(self, address: ChatAddress, card: QuestionCard) -> MessageRef:
+        buttons = [[InlineKeyboardButton(choice, callback_data=f"{_DATA['choose']}{card.question_id}:{index}")]
+                   for index, choice in enumerate(card.choices)]
+        return await self.send(address, card.text, markup=InlineKeyboardMarkup(buttons))
+
+    async def close_question(self, ref: MessageRef, text: str) -> None:
+        await self.edit(ref, text)  # without reply_markup: the buttons go
 
     async def answer_click(self, click: ApprovalClick, notice: str, *, refused: bool = False) -> None:
         """Every callback query is answered, or the user's button keeps spinning; refusals as an alert. A reason

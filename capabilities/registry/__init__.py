@@ -96,7 +96,18 @@ RunEndHook = Callable[["BuildContext[C]"], Awaitable[None]]
 Binder = Callable[["Deployment"], Any]
 """Builds a capability's services (a frozen dataclass of its own) from the deployment, once, at start."""
 AskUser = Callable[[str], Awaitable[str]]
-Asked = Callable[[Any], "tuple[str, str] | None"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AskedQuestion:
+    """A question a parked call waits on: who asks, what, and the options offered (none: answered in words)."""
+
+    asker: str
+    question: str
+    choices: tuple[str, ...] = ()
+
+
+Asked = Callable[[Any], "AskedQuestion | None"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -170,7 +181,7 @@ class CapabilityDef(Generic[C]):
     ask_user: AskUser | Deferred[AskUser] | None = None
     """How the capability's delegates put a question to the run's person: the call parks the run, the chat asks."""
     asked: Asked | Deferred[Asked] | None = None
-    """(asker, question) when a parked call's metadata waits on such a question rather than an approval."""
+    """The question when a parked call's metadata waits on one rather than on an approval."""
 
     @property
     def asks_in_chat(self) -> bool:
@@ -460,8 +471,8 @@ class BoundRegistry:
         """What the capability's `bind` built; None when it binds nothing (or was not bound)."""
         return self._services.get(capability_id)
 
-    def asked(self, metadata: Any) -> tuple[str, str] | None:
-        """(asker, question) when a parked call waits on a question to the person; None for an approval."""
+    def asked(self, metadata: Any) -> AskedQuestion | None:
+        """The question when a parked call waits on one to the person; None for an approval."""
         for definition in self.registry:
             if definition.asked is not None and (found := definition.asked(metadata)) is not None:
                 return found

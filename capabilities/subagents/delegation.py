@@ -61,7 +61,14 @@ from capabilities.subagents.config import (
     SubagentsConfig,
     background_reachable,
 )
-from capabilities.subagents.questions import ASK_PARENT, answers_for, is_delegation_state, questions_of
+from capabilities.subagents.questions import (
+    ASK_PARENT,
+    OffersChoices,
+    answers_for,
+    choices_of,
+    is_delegation_state,
+    questions_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -457,7 +464,8 @@ def suspension_state(delegate: Delegate, history: str, requests: DeferredToolReq
               "tool_id": delegate.built.stable_id(call.tool_name), "args": call.args_as_dict(),
               "metadata": metadata.get(call.tool_call_id)} for call in approvals]
     questions = [{"tool_call_id": call.tool_call_id,
-                  "question": str(call.args_as_dict().get("question", "")) if call.tool_name == ASK_PARENT else None}
+                  "question": str(call.args_as_dict().get("question", "")) if call.tool_name == ASK_PARENT else None,
+                  "choices": choices_of(call.args_as_dict()) if call.tool_name == ASK_PARENT else []}
                  for call in (requests.calls if requests is not None else [])]
     return {"delegate": delegate.name, "history": history, "model": model, "calls": calls, "questions": questions}
 
@@ -503,11 +511,11 @@ def _delegates(config: SubagentsConfig, gateway: Delegates, depth: int) -> dict[
     for specialist in config.inline:
         built[specialist.name] = (specialist.description, builder.build_specialist(
             name=specialist.name, instructions=specialist.instructions, model=specialist.model, share=share,
-            extra=[_meter(builder, specialist.name, specialist)]))
+            extra=_extras(config, builder, specialist.name, specialist)))
     for name in facts.pinned:
         if name not in built:
             built[name] = (builder.agent_description(name) or "", builder.build_agent(
-                name, depth_left=depth - 1, share=share, extra=[_meter(builder, name, config.controls(name))]))
+                name, depth_left=depth - 1, share=share, extra=_extras(config, builder, name, config.controls(name))))
     for file in read_agent_files(config.agent_folders):
         if file.name not in built:
             override = config.agent_overrides.get(file.name)
@@ -516,10 +524,17 @@ def _delegates(config: SubagentsConfig, gateway: Delegates, depth: int) -> dict[
                 name=file.name, instructions=file.instructions, share=share,
                 model=(override.model if override is not None else None) or facts.parent_model,
                 model_settings=ModelSettings(thinking=effort) if effort else None,
-                extra=[_meter(builder, file.name, config.controls(file.name))]))
+                extra=_extras(config, builder, file.name, config.controls(file.name))))
     return {name: Delegate(name=name, description=config.controls(name).description or description, built=agent,
                            controls=config.controls(name), mode=config.controls(name).mode or config.mode)
             for name, (description, agent) in built.items()}
+
+
+def _extras(config: SubagentsConfig, builder: DelegateBuilder, name: str,
+            controls: DelegateControls) -> list[AbstractCapability[Any]]:
+    """A delegate's own capabilities: the meter, and under `allow_questions` the options its questions may offer."""
+    meter = _meter(builder, name, controls)
+    return [meter, OffersChoices()] if config.allow_questions else [meter]
 
 
 def _meter(builder: DelegateBuilder, name: str, controls: DelegateControls) -> DelegateMeter:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
-from pydantic_ai import CallDeferred, DeferredToolRequests
+from pydantic_ai import CallDeferred, DeferredToolRequests, RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.tools import ToolDefinition
+
+from capabilities.registry import AskedQuestion
 
 ASK_PARENT = "ask_parent"
 """The library's tool a synchronous delegate asks the parent agent's person with."""
@@ -13,6 +20,57 @@ NOBODY_ANSWERED = ("Nobody answered your question before it expired. Continue wi
 NOT_ASKED = ("This question was not put to the person: ask one question at a time, and only once no other call "
              "of yours is waiting for a decision.")
 NOT_RUN_HERE = "This call cannot be completed from here; continue without it."
+MAX_CHOICES = 25
+"""Options one question may offer (Slack's actions block holds 25 buttons); past a platform's own, a numbered list."""
+MAX_CHOICE_CHARS = 75
+"""Characters of one option (Slack's button text)."""
+CHOICES_PARAMETER = {
+    "type": "array", "items": {"type": "string", "maxLength": MAX_CHOICE_CHARS}, "maxItems": MAX_CHOICES,
+    "description": "When the person should pick one of a few short options, the options: they are shown as buttons "
+                   "and the answer is the option picked (or the person's own words). Leave out for an open question."}
+
+
+@dataclass
+class OffersChoices(AbstractCapability[Any]):
+    """Gives the library's `ask_parent` a `choices` argument. The library's tool takes the question alone, so the
+    options are read from the deferred call's own arguments (`suspension_state`) and left out before its
+    validation; who answers and where stay the gateway's."""
+
+    async def prepare_tools(self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]) -> list[ToolDefinition]:
+        return [_with_choices(tool) if tool.name == ASK_PARENT else tool for tool in tool_defs]
+
+    async def before_tool_validate(self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition,
+                                   args: Any) -> Any:
+        if call.tool_name != ASK_PARENT:
+            return args
+        if isinstance(args, str):
+            try:
+                args = json.loads(args or "{}")
+            except ValueError:
+                return args  # the library's validation says what is wrong with it
+        if isinstance(args, dict):
+            return {key: value for key, value in args.items() if key != "choices"}  # pyright: ignore[reportUnknownVariableType]
+        return args
+
+
+def _with_choices(tool: ToolDefinition) -> ToolDefinition:
+    schema = dict(tool.parameters_json_schema)
+    schema["properties"] = {**schema.get("properties", {}), "choices": CHOICES_PARAMETER}
+    return replace(tool, parameters_json_schema=schema)
+
+
+def choices_of(args: dict[str, Any]) -> list[str]:
+    """The options a call to `ask_parent` offered, as the model gave them: short texts, each once, in order; anything
+    else in the list is left out."""
+    given = args.get("choices")
+    if not isinstance(given, list):
+        return []
+    kept: list[str] = []
+    for choice in given:  # pyright: ignore[reportUnknownVariableType]
+        text = " ".join(choice.split())[:MAX_CHOICE_CHARS] if isinstance(choice, str) else ""
+        if text and text not in kept:
+            kept.append(text)
+    return kept[:MAX_CHOICES]
 
 
 async def ask_in_chat(question: str) -> str:
@@ -24,9 +82,9 @@ async def ask_in_chat(question: str) -> str:
     raise CallDeferred(metadata={"question": question})
 
 
-def asked(metadata: Any) -> tuple[str, str] | None:
-    """(specialist, question) when a parked call waits on a delegate's question to the person, looking
-    through nested delegations; None for an approval or anything else."""
+def asked(metadata: Any) -> AskedQuestion | None:
+    """The delegate's question when a parked call waits on one to the person, looking through nested delegations;
+    None for an approval or anything else."""
     if not is_delegation_state(metadata):
         return None
     calls: list[Any] = metadata.get("calls") or []
@@ -34,7 +92,11 @@ def asked(metadata: Any) -> tuple[str, str] | None:
         return asked(calls[0].get("metadata")) if len(calls) == 1 else None
     pending: list[Any] = metadata.get("questions") or []
     questions = [q for q in pending if q.get("question") is not None]
-    return (str(metadata["delegate"]), str(questions[0]["question"])) if questions else None
+    if not questions:
+        return None
+    first = questions[0]
+    return AskedQuestion(asker=str(metadata["delegate"]), question=str(first["question"]),
+                         choices=tuple(choices_of(first)))
 
 
 def is_delegation_state(metadata: object) -> TypeGuard[dict[str, Any]]:

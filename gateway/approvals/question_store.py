@@ -24,12 +24,17 @@ class Question:
     """The parked call the answer resumes."""
     specialist: str
     question: str
+    choices: tuple[str, ...]
+    """The options offered, in order; a click answers with one of them."""
     requester_id: str
     requester_name: str
     status: str
     """pending → answered | expired."""
     answer: str | None
+    answered_by: str | None
     expires_at: datetime
+    message_id: str | None
+    """The chat message that asked (with the buttons, when it offered choices)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +42,7 @@ class NewQuestion:
     tool_call_id: str
     specialist: str
     question: str
+    choices: tuple[str, ...] = ()
 
 
 class DelegateQuestions:
@@ -49,7 +55,8 @@ class DelegateQuestions:
         async def work(session: AsyncSession) -> list[Question]:
             rows = [DelegateQuestionRow(parked_run_id=parked_run_id, conversation_key=conversation_key,
                                         tool_call_id=new.tool_call_id, specialist=new.specialist,
-                                        question=new.question, requester_id=requester.platform_user_id,
+                                        question=new.question, choices=list(new.choices) or None,
+                                        requester_id=requester.platform_user_id,
                                         requester_name=requester.display_name, status="pending",
                                         expires_at=expires_at) for new in questions]
             session.add_all(rows)
@@ -62,6 +69,12 @@ class DelegateQuestions:
             await session.execute(update(DelegateQuestionRow).where(DelegateQuestionRow.id == question_id)
                                   .values(message_id=message_id))
         await self._db.transaction(work)
+
+    async def get(self, question_id: int) -> Question | None:
+        async def work(session: AsyncSession) -> Question | None:
+            row = await session.get(DelegateQuestionRow, question_id)
+            return _question(row) if row is not None else None
+        return await self._db.transaction(work)
 
     async def pending(self, conversation_key: str, requester_id: str) -> Question | None:
         """The oldest open question this person is asked in this conversation."""
@@ -109,8 +122,9 @@ def _question(row: Any) -> Question:
     """From a mapped row or a Core row of the table: the same attribute names."""
     return Question(id=row.id, parked_run_id=row.parked_run_id, conversation_key=row.conversation_key,
                     tool_call_id=row.tool_call_id, specialist=row.specialist, question=row.question,
-                    requester_id=row.requester_id, requester_name=row.requester_name, status=row.status,
-                    answer=row.answer, expires_at=row.expires_at)
+                    choices=tuple(str(choice) for choice in row.choices or ()), requester_id=row.requester_id,
+                    requester_name=row.requester_name, status=row.status, answer=row.answer,
+                    answered_by=row.answered_by, expires_at=row.expires_at, message_id=row.message_id)
 
 
 QUESTIONS = table_of(DelegateQuestionRow)

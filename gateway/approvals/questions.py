@@ -1,7 +1,9 @@
-"""A delegate's question put to the person whose run it is, and their next message there taken as the answer."""
+"""A delegate's question put to the person whose run it is: their next message there is the answer, or, where the
+delegate offered options, a click on one of the question's buttons (verified: that person, that message, once)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import Any
 
@@ -9,8 +11,8 @@ from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved,
 from pydantic_ai.tools import DeferredToolApprovalResult
 from sqlalchemy import ColumnElement, Connection
 
-from adapters.base import Inbound
-from adapters.protocols import Chat
+from adapters.base import ApprovalClick, ChatAddress, Inbound, MessageRef, QuestionCard
+from adapters.protocols import AsksChoices, Chat
 from capabilities.subagents.questions import asked, with_answer
 from gateway.approvals.parking import CHANGED_RESULT
 from gateway.approvals.question_store import (
@@ -39,13 +41,19 @@ class QuestionFlow:
         """Store the run's questions and put each to its person as a plain message in the conversation."""
         if not outcome.questions:
             return
-        new = [NewQuestion(tool_call_id=q.tool_call_id, specialist=q.specialist, question=q.question)
-               for q in outcome.questions]
+        new = [NewQuestion(tool_call_id=q.tool_call_id, specialist=q.specialist, question=q.question,
+                           choices=q.choices) for q in outcome.questions]
         questions = await self._questions.add(
             parked_run_id=parked_run_id, conversation_key=deps.address.conversation_key, questions=new,
             requester=deps.speaker, expires_at=utcnow() + deps.binding.spec.approvals.expires_after)
         for question in questions:
-            ref = await adapter.send(deps.address, question_text(question))
+            if question.choices and isinstance(adapter, AsksChoices) \
+                    and len(question.choices) <= adapter.choice_buttons:
+                ref = await adapter.post_question(deps.address, QuestionCard(
+                    question_id=str(question.id), text=question_text(question, buttons=True),
+                    choices=question.choices))
+            else:
+                ref = await adapter.send(deps.address, question_text(question, buttons=False))
             await self._questions.attach_message(question.id, ref.message_id)
         log.info("run %d asks %d question(s) in %s", outcome.run_id, len(questions), deps.address.conversation_key)
 
@@ -61,7 +69,9 @@ class QuestionFlow:
             return DeferredToolResults()  # the run parked on approvals alone: it asked nothing to look up
         for question in await self._questions.of_run(parked_run_id):
             metadata = requests.metadata.get(question.tool_call_id)
-            if metadata is None or asked(metadata) != (question.specialist, question.question):
+            shown = asked(metadata)
+            if metadata is None or shown is None or (shown.asker, shown.question) != (question.specialist,
+                                                                                       question.question):
                 decisions[question.tool_call_id] = ToolDenied(CHANGED_RESULT)
                 continue
             decisions[question.tool_call_id] = ToolApproved()
@@ -81,16 +91,18 @@ class QuestionFlow:
             return True
         return retried and answered_question(connection, key, inbound.message_id) is not None
 
-    async def take_answer(self, inbound: Inbound, *, retried: bool) -> TakenAnswer | None:
+    async def take_answer(self, adapter: Chat, inbound: Inbound, *, retried: bool) -> TakenAnswer | None:
         """The requester's message answers the question a delegate of their parked run asked in this
-        conversation. Anyone else's message, or one with no open question, is left to be a turn of its own
-        (None)."""
+        conversation (a number picks that option of a numbered list); the question's buttons, if any, go. Anyone
+        else's message, or one with no open question, is left to be a turn of its own (None)."""
         key = inbound.address.conversation_key
         question = await self._questions.pending(key, inbound.speaker.platform_user_id)
         if question is not None:
-            answered = await self._questions.answer(question.id, inbound.text, inbound.speaker, inbound.message_id)
+            answered = await self._questions.answer(question.id, typed_answer(question, inbound.text),
+                                                    inbound.speaker, inbound.message_id)
             if answered is not None:
                 log.info("question %d answered by %s in %s", answered.id, inbound.speaker.platform_user_id, key)
+                await self._close(adapter, answered, inbound.address)
                 return TakenAnswer(parked_run_id=answered.parked_run_id, retried=False)
         if retried:  # answered before a crash: finish the resume it started
             answered = await self._questions.answered_with(key, inbound.message_id)
@@ -99,7 +111,75 @@ class QuestionFlow:
         return None
 
 
-def question_text(question: Question) -> str:
-    """A delegate's question, put to the person whose run it is, in the conversation the run belongs to."""
-    return (f"{question.requester_name}, {question.specialist} asks: {question.question}\n\n"
-            "Your next message here is taken as the answer.")
+    async def take_choice(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> TakenAnswer | None:
+        """A click on one of a question's options answers it, once: only on the question's own message, only by
+        the person asked, only while it is open. Anyone else's click is refused and changes nothing; a click on a
+        question answered already is told by whom (and, retried after a crash, finishes the resume it started)."""
+        question = await self._questions.get(int(click.approval_id)) if click.approval_id.isdigit() else None
+        if question is None or question.message_id != click.card.message_id \
+                or question.conversation_key != click.card.address.conversation_key \
+                or click.choice is None or not 0 <= click.choice < len(question.choices):
+            log.warning("bot %r: click on an unknown or mismatched question refused", click.card.address.bot_id)
+            await adapter.answer_click(click, "This button does not belong to an open question.", refused=True)
+            return None
+        if click.clicker.platform_user_id != question.requester_id:
+            log.info("bot %r: %s may not answer question %d", click.card.address.bot_id,
+                     click.clicker.platform_user_id, question.id)
+            await adapter.answer_click(click, f"Only {question.requester_name} can answer this question.",
+                                       refused=True)
+            return None
+        clicked = "click:" + hashlib.sha256(click.logical_id.encode()).hexdigest()[:40]  # a Mattermost trigger is long
+        answered = await self._questions.answer(question.id, question.choices[click.choice], click.clicker, clicked)
+        if answered is None:
+            current = await self._questions.get(question.id) or question
+            await self._close(adapter, current, click.card.address)
+            await adapter.answer_click(click, settled_question(current), refused=True)
+            return TakenAnswer(parked_run_id=current.parked_run_id, retried=True) if retried else None
+        log.info("question %d answered by a click in %s", answered.id, answered.conversation_key)
+        await self._close(adapter, answered, click.card.address)
+        await adapter.answer_click(click, f"Answered: {answered.answer}")
+        return TakenAnswer(parked_run_id=answered.parked_run_id, retried=False)
+
+    @staticmethod
+    async def _close(adapter: Chat, question: Question, address: ChatAddress) -> None:
+        """The question's buttons go once it is answered or expired; a failed edit leaves them, and a later click
+        on one is told the question is settled."""
+        if not question.choices or question.message_id is None or question.status == "pending" \
+                or not isinstance(adapter, AsksChoices):
+            return
+        ref = MessageRef(address=address, message_id=question.message_id)
+        try:
+            await adapter.close_question(ref, f"{question_text(question, buttons=False)}\n\n"
+                                              f"{settled_question(question)}")
+        except Exception as exc:
+            log.warning("could not close question %d's buttons: %s", question.id, exc)
+
+
+def question_text(question: Question, *, buttons: bool) -> str:
+    """A delegate's question, put to the person whose run it is, in the conversation the run belongs to: with its
+    options as buttons, or listed with numbers, or open."""
+    asks = f"{question.requester_name}, {question.specialist} asks: {question.question}"
+    if question.status != "pending":
+        return asks
+    if question.choices and buttons:
+        return f"{asks}\n\nPick an option, or answer in your own words: your next message here is taken as the answer."
+    if question.choices:
+        listed = "\n".join(f"{number}. {choice}" for number, choice in enumerate(question.choices, 1))
+        return (f"{asks}\n\n{listed}\n\nAnswer with a number, or in your own words: your next message here is "
+                "taken as the answer.")
+    return f"{asks}\n\nYour next message here is taken as the answer."
+
+
+def typed_answer(question: Question, text: str) -> str:
+    """A typed number picks that option of the question's; anything else is the answer as typed."""
+    number = text.strip().rstrip(".")
+    if question.choices and number.isdigit() and 1 <= int(number) <= len(question.choices):
+        return question.choices[int(number) - 1]
+    return text
+
+
+def settled_question(question: Question) -> str:
+    """What a closed question shows, and what a click on it is told."""
+    if question.status != "answered":  # expired, or past its time before the sweep came
+        return "Nobody answered in time."
+    return f"Answered by {question.answered_by}: {question.answer}"

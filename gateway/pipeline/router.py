@@ -1,5 +1,6 @@
 """One inbox item to its outcome: the bot's adapter, the parsed event, the binding, then the steps in order
-(`gateway/pipeline/steps/`); an approval click goes to the parked run it decides."""
+(`gateway/pipeline/steps/`); an approval click goes to the parked run it decides, a click on a question's option
+to the run that asked it."""
 
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ class Router:
         self._metrics = metrics or GatewayMetrics({})
         self._bindings = bindings
         self._approval_flow = approval_flow
+        self._questions = questions
         self._typing = typing or TypingShown()
         services = StepServices(db=db, cache=cache, inbox=inbox, capabilities=capabilities, conversations=conversations,
                                 commands=commands, runtime=runtime, parked=approval_flow, questions=questions,
@@ -109,6 +111,10 @@ class Router:
             answer = await self._control.stop(event.card.address.conversation_key, event.clicker)
             await adapter.answer_click(event, answer.text, refused=answer.verdict != "stopping")
             return None
+        if isinstance(event, ApprovalClick) and event.verb == "choose":
+            taken = await self._questions.take_choice(adapter, event, retried=item.attempts > 1)
+            return None if taken is None else await self._approval_flow.resume(adapter, taken.parked_run_id,
+                                                                              reclaim=taken.retried)
         if isinstance(event, ApprovalClick):
             return await self._approval_flow.on_click(adapter, event, retried=item.attempts > 1)
         if not isinstance(event, Inbound):

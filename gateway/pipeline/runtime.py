@@ -37,7 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, Directory, Speaker
 from adapters.wire import is_object, objects_in
-from capabilities.registry import BoundRegistry, RunRefused
+from capabilities.registry import AskedQuestion, BoundRegistry, RunRefused
 from capabilities.run import MemoryOwner, RunFacts, Upload
 from gateway.agents.assembly import AssembledAgent, assemble
 from gateway.agents.bindings import AgentDefinition, Binding
@@ -125,6 +125,8 @@ class DelegateQuestion:
     tool_call_id: str
     specialist: str
     question: str
+    choices: tuple[str, ...] = ()
+    """The options offered, shown as buttons; none: answered in words."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -558,7 +560,7 @@ async def _deliver(outbox: RunOutbox | None) -> int:
 
 
 def _waiting_on(requests: DeferredToolRequests, assembled: AssembledAgent,
-                asked: Callable[[Any], tuple[str, str] | None]) -> tuple[tuple[GatedCall, ...],
+                asked: Callable[[Any], AskedQuestion | None]) -> tuple[tuple[GatedCall, ...],
                                                                       tuple[DelegateQuestion, ...]]:
     """The parked calls, split into those a person approves and those waiting on a delegate's question."""
     calls: list[GatedCall] = []
@@ -567,8 +569,8 @@ def _waiting_on(requests: DeferredToolRequests, assembled: AssembledAgent,
         metadata = requests.metadata.get(call.tool_call_id)
         question = asked(metadata)
         if question is not None:
-            questions.append(DelegateQuestion(tool_call_id=call.tool_call_id, specialist=question[0],
-                                              question=question[1]))
+            questions.append(DelegateQuestion(tool_call_id=call.tool_call_id, specialist=question.asker,
+                                              question=question.question, choices=question.choices))
             continue
         tool_id, tool_name, args = shown_call(call.tool_name, call.args_as_dict(), metadata)
         calls.append(GatedCall(tool_call_id=call.tool_call_id, tool_name=tool_name, args=args,

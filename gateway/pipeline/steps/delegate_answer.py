@@ -30,7 +30,7 @@ class DelegateAnswer:
     async def handle(self, delivery: Delivery) -> Handled | None:
         if not asks_in_chat(self._registry, delivery.binding):
             return None
-        answered = await self._questions.take_answer(delivery.inbound, retried=delivery.retried)
+        answered = await self._questions.take_answer(delivery.adapter, delivery.inbound, retried=delivery.retried)
         if answered is None:
             return None
         return Handled(finish=await self._parked.resume(delivery.adapter, answered.parked_run_id,

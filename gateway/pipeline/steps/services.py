@@ -54,8 +54,13 @@ class OpenQuestions(Protocol):
         """Whether `take_answer` could find anything for this message (reads only, in the claim's transaction)."""
         ...
 
-    async def take_answer(self, inbound: Inbound, *, retried: bool) -> TakenAnswer | None:
+    async def take_answer(self, adapter: Chat, inbound: Inbound, *, retried: bool) -> TakenAnswer | None:
         """The parked run a message answers the open question of, or None: the message is a turn of its own."""
+        ...
+
+    async def take_choice(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> TakenAnswer | None:
+        """The parked run a verified click on a question's option answers, or None: the click was refused or came
+        late (the clicker is told either way)."""
         ...
 
 
