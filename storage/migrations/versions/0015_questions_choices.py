@@ -1,6 +1,6 @@
 """delegate_questions: the options a delegate offered, shown as buttons
 
-Revision ID: 0016
+Revision ID: 0015
 Revises: 0014
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0016'
+revision = '0015'
 down_revision = '0014'
 branch_labels = None
 depends_on = None
