@@ -331,3 +331,27 @@ def test_an_http_public_url_is_refused_only_where_the_platform_calls_https_alone
     report = check(tmp_path, text)
     assert any("server.public_url:" in line and "over HTTPS only" in line
                for line in report.lines(report.errors)) is refused
+
+
+@pytest.mark.parametrize(("bot", "public", "refused"), [
+    pytest.param("  - {name: sl, platform: slack, token: '${TG_TOKEN}', app_token: '${TG_TOKEN}', agent: helper, "
+                 "binding: {reaction: true}}\n", False, "binding.reaction: a reaction as the first sign is Telegram's",
+                 id="reaction-outside-telegram"),
+    pytest.param("  - {name: tg2, platform: telegram, token: '${TG_TOKEN}', agent: helper, "
+                 "binding: {reaction: true, feedback: true}}\n", False, None, id="reaction-and-feedback-on-telegram"),
+    pytest.param("  - {name: mm, platform: mattermost, token: '${TG_TOKEN}', agent: helper, "
+                 "api_base_url: 'http://10.0.0.5:8065', binding: {feedback: true}}\n", False,
+                 "binding.feedback: Mattermost calls the 👍 / 👎 buttons back at server.public_url",
+                 id="mattermost-feedback-without-public-url"),
+    pytest.param("  - {name: mm, platform: mattermost, token: '${TG_TOKEN}', agent: helper, "
+                 "api_base_url: 'http://10.0.0.5:8065', binding: {feedback: true}}\n", True, None,
+                 id="mattermost-feedback-with-public-url"),
+])
+def test_a_surface_the_platform_cannot_show_is_refused(tmp_path: Path, bot: str, public: bool,
+                                                       refused: str | None) -> None:
+    text = BASE + bot
+    if public:
+        text = text.replace("agents:\n", "server: {public_url: 'https://gw.example.org'}\nagents:\n")
+    report = check(tmp_path, text)
+    found = [line for line in report.lines(report.errors) if "binding.reaction" in line or "binding.feedback" in line]
+    assert [refused in line for line in found] == ([True] if refused else [])
