@@ -71,7 +71,8 @@ CASES = [
     Case(id="binding-key-misspelt", edits=edit("rate_limit:", "rate_limt:"), errors=(
         "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? (known: "
         "instructions, access, allow, rate_limit, history_turns, approvals, approval_options, allow_personal_memory, "
-        "allow_bots, channel_tools, sandbox_scope, limits, while_busy, title, suggested_prompts)",)),
+        "allow_bots, channel_tools, sandbox_scope, limits, while_busy, title, suggested_prompts, feedback, "
+        "reaction)",)),
     Case(id="limit-not-positive", edits=with_limits("{per_person: {tokens_per_day: 0}}"),
          errors=("{f}:19:29: bots['team-telegram'].binding.limits.per_person.tokens_per_day: Input should be greater "
                  "than 0 (got 0)",)),
@@ -156,7 +157,7 @@ CASES = [
              "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? "
              "(known: instructions, access, allow, rate_limit, history_turns, approvals, approval_options, "
              "allow_personal_memory, allow_bots, channel_tools, sandbox_scope, limits, while_busy, title, "
-             "suggested_prompts)")),
+             "suggested_prompts, feedback, reaction)")),
     Case(id="thinking-on-a-model-that-does-not-reason", edits=edit("capabilities: []", "capabilities: [thinking]"),
          warnings=("{f}:9:20: agents['helper'].capabilities[0]: 'thinking' does nothing on local (llama3.1): "
                    "pydantic-ai does not know that model as one that reasons, so no thinking setting is sent; "
