@@ -143,10 +143,14 @@ class Inbound:
 
 CardOption = Literal["once", "conversation", "deny"]
 """What an approval card may offer (a binding's `approval_options`)."""
-Verb = Literal["approve", "approve_conversation", "deny", "ask_reason", "stop", "choose"]
+Verb = Literal["approve", "approve_conversation", "deny", "ask_reason", "stop", "choose", "thumbs_up",
+               "thumbs_down"]
 """What a person did on a card: approved once, approved for the conversation, denied (with the reason they gave, if
 any), or asked to give a reason for denying (the platform's text input opens: the verdict comes with what is sent);
-or picked one of a question's options (`choose`, `ApprovalClick.choice`)."""
+or pressed Stop on a live reply, picked one of a question's options (`choose`, `ApprovalClick.choice`), or pressed
+👍 / 👎 on an answer."""
+FEEDBACK_VERBS: frozenset[Verb] = frozenset({"thumbs_up", "thumbs_down"})
+"""The clicks that rate an answer: recorded with its run, never a turn."""
 REASON_PROMPT = "reply to this message with your reason for denying"
 """Words in the bot's prompt for a reason where the platform has no text input (Telegram): a person's reply to a bot
 message carrying them is read as a denial's reason (`ApprovalClick.reason_reply`), never as a turn."""
@@ -156,12 +160,13 @@ REASON_LIMIT = 2_000
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalClick:
-    """A verified button click: Approve or Deny on an approval card, or Stop on a live reply (`card` is then the
-    reply's message and `approval_id` is empty)."""
+    """A verified button click: Approve or Deny on an approval card, Stop on a live reply (`card` is then the
+    reply's message and `approval_id` is empty), or 👍 / 👎 on an answer (`card` is the answer's message and
+    `approval_id` the run's id, which the gateway holds to the message's conversation)."""
 
     approval_id: str
     """The card's approval; "" for a reason given as a reply (the gateway finds it by `card`, its prompt); for
-    `choose`, the question's id."""
+    `choose`, the question's id; the rated run's id for feedback."""
     verb: Verb
     clicker: Speaker
     card: MessageRef

@@ -210,6 +210,32 @@ class OffersStop(Protocol):
 
 
 @runtime_checkable
+class AsksFeedback(Protocol):
+    """An answer's last message carries 👍 / 👎 for its run (a binding's `feedback`): Slack's feedback block,
+    buttons elsewhere. A click parses as an `ApprovalClick` with verb `thumbs_up` or `thumbs_down` and the run's id,
+    verified as an approval click is."""
+
+    async def send_rated(self, address: ChatAddress, text: str, *, run_id: int) -> MessageRef: ...
+
+    async def edit_rated(self, ref: MessageRef, text: str, *, run_id: int) -> None:
+        """`ref` shows `text` with the buttons; a reply still streaming (Slack) stops with them."""
+        ...
+
+
+@runtime_checkable
+class Reacts(Protocol):
+    """A platform where the bot reacts to a person's message (Telegram's `setMessageReaction`): the first sign where
+    typing does not show, when the bot's binding says `reaction`."""
+
+    reacts: bool
+    """The binding asks for it; False: `react` is never called."""
+
+    async def react(self, ref: MessageRef, emoji: str) -> None:
+        """Set the bot's reaction on the person's message `ref` to `emoji`; "" takes it away."""
+        ...
+
+
+@runtime_checkable
 class ShowsStatus(Protocol):
     """A platform that shows what the bot is doing in a status line under a thread (Slack's assistant status),
     until the bot posts there or the status is set to ""."""

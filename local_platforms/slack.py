@@ -280,16 +280,21 @@ class LocalSlack(LocalPlatform):
         await self._announce(channel["id"], message)
         return copy.deepcopy(message)
 
-    async def user_clicks(self, app: SlackApp, message: JSON, user: JSON, action_id: str) -> None:
-        """``user`` presses the button ``action_id`` on an app's message: a ``block_actions`` request.
+    async def user_clicks(self, app: SlackApp, message: JSON, user: JSON, action_id: str, *,
+                          positive: bool | None = None) -> None:
+        """``user`` presses the button ``action_id`` on an app's message: a ``block_actions`` request. On a
+        ``feedback_buttons`` element, ``positive`` says which of its two buttons (👍 or 👎).
 
         A button the app has since removed can still be pressed on ``message`` as the caller last saw it,
         as on a Slack client that has not caught up with the edit yet.
         """
-        await self._deliver(app, self.click_payload(app, message, user, action_id), kind="interactive")
+        await self._deliver(app, self.click_payload(app, message, user, action_id, positive=positive),
+                            kind="interactive")
 
-    def click_payload(self, app: SlackApp, message: JSON, user: JSON, action_id: str) -> JSON:
-        """The ``block_actions`` payload of ``user`` pressing ``action_id``, without sending it."""
+    def click_payload(self, app: SlackApp, message: JSON, user: JSON, action_id: str, *,
+                      positive: bool | None = None) -> JSON:
+        """The ``block_actions`` payload of ``user`` pressing ``action_id``, without sending it. A feedback
+        button's action is the element's type and id with the pressed button's ``value``, as Slack sends it."""
         channel_id = self._channel_of(message["ts"])
         posted = self._find(channel_id, message["ts"]) or message
         trigger = f"{next(self._ids)}.{secrets.token_hex(8)}"
@@ -297,6 +302,10 @@ class LocalSlack(LocalPlatform):
         if not _has_button(posted, action_id):
             posted = message  # the stale view: the buttons the person still sees
         action, block_id = _button(posted, action_id)
+        if action.get("type") == "feedback_buttons":
+            pressed = action["positive_button" if positive is not False else "negative_button"]
+            action = {"type": "feedback_buttons", "action_id": action_id, "value": pressed["value"],
+                      "text": pressed["text"]}
         container = {"type": "message", "message_ts": posted["ts"], "channel_id": channel_id, "is_ephemeral": False}
         if posted.get("thread_ts"):
             container["thread_ts"] = posted["thread_ts"]

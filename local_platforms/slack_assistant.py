@@ -129,6 +129,9 @@ class SlackAssistant:
     async def _stop(self, token: str, bot_user_id: str, params: JSON) -> JSON:
         message = self._streaming(bot_user_id, params)
         message["text"] += _text(params)
+        blocks: Any = params.get("blocks")
+        if isinstance(blocks, list):  # shown at the foot of the finished message (Slack's feedback block)
+            message["blocks"] = cast(list[Any], blocks)
         self.streaming.discard(message["ts"])
         await self.changed()
         return {"channel": params["channel"], "ts": message["ts"], "message": dict(message)}

@@ -29,6 +29,7 @@ from aiohttp import web
 from local_platforms.server import ChangeSignal, LocalPlatform, LocalServer, is_json_array, is_json_object, json_object
 from local_platforms.telegram_drafts import Drafts
 from local_platforms.telegram_html import RejectedContent, detect_entities, inline_keyboard, message_text
+from local_platforms.telegram_reactions import ReactionInvalid, Reactions
 
 __all__ = ["ApiCall", "ApiError", "LocalTelegram"]
 
@@ -140,6 +141,8 @@ class LocalTelegram(LocalPlatform):
         self.webhook_responses: list[tuple[int, str]] = []
         self.drafts = Drafts()
         """What bots are writing in private chats (`sendMessageDraft`)."""
+        self.reactions = Reactions()
+        """The bots' reactions on messages (`setMessageReaction`)."""
         """(HTTP status, body) of every webhook push; status 0 when no HTTP answer came."""
         self._webhook_timeout = webhook_timeout
         self._bots: dict[str, _Bot] = {}
@@ -451,6 +454,7 @@ class LocalTelegram(LocalPlatform):
             ("deleteMessage", self._delete_message),
             ("sendChatAction", self._send_chat_action),
             ("sendMessageDraft", self._send_message_draft),
+            ("setMessageReaction", self._set_message_reaction),
             ("answerCallbackQuery", self._answer_callback_query),
             ("getChat", self._get_chat),
             ("getChatAdministrators", self._get_chat_administrators),
@@ -638,6 +642,18 @@ class LocalTelegram(LocalPlatform):
             raise ApiError(400, "Bad Request: draft_id must be non-zero")
         text, _ = message_text(params.get("text") or " ", params.get("parse_mode"), params.get("entities"))
         self.drafts.show(chat["id"], draft_id, text.strip())
+        return True
+
+    async def _set_message_reaction(self, bot: _Bot, params: JSON) -> bool:
+        chat = self._target_chat(params)
+        message_id = _int_param(params, "message_id", 0)
+        if message_id not in self._messages.get(chat["id"], {}):
+            raise ApiError(400, "Bad Request: message to react not found")
+        try:
+            self.reactions.set(chat["id"], message_id, params.get("reaction"))
+        except ReactionInvalid:
+            raise ApiError(400, "Bad Request: REACTION_INVALID") from None
+        await self._notify()
         return True
 
     async def _answer_callback_query(self, bot: _Bot, params: JSON) -> bool:

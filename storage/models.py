@@ -197,6 +197,22 @@ class RunRow(Base):
     finished_at: Mapped[datetime | None]
 
 
+class RunFeedbackRow(Base):
+    """One person's 👍 or 👎 on a run's answer: a second click by the same person replaces the first."""
+
+    __tablename__ = "run_feedback"
+    __table_args__ = (UniqueConstraint("run_id", "voter_id"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    voter_id: Mapped[str] = mapped_column(String(256))
+    """`platform:workspace:user id`, as the platform verified the click."""
+    voter_name: Mapped[str] = mapped_column(String(256))
+    rating: Mapped[str] = mapped_column(String(8))
+    """`good` (👍) or `bad` (👎)."""
+    rated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    """When the person last clicked."""
+
+
 class InboxRow(Base):
     """Every accepted platform event, committed before the platform is acknowledged."""
 

@@ -50,6 +50,7 @@ from adapters.mattermost.buttons import (
     approval_props,
     check_click,
     check_submission,
+    feedback_props,
     is_click,
     is_submission,
     question_props,
@@ -509,6 +510,20 @@ class MattermostAdapter:
 
     async def edit(self, ref: MessageRef, text: str) -> None:
         await self._api.patch_post(ref.message_id, text)
+
+    async def send_rated(self, address: ChatAddress, text: str, *, run_id: int) -> MessageRef:
+        post = await self._api.create_post(address.channel_id, text, address.thread_id or "",
+                                           self._feedback(address, run_id))
+        return MessageRef(address=address, message_id=str(post["id"]))
+
+    async def edit_rated(self, ref: MessageRef, text: str, *, run_id: int) -> None:
+        await self._api.replace_post(ref.message_id, text, self._feedback(ref.address, run_id))
+
+    def _feedback(self, address: ChatAddress, run_id: int) -> dict[str, Any] | None:
+        """The 👍 / 👎 props; None (a plain answer) without `server.public_url` for Mattermost to call."""
+        if self._action_url is None or self._action_key is None:
+            return None
+        return feedback_props(run_id, address, url=self._action_url, key=self._action_key)
 
     async def post_approval(self, address: ChatAddress, card: ApprovalCard) -> MessageRef:
         """The card with Approve and Deny buttons; without `server.public_url` it can only expire, and says so."""

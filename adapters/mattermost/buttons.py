@@ -1,5 +1,6 @@
-"""Approval buttons and a question's option buttons on Mattermost: interactive message actions whose `context`
-carries our own HMAC; and the interactive dialog that takes a reason for denying, whose `state` carries it too.
+"""Approval buttons, a question's option buttons and feedback buttons on Mattermost: interactive message actions
+whose `context` carries our own HMAC; and the interactive dialog that takes a reason for denying, whose `state`
+carries it too.
 
 Mattermost does not sign the call it makes to an action's integration URL (server
 `model/integration_action.go`), so every button's context is signed with the bot's stored secret
@@ -67,6 +68,17 @@ def question_props(card: QuestionCard, address: ChatAddress, *, url: str, key: s
         actions.append({"id": f"choice{index}", "type": "button", "name": choice, "style": "default",
                         "integration": {"url": url, "context": {**context, "sig": _signature(context, key)}}})
     return {"attachments": [{"text": "Pick one:", "actions": actions}]}
+
+
+def feedback_props(run_id: int, address: ChatAddress, *, url: str, key: str) -> dict[str, Any]:
+    """An answer's `props`: one attachment with 👍 and 👎, signed as approval buttons are, naming the run."""
+    actions: list[dict[str, Any]] = []
+    for verb, name in (("thumbs_up", "👍"), ("thumbs_down", "👎")):
+        context = {"approval_id": str(run_id), "verb": verb, "channel_id": address.channel_id,
+                   "thread_id": address.thread_id or "", "direct": address.is_direct}
+        actions.append({"id": verb.replace("_", ""), "type": "button", "name": name, "style": "default",
+                        "integration": {"url": url, "context": {**context, "sig": _signature(context, key)}}})
+    return {"attachments": [{"text": "", "actions": actions}]}
 
 
 def reason_dialog(card: ApprovalCard, click: Click, *, key: str) -> dict[str, Any]:

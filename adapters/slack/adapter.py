@@ -30,6 +30,7 @@ from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.base import (
+    FEEDBACK_VERBS,
     REASON_LIMIT,
     Addressed,
     ApiTrouble,
@@ -97,6 +98,8 @@ APPROVAL_ACTIONS: dict[str, Verb] = {f"approval:{verb}": verb for verb in get_ar
 CHOICE_ACTION = "question:"
 """A question's option buttons: `question:<position>` (an action id is unique within its block), valued
 `<question>:<position>`."""
+FEEDBACK_ACTION = "feedback"
+"""The `action_id` of the feedback block under an answer; the pressed button's `value` is `verb:run id`."""
 REASON_VIEW = "approval:reason"
 """The `callback_id` of the modal that takes a reason for denying; its submission is a denial with that reason."""
 FORM_FIELDS = 20
@@ -265,7 +268,7 @@ class SlackAdapter:
         # The shapes Slack documents; a payload of other shapes fails in `parse` as mistyped.
         listed: Iterable[Any] = payload.get("actions") or []
         actions = [a for a in listed if a.get("action_id") in APPROVAL_ACTIONS
-                   or str(a.get("action_id") or "").startswith(CHOICE_ACTION)]
+                   or str(a.get("action_id") or "").startswith(CHOICE_ACTION) or _feedback_verb(a) is not None]
         user: Mapping[str, Any] = payload.get("user") or {}
         channel: Mapping[str, Any] = payload.get("channel") or {}
         container: Mapping[str, Any] = payload.get("container") or {}
@@ -281,9 +284,11 @@ class SlackAdapter:
         clicker = Speaker(platform="slack", platform_user_id=str(user["id"]), workspace=_room_team(address),
                           handle=user.get("username"),
                           display_name=person.display_name if person else str(user.get("name") or user["id"]))
-        verb = APPROVAL_ACTIONS.get(action["action_id"], "choose")
-        target, _, choice = str(action.get("value") or "").partition(":")  # an option's: `<question>:<position>`
-        return ApprovalClick(approval_id=target if verb == "choose" else str(action.get("value") or ""), verb=verb,
+        verb = _feedback_verb(action) or APPROVAL_ACTIONS.get(action["action_id"], "choose")
+        value = str(action.get("value") or "")
+        target, _, choice = value.partition(":")  # an option's `<question>:<position>`, a rating's `verb:run`
+        approval_id = target if verb == "choose" else choice if verb in FEEDBACK_VERBS else value
+        return ApprovalClick(approval_id=approval_id, verb=verb,
                              choice=int(choice) if verb == "choose" and choice.isdigit() else None,
                              clicker=clicker, card=MessageRef(address=address, message_id=card_ts),
                              logical_id=f"{address.room_key}:click:{action.get('action_ts') or card_ts}:{user['id']}",
@@ -406,6 +411,21 @@ class SlackAdapter:
         if not await self._streams.stop(ref, text):
             await self._call("chat.update", self._client.chat_update(
                 channel=channel(ref.address.channel_id), ts=ref.message_id, text=self._fit(text, TEXT_CAP)))
+
+    async def send_rated(self, address: ChatAddress, text: str, *, run_id: int) -> MessageRef:
+        response = await self._call("chat.postMessage", self._client.chat_postMessage(
+            channel=channel(address.channel_id), thread_ts=address.thread_id, text=self._fit(text, TEXT_CAP),
+            blocks=[_markdown(text), _feedback_block(run_id)], unfurl_links=False, unfurl_media=False))
+        return MessageRef(address=address, message_id=str(response["ts"]))
+
+    async def edit_rated(self, ref: MessageRef, text: str, *, run_id: int) -> None:
+        """A streaming reply stops with the feedback block at its foot (`chat.stopStream`'s `blocks`); any other
+        message gets its text as a Markdown block with the feedback block under it."""
+        if await self._streams.stop(ref, text, blocks=[_feedback_block(run_id)]):
+            return
+        await self._call("chat.update", self._client.chat_update(
+            channel=channel(ref.address.channel_id), ts=ref.message_id, text=self._fit(text, TEXT_CAP),
+            blocks=[_markdown(text), _feedback_block(run_id)]))
 
     def shows_status(self, address: ChatAddress) -> bool:
         """A status line needs a thread: every conversation in a channel is one, a DM only when it is threaded."""
@@ -746,6 +766,30 @@ def _seconds(milliseconds: Any) -> Any:
 
 def _section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_LIMIT]}}
+
+
+def _markdown(text: str) -> dict[str, Any]:
+    """A `markdown` block: the answer's Markdown as Slack renders it, as a stream shows it."""
+    return {"type": "markdown", "text": text}
+
+
+def _feedback_block(run_id: int) -> dict[str, Any]:
+    """Slack's feedback block (https://docs.slack.dev/reference/block-kit/blocks/context-actions-block)."""
+    def button(label: str, verb: Verb, accessible: str) -> dict[str, Any]:
+        return {"text": {"type": "plain_text", "text": label}, "value": f"{verb}:{run_id}",
+                "accessibility_label": accessible}
+    return {"type": "context_actions", "elements": [{
+        "type": "feedback_buttons", "action_id": FEEDBACK_ACTION,
+        "positive_button": button("👍", "thumbs_up", "A good answer"),
+        "negative_button": button("👎", "thumbs_down", "A poor answer")}]}
+
+
+def _feedback_verb(action: Mapping[str, Any]) -> Verb | None:
+    """`thumbs_up` or `thumbs_down` for a press on the feedback block, else None."""
+    if action.get("action_id") != FEEDBACK_ACTION:
+        return None
+    verb = str(action.get("value") or "").partition(":")[0]
+    return verb if verb in ("thumbs_up", "thumbs_down") else None
 
 
 def _card_blocks(text: str, card: ApprovalCard) -> list[dict[str, Any]]:

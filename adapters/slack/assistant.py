@@ -21,7 +21,7 @@ from slack_sdk.errors import SlackApiError
 
 from adapters.base import MessageRef, Speaker
 from adapters.slack.directory import channel
-from adapters.slack.web import SlackAnswer, SlackWebApi, refusal_answer
+from adapters.slack.web import Blocks, SlackAnswer, SlackWebApi, refusal_answer
 from adapters.wire import is_object, optional_text_id
 
 log = logging.getLogger(__name__)
@@ -102,17 +102,18 @@ class SlackStreams:
         self._open[ref.message_id] = markdown
         return True
 
-    async def stop(self, ref: MessageRef, markdown: str | None = None) -> bool:
-        """End the stream, with what `markdown` adds to it (None: nothing). False when `ref` was not streaming
-        here, or the rest could not be streamed (the caller edits instead)."""
+    async def stop(self, ref: MessageRef, markdown: str | None = None, *,
+                   blocks: Blocks | None = None) -> bool:
+        """End the stream, with what `markdown` adds to it (None: nothing) and `blocks` at the message's foot. False
+        when `ref` was not streaming here, or the rest could not be streamed (the caller edits instead)."""
         shown = self._open.get(ref.message_id)
         if shown is None:
             return False
         rest = markdown[len(shown):] if markdown is not None and markdown.startswith(shown) else None
         fits = rest is not None and len(rest) <= STREAM_TEXT_LIMIT
         stopped = await self._streamed("chat.stopStream", self._client.chat_stopStream(
-            channel=channel(ref.address.channel_id), ts=ref.message_id, markdown_text=(rest or None) if fits else None),
-            ref)
+            channel=channel(ref.address.channel_id), ts=ref.message_id, markdown_text=(rest or None) if fits else None,
+            blocks=blocks), ref)
         self._open.pop(ref.message_id, None)
         return stopped and (markdown is None or fits)
 

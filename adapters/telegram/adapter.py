@@ -90,7 +90,7 @@ _GROUPS = (ChatType.GROUP, ChatType.SUPERGROUP)
 PHOTO_TYPES = frozenset({"image/png", "image/jpeg", "image/webp"})
 """What `sendPhoto` shows as a picture; any other file goes as a document."""
 _VERBS: dict[str, Verb] = {"ap:": "approve", "ac:": "approve_conversation", "dn:": "deny", "dr:": "ask_reason",
-                         "st:": "stop", "qc:": "choose"}
+                         "st:": "stop", "qc:": "choose", "fu:": "thumbs_up", "fd:": "thumbs_down"}
 _DATA: dict[Verb, str] = {verb: prefix for prefix, verb in _VERBS.items()}
 _ICONS: dict[Verb, str] = {"approve": "✅ ", "approve_conversation": "✅ ", "deny": "✖️ ", "ask_reason": "✍️ "}
 
@@ -114,8 +114,11 @@ class TelegramAdapter:
 
     def __init__(self, *, bot_id: str, token: str, api_base_url: str | None = None,
                  webhook_url: str | None = None, webhook_secret: str | None = None,
-                 poll_timeout: int = 30, on_api_trouble: ApiTrouble | None = None) -> None:
+                 poll_timeout: int = 30, on_api_trouble: ApiTrouble | None = None, reacts: bool = False) -> None:
+        """`reacts`: the binding's `reaction`, 👀 on a person's message as the first sign where typing does not
+        show."""
         base = (api_base_url or DEFAULT_API).rstrip("/")
+        self.reacts = reacts
         self.bot_id = bot_id
         self.webhook_url = webhook_url
         self._webhook_secret = webhook_secret
@@ -303,6 +306,12 @@ class TelegramAdapter:
     async def edit_live(self, ref: MessageRef, text: str) -> None:
         await self.edit(ref, text, markup=STOP_BUTTON)
 
+    async def send_rated(self, address: ChatAddress, text: str, *, run_id: int) -> MessageRef:
+        return await self.send(address, text, markup=_feedback_buttons(run_id))
+
+    async def edit_rated(self, ref: MessageRef, text: str, *, run_id: int) -> None:
+        await self.edit(ref, text, markup=_feedback_buttons(run_id))
+
     async def edit(self, ref: MessageRef, text: str, *, markup: InlineKeyboardMarkup | None = None) -> None:
         """Without `markup` the message's buttons go (a live reply's Stop, once it is finished)."""
         async def change(body: str, parse_mode: str | None) -> Any:
@@ -361,6 +370,11 @@ class TelegramAdapter:
             return await self._bot.send_message_draft(chat_id=int(address.channel_id), draft_id=draft_id, text=body,
                                                       parse_mode=parse_mode, message_thread_id=thread)
         await self._formatted("sendMessageDraft", draft, text)
+
+    async def react(self, ref: MessageRef, emoji: str) -> None:
+        """`setMessageReaction` (Bot API 7.0): one emoji, or none to take the bot's reaction away."""
+        await self._call("setMessageReaction", lambda: self._bot.set_message_reaction(
+            chat_id=ref.address.channel_id, message_id=int(ref.message_id), reaction=[emoji] if emoji else []))
 
     async def show_typing(self, address: ChatAddress) -> None:
         thread = int(address.thread_id) if address.thread_id else None
@@ -551,6 +565,12 @@ def _chat_of(update: Any) -> str:
 
 STOP_BUTTON = InlineKeyboardMarkup([[InlineKeyboardButton("⏹ Stop", callback_data="st:")]])
 """On a live reply while its turn runs: the conversation is the message's own, so the data names nothing."""
+
+
+def _feedback_buttons(run_id: int) -> InlineKeyboardMarkup:
+    """👍 and 👎 under an answer; the data names the run, which the gateway holds to the clicked message's chat."""
+    return InlineKeyboardMarkup([[InlineKeyboardButton("👍", callback_data=f"{_DATA['thumbs_up']}{run_id}"),
+                                  InlineKeyboardButton("👎", callback_data=f"{_DATA['thumbs_down']}{run_id}")]])
 
 
 def _buttons(card: ApprovalCard) -> InlineKeyboardMarkup:

@@ -1,4 +1,5 @@
-"""What `gateway check` refuses about bots beyond their schema: a webhook address the platform will not call, and
+"""What `gateway check` refuses about bots beyond their schema: a webhook address the platform will not call, a
+surface the platform cannot show (a reaction outside Telegram, feedback buttons Mattermost cannot call back), and
 allowlist or approver entries that can never name anyone on the bot's platform."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def bot_problems(config: GatewayConfig) -> list[str]:
     """Each bot's webhook address and people lists, checked against what its platform accepts."""
     problems: list[str] = []
     for i, bot in enumerate(config.bots):
-        problems += _public_url_problems(config, bot, i)
+        problems += _public_url_problems(config, bot, i) + _surface_problems(config, bot, i)
         binding = bot.binding
         lists = [("allow", binding.allow), ("approvals.approvers", binding.approvals.approvers)]
         for field, entries in lists:
@@ -55,3 +56,15 @@ def _public_url_problems(config: GatewayConfig, bot: BotSpec, i: int) -> list[st
     return [f"server.public_url: bot {bot.name!r} uses {name}'s {bot.transport!r} transport, and {name} calls "
             "webhooks over HTTPS only; set the https:// address of a TLS reverse proxy in front of this server, "
             f"or use transport: {'polling' if name == 'Telegram' else 'socket'}"]
+
+
+def _surface_problems(config: GatewayConfig, bot: BotSpec, i: int) -> list[str]:
+    """`reaction` is Telegram's first sign; Mattermost calls feedback buttons back at `server.public_url`."""
+    problems: list[str] = []
+    if bot.binding.reaction and not isinstance(bot, TelegramBotSpec):
+        problems.append(f"bots[{i}].binding.reaction: a reaction as the first sign is Telegram's; {bot.platform} "
+                        "shows its own (Slack's status line, Mattermost's typing): remove it")
+    if bot.binding.feedback and isinstance(bot, MattermostBotSpec) and not config.server.public_url:
+        problems.append(f"bots[{i}].binding.feedback: Mattermost calls the 👍 / 👎 buttons back at "
+                        "server.public_url; set it, or answers carry no buttons")
+    return problems

@@ -426,6 +426,12 @@ class BindingSpec(_Strict):
     """Slack: the title a new assistant thread gets (`assistant.threads.setTitle`)."""
     suggested_prompts: list[SuggestedPrompt] = Field(default_factory=list[SuggestedPrompt], max_length=4)
     """Slack: up to four prompts a new assistant thread offers (`assistant.threads.setSuggestedPrompts`)."""
+    feedback: bool = False
+    """👍 / 👎 under every answer (Slack's feedback block; buttons on Telegram and Mattermost), each click recorded
+    with the run (one per person: a second click replaces the first) and counted in `/metrics`."""
+    reaction: bool = False
+    """Telegram: 👀 on the person's message as the first sign where typing does not show (a group, or a message
+    waiting for its turn), taken away when it is answered."""
 
     @model_validator(mode="after")
     def _allowlist_named(self) -> BindingSpec:

@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
-from adapters.base import ApprovalClick, ChatAddress, Deliver, Inbound, MalformedPayload
-from adapters.protocols import FollowsThreads, Parser, ShowsStatus, ShowsTyping
+from adapters.base import FEEDBACK_VERBS, ApprovalClick, ChatAddress, Deliver, Inbound, MalformedPayload, MessageRef
+from adapters.protocols import FollowsThreads, Parser, Reacts, ShowsStatus, ShowsTyping
 from gateway.pipeline.inbox import Inbox, at_once
 from gateway.pipeline.live_reply import TYPING_LASTS
 from gateway.pipeline.metrics import AckOutcome, GatewayMetrics
@@ -25,18 +25,29 @@ KEY_LIMIT = 512
 KEPT_AT_MOST = 60.0
 """Seconds a queued message's sign is kept up at most by the replica that accepted it: its turn may run on another
 replica, whose first post this one never sees."""
+SEEN = "👀"
+"""The reaction on a person's message, where the binding asks for one (Telegram), until it is answered."""
 WORKING = "is working on it…"
 """The status line shown under a Slack thread while its message waits for its turn."""
 
 
 class TypingShown:
     """The first sign of each conversation whose message waits for its turn: typing (Telegram, Mattermost) or a
-    status line (Slack), shown at once and kept up until the turn starts. A post by the bot clears the indicator,
-    so a turn that posts there forgets it: the next message to queue is shown it again at once."""
+    status line (Slack), shown at once and kept up until the turn starts; and the one-off reactions (`spawn`). A post
+    by the bot clears the indicator, so a turn that posts there forgets it: the next message to queue is shown it
+    again at once."""
 
     def __init__(self) -> None:
         self._at: dict[str, float] = {}
         self._kept: dict[str, asyncio.Task[None]] = {}
+        self._once: set[asyncio.Task[None]] = set()
+
+    def spawn(self, show: Awaitable[None]) -> None:
+        """Show a one-off sign (a reaction) in the background: the ack does not wait for it, and its failure is
+        only logged."""
+        task = asyncio.ensure_future(_quietly(show))
+        self._once.add(task)
+        task.add_done_callback(self._once.discard)
 
     def due(self, conversation_key: str) -> bool:
         """Whether to show typing now; if so, it counts as shown."""
@@ -124,7 +135,8 @@ class Intake:
             return "rejected"
         if isinstance(event, ApprovalClick):
             key = event.card.address.conversation_key  # decided in turn with the conversation the card belongs to
-            lane = event.verb == "stop"  # a Stop click must not wait behind the turn it stops
+            # a Stop click must not wait behind the turn it stops, nor a 👍 / 👎 behind the next turn
+            lane = event.verb == "stop" or event.verb in FEEDBACK_VERBS
         elif isinstance(event, Inbound) and await self._addressed(adapter, event):
             key = event.address.conversation_key
             # not behind the turn that runs: its own line, in order among its kind
@@ -138,8 +150,13 @@ class Intake:
             log.info("bot %r: duplicate delivery of %s dropped", bot_name, event.logical_id)
             return "duplicate"
         self._on_accepted()
-        if isinstance(event, Inbound) and self._waits():
-            self._show_sign(adapter, event.address)
+        if isinstance(event, Inbound):
+            waits = self._waits()
+            if waits:
+                self._show_sign(adapter, event.address)
+            if isinstance(adapter, Reacts) and adapter.reacts and (waits or not event.address.is_direct):
+                self._typing.spawn(adapter.react(MessageRef(address=event.address, message_id=event.message_id),
+                                                 SEEN))
         return "accepted"
 
     def _show_sign(self, adapter: Parser, address: ChatAddress) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from adapters.base import ChatAddress, MessageRef, Speaker
 from adapters.markdown import split_text
 from adapters.protocols import (
+    AsksFeedback,
     ChatOutput,
     FindsOwnPosts,
     OffersStop,
@@ -284,40 +285,53 @@ class LiveReply:
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush_later())
 
-    async def finish(self, text: str) -> list[MessageRef]:
+    async def finish(self, text: str, *, rated_run: int | None = None) -> list[MessageRef]:
         """Replace the placeholder (or the text so far) with the answer, or post it first where the first post
-        waits for text; what does not fit continues in new messages."""
+        waits for text; what does not fit continues in new messages. `rated_run`: the answer's last message carries
+        👍 / 👎 for that run, where the platform has them (`AsksFeedback`)."""
         await self.cancel()
         pieces = split_text(text, self._adapter.limits.max_edit_text) or ["(no answer)"]
+        rated = rated_run if isinstance(self._adapter, AsksFeedback) else None
         if self._ref is None and self._drafts:
-            return await self._send_drafted(pieces)
+            return await self._send_drafted(pieces, rated)
         ref = await self._message(pieces[0])
-        if isinstance(self._adapter, StreamsReplies):
+        if rated is not None and len(pieces) == 1:
+            assert isinstance(self._adapter, AsksFeedback)
+            await self._adapter.edit_rated(ref, pieces[0], run_id=rated)
+            self._buttoned = False
+        elif isinstance(self._adapter, StreamsReplies):
             await self._adapter.close_stream(ref, pieces[0])
         elif pieces[0] != self._shown or self._buttoned:
             await self._adapter.edit(ref, pieces[0])
             self._buttoned = False
         refs = [ref]
-        for piece in pieces[1:]:
-            refs.append(await self._adapter.send(self._address, piece))
+        for at, piece in enumerate(pieces[1:], start=2):
+            refs.append(await self._send(piece, rated if at == len(pieces) else None))
         if self._line_shown:  # a post clears it; an edit does not
             self._set_line("")
             await self.cancel()
         return refs
 
-    async def _send_drafted(self, pieces: list[str]) -> list[MessageRef]:
-        """The answer shown as drafts, sent once. Recorded as sent first: a kill between the record and Telegram's
-        answer leaves the retry sending nothing, rather than a second answer beside the first."""
+    async def _send(self, piece: str, rated: int | None) -> MessageRef:
+        """A new message of the answer; the last one carries the feedback buttons of run `rated`, if any."""
+        if rated is not None and isinstance(self._adapter, AsksFeedback):
+            return await self._adapter.send_rated(self._address, piece, run_id=rated)
+        return await self._adapter.send(self._address, piece)
+
+    async def _send_drafted(self, pieces: list[str], rated: int | None) -> list[MessageRef]:
+        """The answer shown as drafts, sent once (the buttons on its last message). Recorded as sent first: a kill
+        between the record and Telegram's answer leaves the retry sending nothing, rather than a second answer."""
         if self._placeholder is not None:
             await self._placeholder.record(SENT_FROM_DRAFTS)
         self._posting()
         try:
-            first = await self._adapter.send(self._address, pieces[0])
+            first = await self._send(pieces[0], rated if len(pieces) == 1 else None)
         except Exception as exc:
             if self._placeholder is not None and never_sent(exc):
                 await self._placeholder.record(None)  # it never left: the retry sends it, and nothing is lost
             raise
-        refs = [first, *[await self._adapter.send(self._address, piece) for piece in pieces[1:]]]
+        refs = [first, *[await self._send(piece, rated if at == len(pieces) else None)
+                          for at, piece in enumerate(pieces[1:], 2)]]
         self._ref, self._shown = refs[0], pieces[0]
         self.posted_at = self.posted_at or time.monotonic()
         return refs

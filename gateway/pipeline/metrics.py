@@ -20,6 +20,7 @@ REFUSALS = ("allowlist", "rate_limit", "budget")
 TURN_OUTCOMES = ("answered", "parked", "failed")
 LEASE_CHANGES = ("acquired", "lost")
 DEGRADED_REASONS = ("redis",)
+RATINGS = ("good", "bad")
 """The closed label sets, each bot's series set to 0 at start so every one shows before it first happens."""
 
 
@@ -75,6 +76,9 @@ class GatewayMetrics:
                                  "could price none of, by bot and agent.", spender, registry=self.registry)
         self._spent_tokens = Counter("gateway_agent_tokens", "Tokens runs used, by bot, agent and kind: input, output.",
                                      [*spender, "kind"], registry=self.registry)
+        self._feedback = Counter("gateway_answer_feedback", "👍 (good) and 👎 (bad) clicks on answers recorded, by "
+                                 "bot, agent and rating; a person's changed mind counts again.", [*spender, "rating"],
+                                 registry=self.registry)
         self._connected = Gauge("gateway_transport_connected", "1 while this replica holds the bot's transport "
                                 "(or its webhook bot is signed in), else 0.", bot, registry=self.registry)
         self._lease_changes = Counter("gateway_transport_lease_changes", "Times this replica took or lost a bot's "
@@ -103,6 +107,8 @@ class GatewayMetrics:
                 series.labels(name, agent)
             for kind in ("input", "output"):
                 self._spent_tokens.labels(name, agent, kind)
+            for rating in RATINGS:
+                self._feedback.labels(name, agent, rating)
 
     def _start_at_zero(self, bot: str) -> None:
         labels = self._of(bot)
@@ -152,6 +158,10 @@ class GatewayMetrics:
             self._spent.labels(bot, agent).inc(float(cost))
         elif requests:
             self._unpriced.labels(bot, agent).inc()
+
+    def rated(self, bot: str, agent: str, rating: str) -> None:
+        """A 👍 (`good`) or 👎 (`bad`) on one of the agent's answers, stored with its run."""
+        self._feedback.labels(bot, agent, rating).inc()
 
     def transport(self, bot: str, *, connected: bool) -> None:
         self._connected.labels(*self._of(bot)).set(1 if connected else 0)

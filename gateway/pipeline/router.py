@@ -1,6 +1,6 @@
 """One inbox item to its outcome: the bot's adapter, the parsed event, the binding, then the steps in order
 (`gateway/pipeline/steps/`); an approval click goes to the parked run it decides, a click on a question's option
-to the run that asked it."""
+to the run that asked it, a 👍 / 👎 to its run's feedback."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from adapters.base import ApprovalClick, Inbound, MalformedPayload, MessageRef
+from adapters.base import FEEDBACK_VERBS, ApprovalClick, Inbound, MalformedPayload, MessageRef
 from adapters.platforms import PlatformAdapter
-from adapters.protocols import Parser
+from adapters.protocols import Parser, Reacts
 from capabilities.registry import BoundRegistry
 from gateway.agents.bindings import Binding, BindingStore, UnknownBot
 from gateway.people.commands import DirectCommands
 from gateway.pipeline.conversations import Conversations
+from gateway.pipeline.feedback import RunFeedback
 from gateway.pipeline.inbox import Inbox, InboxItem, conversation_hash
 from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.metrics import GatewayMetrics
@@ -68,6 +69,7 @@ class Router:
                                 metrics=self._metrics, typing=self._typing, account=self._account,
                                 budgets=budgets, control=control)
         self._control = control
+        self._feedback = RunFeedback(db, self._metrics)
         self._steps: Sequence[Step] = tuple(step for make in STEPS if (step := make(services)) is not None)
 
     def prepare(self, connection: Connection, items: list[InboxItem]) -> None:
@@ -107,6 +109,9 @@ class Router:
             log.error("inbox item %d is for bot %r, which this gateway does not run", item.id, item.bot_name)
             return None
         event = prepared.event if prepared is not None else _event(adapter, item)
+        if isinstance(event, ApprovalClick) and event.verb in FEEDBACK_VERBS:
+            await self._feedback.on_click(adapter, event, bot_name=item.bot_name)  # never a turn
+            return None
         if isinstance(event, ApprovalClick) and event.verb == "stop":
             answer = await self._control.stop(event.card.address.conversation_key, event.clicker)
             await adapter.answer_click(event, answer.text, refused=answer.verdict != "stopping")
@@ -132,7 +137,9 @@ class Router:
         for step in self._steps:
             handled = None if step in skipped else await step.handle(delivery)
             if handled is not None:
+                await _unreact(delivery)
                 return handled.finish
+        await _unreact(delivery)
         return None
 
     async def give_up(self, item: InboxItem) -> None:
@@ -166,6 +173,18 @@ class Router:
                   "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
                   "cost_usd": None if usage.cost is None else float(usage.cost)}
         log.info("turn %s", " ".join(f"{name}={value}" for name, value in fields.items()), extra={"turn": fields})
+
+
+async def _unreact(delivery: Delivery) -> None:
+    """The message was answered: the reaction intake set as its first sign goes (asked of every message the bot
+    reacts to, on whichever replica set it; taking away none costs one call)."""
+    adapter, inbound = delivery.adapter, delivery.inbound
+    if not isinstance(adapter, Reacts) or not adapter.reacts:
+        return
+    try:
+        await adapter.react(MessageRef(address=inbound.address, message_id=inbound.message_id), "")
+    except Exception as exc:  # a reaction is a courtesy; the answer stands without its removal
+        log.debug("taking a reaction away failed in %s: %s", conversation_hash(inbound.address.conversation_key), exc)
 
 
 def _event(adapter: Parser, item: InboxItem) -> Inbound | ApprovalClick | None:

@@ -349,7 +349,7 @@ class Runtime:
                           state=ConversationTypeAdapter.dump_json(result.conversation).decode(),
                           specialists=tuple(assembled.specialists.values()),
                           placeholder_id=None if reply.shown_text.strip() or shown_files else reply.message_id)
-        refs = await reply.finish(result.output)
+        refs = await reply.finish(result.output, rated_run=run_id if deps.binding.spec.feedback else None)
         await _deliver(outbox)
         usage = result.usage + assembled.delegated
         answered = Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id, usage=usage)

@@ -63,7 +63,7 @@ async def _telegram(index: int, bot: TelegramBotSpec, context: AdapterContext) -
         context.redactor.add(secret)
     return TelegramAdapter(bot_id=bot.name, token=token, api_base_url=bot.api_base_url, webhook_url=webhook_url,
                            webhook_secret=secret, poll_timeout=context.poll_timeout,
-                           on_api_trouble=partial(context.api_trouble, "telegram"))
+                           on_api_trouble=partial(context.api_trouble, "telegram"), reacts=bot.binding.reaction)
 
 
 async def _mattermost(index: int, bot: MattermostBotSpec, context: AdapterContext) -> MattermostAdapter:

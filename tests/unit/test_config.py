@@ -71,7 +71,8 @@ CASES = [
     Case(id="binding-key-misspelt", edits=edit("rate_limit:", "rate_limt:"), errors=(
         "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? (known: "
         "instructions, access, allow, rate_limit, history_turns, approvals, approval_options, allow_personal_memory, "
-        "allow_bots, channel_tools, sandbox_scope, limits, while_busy, title, suggested_prompts)",)),
+        "allow_bots, channel_tools, sandbox_scope, limits, while_busy, title, suggested_prompts, feedback, "
+        "reaction)",)),
     Case(id="limit-not-positive", edits=with_limits("{per_person: {tokens_per_day: 0}}"),
          errors=("{f}:19:29: bots['team-telegram'].binding.limits.per_person.tokens_per_day: Input should be greater "
                  "than 0 (got 0)",)),
@@ -156,7 +157,7 @@ CASES = [
              "{f}:17:7: bots['team-telegram'].binding.rate_limt: unknown setting; did you mean 'rate_limit'? "
              "(known: instructions, access, allow, rate_limit, history_turns, approvals, approval_options, "
              "allow_personal_memory, allow_bots, channel_tools, sandbox_scope, limits, while_busy, title, "
-             "suggested_prompts)")),
+             "suggested_prompts, feedback, reaction)")),
     Case(id="thinking-on-a-model-that-does-not-reason", edits=edit("capabilities: []", "capabilities: [thinking]"),
          warnings=("{f}:9:20: agents['helper'].capabilities[0]: 'thinking' does nothing on local (llama3.1): "
                    "pydantic-ai does not know that model as one that reasons, so no thinking setting is sent; "
@@ -331,3 +332,27 @@ def test_an_http_public_url_is_refused_only_where_the_platform_calls_https_alone
     report = check(tmp_path, text)
     assert any("server.public_url:" in line and "over HTTPS only" in line
                for line in report.lines(report.errors)) is refused
+
+
+@pytest.mark.parametrize(("bot", "public", "refused"), [
+    pytest.param("  - {name: sl, platform: slack, token: '${TG_TOKEN}', app_token: '${TG_TOKEN}', agent: helper, "
+                 "binding: {reaction: true}}\n", False, "binding.reaction: a reaction as the first sign is Telegram's",
+                 id="reaction-outside-telegram"),
+    pytest.param("  - {name: tg2, platform: telegram, token: '${TG_TOKEN}', agent: helper, "
+                 "binding: {reaction: true, feedback: true}}\n", False, None, id="reaction-and-feedback-on-telegram"),
+    pytest.param("  - {name: mm, platform: mattermost, token: '${TG_TOKEN}', agent: helper, "
+                 "api_base_url: 'http://10.0.0.5:8065', binding: {feedback: true}}\n", False,
+                 "binding.feedback: Mattermost calls the 👍 / 👎 buttons back at server.public_url",
+                 id="mattermost-feedback-without-public-url"),
+    pytest.param("  - {name: mm, platform: mattermost, token: '${TG_TOKEN}', agent: helper, "
+                 "api_base_url: 'http://10.0.0.5:8065', binding: {feedback: true}}\n", True, None,
+                 id="mattermost-feedback-with-public-url"),
+])
+def test_a_surface_the_platform_cannot_show_is_refused(tmp_path: Path, bot: str, public: bool,
+                                                       refused: str | None) -> None:
+    text = BASE + bot
+    if public:
+        text = text.replace("agents:\n", "server: {public_url: 'https://gw.example.org'}\nagents:\n")
+    report = check(tmp_path, text)
+    found = [line for line in report.lines(report.errors) if "binding.reaction" in line or "binding.feedback" in line]
+    assert [refused in line for line in found] == ([True] if refused else [])

@@ -32,8 +32,9 @@ async def tell_slack(slack: FakeSlack, bot: SlackBot, dm: dict[str, Any], user: 
 async def tell_slack_channel(slack: FakeSlack, bot: SlackBot, channel: dict[str, Any], user: dict[str, Any],
                              text: str) -> str:
     said = await slack.user_says(channel, user, f"{bot.mention} {text}")
+    # A thread's reply streams into a message that starts empty (`chat.startStream`).
     await slack.wait_for(lambda: [t for t in slack.texts(channel, by=bot.app, thread_ts=said["ts"])
-                                  if not t.endswith("…")] != [])
+                                  if t and not t.endswith("…")] != [])
     return slack.texts(channel, by=bot.app, thread_ts=said["ts"])[-1]
 
 
