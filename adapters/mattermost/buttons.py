@@ -1,5 +1,5 @@
-"""Approval buttons on Mattermost: interactive message actions whose `context` carries our own HMAC; and the
-interactive dialog that takes a reason for denying, whose `state` carries it too.
+"""Approval buttons (and a live reply's Stop button) on Mattermost: interactive message actions whose `context`
+carries our own HMAC; and the interactive dialog that takes a reason for denying, whose `state` carries it too.
 
 Mattermost does not sign the call it makes to an action's integration URL (server
 `model/integration_action.go`), so every button's context is signed with the bot's stored secret
@@ -52,6 +52,15 @@ def approval_props(card: ApprovalCard, address: ChatAddress, *, url: str, key: s
                         "style": _STYLES.get(verb, "default"),
                         "integration": {"url": url, "context": {**context, "sig": _signature(context, key)}}})
     return {"attachments": [{"text": "Approve or deny this call:", "actions": actions}]}
+
+
+def stop_props(address: ChatAddress, *, url: str, key: str) -> dict[str, Any]:
+    """A live reply's `props` while its turn runs: one Stop button, signed like an approval button (no approval)."""
+    context = {"approval_id": "", "verb": "stop", "channel_id": address.channel_id,
+               "thread_id": address.thread_id or "", "direct": address.is_direct}
+    action = {"id": "stop", "type": "button", "name": "⏹ Stop", "style": "default",
+              "integration": {"url": url, "context": {**context, "sig": _signature(context, key)}}}
+    return {"attachments": [{"actions": [action]}]}
 
 
 def reason_dialog(card: ApprovalCard, click: Click, *, key: str) -> dict[str, Any]:
