@@ -56,6 +56,7 @@ from adapters.mattermost.buttons import (
     question_props,
     read_click,
     reason_dialog,
+    stop_props,
 )
 from adapters.mattermost.commands import SLASH_EVENT, SlashCommands, slash_word
 from adapters.mattermost.directory import MattermostDirectory
@@ -509,7 +510,22 @@ class MattermostAdapter:
         return data
 
     async def edit(self, ref: MessageRef, text: str) -> None:
-        await self._api.patch_post(ref.message_id, text)
+        """The whole post (`PUT`): a live reply's Stop button goes with its props."""
+        await self._api.replace_post(ref.message_id, text)
+
+    async def send_live(self, address: ChatAddress, text: str) -> MessageRef:
+        """A post with a Stop button (none without `server.public_url` for Mattermost to call)."""
+        props = self._stop_props(address)
+        post = await self._api.create_post(address.channel_id, text, address.thread_id or "", props)
+        return MessageRef(address=address, message_id=str(post["id"]))
+
+    async def edit_live(self, ref: MessageRef, text: str) -> None:
+        await self._api.replace_post(ref.message_id, text, self._stop_props(ref.address))
+
+    def _stop_props(self, address: ChatAddress) -> dict[str, Any] | None:
+        if self._action_url is None or self._action_key is None:
+            return None
+        return stop_props(address, url=self._action_url, key=self._action_key)
 
     async def send_rated(self, address: ChatAddress, text: str, *, run_id: int) -> MessageRef:
         post = await self._api.create_post(address.channel_id, text, address.thread_id or "",

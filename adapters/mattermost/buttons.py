@@ -1,6 +1,6 @@
-"""Approval buttons, a question's option buttons and feedback buttons on Mattermost: interactive message actions
-whose `context` carries our own HMAC; and the interactive dialog that takes a reason for denying, whose `state`
-carries it too.
+"""Approval buttons, a question's option buttons, feedback buttons and a live reply's Stop button on Mattermost:
+interactive message actions whose `context` carries our own HMAC; and the interactive dialog that takes a reason
+for denying, whose `state` carries it too.
 
 Mattermost does not sign the call it makes to an action's integration URL (server
 `model/integration_action.go`), so every button's context is signed with the bot's stored secret
@@ -79,6 +79,15 @@ def feedback_props(run_id: int, address: ChatAddress, *, url: str, key: str) -> 
         actions.append({"id": verb.replace("_", ""), "type": "button", "name": name, "style": "default",
                         "integration": {"url": url, "context": {**context, "sig": _signature(context, key)}}})
     return {"attachments": [{"text": "", "actions": actions}]}
+
+
+def stop_props(address: ChatAddress, *, url: str, key: str) -> dict[str, Any]:
+    """A live reply's `props` while its turn runs: one Stop button, signed like an approval button (no approval)."""
+    context = {"approval_id": "", "verb": "stop", "channel_id": address.channel_id,
+               "thread_id": address.thread_id or "", "direct": address.is_direct}
+    action = {"id": "stop", "type": "button", "name": "⏹ Stop", "style": "default",
+              "integration": {"url": url, "context": {**context, "sig": _signature(context, key)}}}
+    return {"attachments": [{"actions": [action]}]}
 
 
 def reason_dialog(card: ApprovalCard, click: Click, *, key: str) -> dict[str, Any]:

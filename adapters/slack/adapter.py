@@ -392,11 +392,27 @@ class SlackAdapter:
 
     async def edit(self, ref: MessageRef, text: str) -> None:
         """A streaming reply gets what is new appended; any other message (or a stream that cannot take the text)
-        is edited with `chat.update`."""
+        is edited with `chat.update`, its blocks emptied: a live reply's Stop button goes."""
         if await self._streams.append(ref, text):
             return
         await self._call("chat.update", self._client.chat_update(
-            channel=channel(ref.address.channel_id), ts=ref.message_id, text=self._fit(text, TEXT_CAP)))
+            channel=channel(ref.address.channel_id), ts=ref.message_id, text=self._fit(text, TEXT_CAP), blocks=[]))
+
+    async def send_live(self, address: ChatAddress, text: str) -> MessageRef:
+        fitted = self._fit(text, TEXT_CAP)
+        response = await self._call("chat.postMessage", self._client.chat_postMessage(
+            channel=channel(address.channel_id), thread_ts=address.thread_id, text=fitted, blocks=_live_blocks(fitted),
+            unfurl_links=False, unfurl_media=False))
+        return MessageRef(address=address, message_id=str(response["ts"]))
+
+    async def edit_live(self, ref: MessageRef, text: str) -> None:
+        """The text with a Stop button below it. A native stream takes no blocks while it streams (`chat.appendStream`
+        appends text only): it shows no button, and the word `stop` stops its turn."""
+        if await self._streams.append(ref, text):
+            return
+        fitted = self._fit(text, TEXT_CAP)
+        await self._call("chat.update", self._client.chat_update(
+            channel=channel(ref.address.channel_id), ts=ref.message_id, text=fitted, blocks=_live_blocks(fitted)))
 
     async def open_stream(self, address: ChatAddress, recipient: Speaker) -> MessageRef:
         """An empty reply streaming in the thread (Markdown as Slack renders `markdown_text`), or a plain "…" post
@@ -410,7 +426,8 @@ class SlackAdapter:
     async def close_stream(self, ref: MessageRef, text: str) -> None:
         if not await self._streams.stop(ref, text):
             await self._call("chat.update", self._client.chat_update(
-                channel=channel(ref.address.channel_id), ts=ref.message_id, text=self._fit(text, TEXT_CAP)))
+                channel=channel(ref.address.channel_id), ts=ref.message_id, text=self._fit(text, TEXT_CAP),
+                blocks=[]))
 
     async def send_rated(self, address: ChatAddress, text: str, *, run_id: int) -> MessageRef:
         response = await self._call("chat.postMessage", self._client.chat_postMessage(
@@ -798,6 +815,12 @@ def _card_blocks(text: str, card: ApprovalCard) -> list[dict[str, Any]]:
 
 
 _STYLES: dict[Verb, str] = {"approve": "primary", "deny": "danger"}
+
+
+def _live_blocks(mrkdwn: str) -> list[dict[str, Any]]:
+    """A live reply while its turn runs: its text, and a Stop button (a click parses as verb `stop`)."""
+    return [_section(mrkdwn), {"type": "actions", "block_id": "live:stop", "elements": [
+        _button("⏹ Stop", "approval:stop", "stop", None)]}]
 
 
 def _button(label: str, action_id: str, value: str, style: str | None) -> dict[str, Any]:

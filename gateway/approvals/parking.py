@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from functools import partial
@@ -13,7 +13,15 @@ from pydantic_ai import ConversationTypeAdapter, DeferredToolRequests, DeferredT
 from pydantic_ai.tools import DeferredToolApprovalResult
 from sqlalchemy import ColumnElement, Connection
 
-from adapters.base import REASON_LIMIT, ApprovalClick, ApprovalOutcome, ChatAddress, MessageRef, joined_names
+from adapters.base import (
+    REASON_LIMIT,
+    ApprovalClick,
+    ApprovalOutcome,
+    ChatAddress,
+    MessageRef,
+    Speaker,
+    joined_names,
+)
 from adapters.protocols import AsksReasons, Chat
 from gateway.approvals.store import Approval, Approvals, NewCall, args_hash, mark_resumed, named, refusal
 from gateway.pipeline.live_reply import LiveReply
@@ -30,6 +38,8 @@ from gateway.pipeline.runtime import (
     spent_since,
 )
 from gateway.pipeline.steps.answer import finish_answered
+from gateway.pipeline.steps.services import StoppedWaiting
+from gateway.pipeline.turn_control import NOT_YOURS, StopAnswer
 from gateway.pipeline.worker import Finish
 from storage.models import utcnow
 
@@ -37,6 +47,9 @@ log = logging.getLogger(__name__)
 
 EXPIRED_RESULT = "Nobody approved this call before it expired, so it was not run."
 CHANGED_RESULT = "The call changed after it was shown; it was not run."
+STOPPED_BY = "{name}, who said stop"
+"""`decided_by` of a call denied by `stop`: the card reads "Denied by Ada (@ada), who said stop"."""
+DENIED_BY_STOP = "Stopped: what waited for approval is denied."
 REASON_WAIT = timedelta(minutes=10)
 """How long a reply to the bot's prompt gives the reason for denying (Telegram); the card's buttons work meanwhile."""
 
@@ -161,6 +174,37 @@ class ApprovalFlow:
             await self._ask_reason(adapter, click, approval)
             return None
         return await self._decide(adapter, click, approval)
+
+    async def stop(self, adapter: Chat, conversation_key: str, stopper: Speaker,
+                   tell: Callable[[str], Awaitable[object]]) -> StoppedWaiting | None:
+        """`stop` said while the conversation's run waits on approvals: each pending call is denied by the
+        compare-and-swap a Deny click takes, its card saying who stopped it, and the run resumes with the denials.
+        Who may: the person who asked, or whoever may decide the call. None: nothing waits here."""
+        pending = await self._approvals.pending_in(conversation_key)
+        if not pending:
+            return None
+        mine = [approval for approval in pending
+                if approval.requester_id == stopper.platform_user_id or refusal(approval, stopper) is None]
+        if not mine:
+            return StoppedWaiting(answer=StopAnswer(verdict="refused", text=NOT_YOURS))
+        by = STOPPED_BY.format(name=named(stopper))
+        resumed: list[int] = []
+        for approval in mine:
+            decided = await self._approvals.decide(approval.id, "denied", by)
+            if decided is None:  # decided or expired meanwhile: that decision stands
+                continue
+            if decided.card_message_id:
+                _adapter, address = await self._home(decided.parked_run_id)
+                await self._close_card(adapter, MessageRef(address=address, message_id=decided.card_message_id),
+                                       decided)
+            if decided.parked_run_id not in resumed:
+                resumed.append(decided.parked_run_id)
+        log.info("a stop denied %d pending approval(s) in %s", len(mine), conversation_key)
+        answer = StopAnswer(verdict="stopping", text=DENIED_BY_STOP)
+        await tell(answer.text)  # before the resume's answer, which the model writes
+        finishes = [finish for run_id in resumed
+                    if (finish := await self.resume(adapter, run_id)) is not None]
+        return StoppedWaiting(answer=answer, finish=_all(finishes) if finishes else None)
 
     async def _ask_reason(self, adapter: Chat, click: ApprovalClick, approval: Approval) -> None:
         """The platform's text input opens for the clicker; where it has none, the prompt they reply to is kept with
@@ -396,6 +440,14 @@ def _resumed(parked_run_id: int, answered: Finish | None, connection: Connection
     mark_resumed(connection, parked_run_id)
     if answered is not None:
         answered(connection)
+
+
+def _all(finishes: Sequence[Finish]) -> Finish:
+    """Several resumes' ends, committed as one."""
+    def writes(connection: Connection) -> None:
+        for finish in finishes:
+            finish(connection)
+    return writes
 
 
 def _results(requests: DeferredToolRequests, approvals: list[Approval]) -> DeferredToolResults:

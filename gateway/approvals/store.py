@@ -179,6 +179,15 @@ class Approvals:
             return _approval(row, await _voters(session, approval_id)) if row is not None else None
         return await self._db.transaction(work)
 
+    async def pending_in(self, conversation_key: str) -> list[Approval]:
+        """The conversation's approvals still pending and not yet past their expiry, oldest first."""
+        async def work(session: AsyncSession) -> list[Approval]:
+            rows = await session.execute(select(ApprovalRow).where(
+                ApprovalRow.conversation_key == conversation_key, ApprovalRow.status == "pending",
+                ApprovalRow.expires_at > utcnow()).order_by(ApprovalRow.parked_run_id, ApprovalRow.id))
+            return [_approval(row) for row in rows.scalars()]
+        return await self._db.transaction(work)
+
     async def await_reason(self, approval_id: str, *, prompt_id: str, person_id: str, until: datetime) -> None:
         """The prompt whose reply, by `person_id` before `until`, gives the reason for denying this pending call."""
         async def work(session: AsyncSession) -> None:

@@ -45,8 +45,10 @@ class Pending:
     """How many API calls the server had seen when the card was shown."""
 
     def card_replacements(self, mattermost: FakeMattermost) -> list[str]:
-        """The paths of the whole-post updates (`PUT /posts/{id}`) since the card was shown."""
-        return [c.path for c in mattermost.calls[self.shown_at:] if c.route == "update_post"]
+        """The paths of the whole-post updates (`PUT /posts/{id}`) of the card since it was shown (the answer's
+        final edit is one too, of another post)."""
+        return [c.path for c in mattermost.calls[self.shown_at:]
+                if c.route == "update_post" and c.path == f"/api/v4/posts/{self.card['id']}"]
 
     def bot_posts(self, mattermost: FakeMattermost) -> list[dict[str, Any]]:
         return mattermost.posts(self.room, user=self.bot.user)

@@ -1,6 +1,7 @@
-"""A person takes charge of a running turn on Telegram: the Stop button and the word `stop` end it within 2 s with
-the text so far marked stopped, only for the asker (and a group's approvers); a message sent mid-turn is handed to
-the running turn (`while_busy: steer`), or interrupts it, and every message is answered once."""
+"""A person takes charge of a running turn on Telegram: the Stop button (in groups: a private chat shows the answer as
+a draft, which carries none) and the word `stop` end it within 2 s with the text so far marked stopped, only for the
+asker (and a group's approvers); a message sent mid-turn is handed to the running turn (`while_busy: steer`), or
+interrupts it, and every message is answered once."""
 
 from __future__ import annotations
 
@@ -67,6 +68,15 @@ def stop_buttons(telegram: FakeTelegram, chat: dict[str, Any]) -> list[dict[str,
                    for b in row)]
 
 
+def thinking(telegram: FakeTelegram, chat: dict[str, Any]) -> bool:
+    """The turn is being written in a private chat: its text so far shows as a draft, which carries no button."""
+    return any(text.startswith("thinking") for text in telegram.drafts.current(chat["id"]))
+
+
+def sent_starting(telegram: FakeTelegram, chat: dict[str, Any], prefix: str) -> list[str]:
+    return [m["text"] for m in telegram.bot_messages(chat["id"]) if m["text"].startswith(prefix)]
+
+
 def message(telegram: FakeTelegram, chat: dict[str, Any], message_id: int) -> dict[str, Any]:
     [found] = [m for m in telegram.bot_messages(chat["id"]) if m["message_id"] == message_id]
     return found
@@ -100,9 +110,9 @@ async def test_the_stop_button_ends_a_streaming_turn_and_the_next_message_is_ans
     gate = asyncio.Event()  # never set: the model would hold for ever
     bot = TelegramBot().register(telegram)
     ada = telegram.add_user(101, "Ada", username="ada")
-    chat = telegram.private_chat(ada)
+    chat = telegram.group(-4001, "Ops")  # a private chat shows drafts, which carry no button
     async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=held_first(gate)):
-        await telegram.user_says(bot.token, chat, ada, "write me a long story")
+        await telegram.user_says(bot.token, chat, ada, "@helper_bot write me a long story")
         await telegram.wait_for(lambda: len(stop_buttons(telegram, chat)) == 1)
         [live] = stop_buttons(telegram, chat)
         assert live["text"].startswith("thinking")
@@ -114,7 +124,7 @@ async def test_the_stop_button_ends_a_streaming_turn_and_the_next_message_is_ans
         assert not stopped.get("reply_markup")
         await telegram.wait_for(lambda: len(click_answers(telegram)) == 1)
         assert click_answers(telegram)[0]["show_alert"] is False
-        assert await ask(telegram, bot, chat, ada, "hello") == "echo: hello"
+        assert await ask(telegram, bot, chat, ada, "hello") == "echo: [Ada] hello"  # a group names its speakers
         await until_done(database_url, 3)
     assert await runs(database_url) == ["stopped", "answered"]
     assert [status for status, _taken in await items(database_url)] == ["done", "done", "done"]
@@ -128,11 +138,10 @@ async def test_the_word_stop_ends_the_turn_and_stop_with_nothing_running_says_so
     chat = telegram.private_chat(ada)
     async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=held_first(gate)):
         await telegram.user_says(bot.token, chat, ada, "write me a long story")
-        await telegram.wait_for(lambda: len(stop_buttons(telegram, chat)) == 1)
-        [live] = stop_buttons(telegram, chat)
+        await telegram.wait_for(lambda: thinking(telegram, chat))
         await telegram.user_says(bot.token, chat, ada, "stop")
-        await telegram.wait_for(lambda: "Stopped" in message(telegram, chat, live["message_id"])["text"],
-                                timeout=STOP_WITHIN)
+        await telegram.wait_for(lambda: bool(sent_starting(telegram, chat, "thinking")), timeout=STOP_WITHIN)
+        assert sent_starting(telegram, chat, "thinking") == ["thinking\n\n⏹ Stopped by Ada (@ada)."]
         assert await ask(telegram, bot, chat, ada, "/stop") == NOTHING_RUNNING
     assert await runs(database_url) == ["stopped"]
 
@@ -171,7 +180,7 @@ async def test_steer_hands_a_message_sent_mid_turn_to_the_running_turns_next_req
                                model=held_first(gate, then_call="read_plan", seen=seen),
                                capabilities=[{"id": "planning"}]) as gateway:
         await telegram.user_says(bot.token, chat, ada, "plan my trip")
-        await telegram.wait_for(lambda: len(stop_buttons(telegram, chat)) == 1)
+        await telegram.wait_for(lambda: thinking(telegram, chat))
         await telegram.user_says(bot.token, chat, ada, "by train, please")
         assert gateway.worker is not None
         [signal] = gateway.worker.turns.running()
@@ -200,11 +209,10 @@ async def test_interrupt_stops_the_running_turn_and_a_new_one_answers_both(
     async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
                                model=held_first(gate, seen=seen)):
         await telegram.user_says(bot.token, chat, ada, "plan my trip")
-        await telegram.wait_for(lambda: len(stop_buttons(telegram, chat)) == 1)
-        [live] = stop_buttons(telegram, chat)
+        await telegram.wait_for(lambda: thinking(telegram, chat))
         await telegram.user_says(bot.token, chat, ada, "by train, please")
         await telegram.wait_for(lambda: any(t.startswith("answered:") for t in said_by(telegram, chat, bot)))
-    assert message(telegram, chat, live["message_id"])["text"] == "thinking\n\n⏹ Interrupted by a newer message."
+    assert sent_starting(telegram, chat, "thinking") == ["thinking\n\n⏹ Interrupted by a newer message."]
     assert seen == [["plan my trip", "by train, please"]]
     assert await runs(sqlite_url) == ["stopped", "answered"]
 
@@ -217,7 +225,7 @@ async def test_queue_keeps_a_message_sent_mid_turn_for_its_own_turn(telegram: Fa
     async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=held_first(gate),
                                capabilities=[{"id": "planning"}]):
         await telegram.user_says(bot.token, chat, ada, "plan my trip")
-        await telegram.wait_for(lambda: len(stop_buttons(telegram, chat)) == 1)
+        await telegram.wait_for(lambda: thinking(telegram, chat))
         await telegram.user_says(bot.token, chat, ada, "by train, please")
         gate.set()
         await telegram.wait_for(lambda: "echo: by train, please" in said_by(telegram, chat, bot))
@@ -293,11 +301,11 @@ async def test_a_stop_reaches_a_turn_running_on_the_other_replica(telegram: Fake
     gate = asyncio.Event()
     bot = TelegramBot().register(telegram)
     ada = telegram.add_user(101, "Ada", username="ada")
-    chat = telegram.private_chat(ada)
+    chat = telegram.group(-4001, "Ops")  # the button shows in groups
     async with AsyncExitStack() as stack:
         replicas: list[Gateway] = [await stack.enter_async_context(running_gateway(
             telegram, [bot], database_url=database_url, redis_url=None, model=held_first(gate))) for _ in range(2)]
-        await telegram.user_says(bot.token, chat, ada, "write me a long story")
+        await telegram.user_says(bot.token, chat, ada, "@helper_bot write me a long story")
         await telegram.wait_for(lambda: len(stop_buttons(telegram, chat)) == 1)
         [live] = stop_buttons(telegram, chat)
         [running] = [g for g in replicas if g.worker is not None and g.worker.turns.running()]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from sqlalchemy import Connection
 
-from adapters.base import ApprovalClick, Inbound
+from adapters.base import ApprovalClick, Inbound, Speaker
 from adapters.protocols import Chat
 from capabilities.registry import BoundRegistry
 from gateway.people.commands import DirectCommands
@@ -17,7 +18,7 @@ from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.runtime import Parked, RunOutcome, Runtime, TurnDeps
 from gateway.pipeline.steps.step import Delivery
-from gateway.pipeline.turn_control import TurnControl
+from gateway.pipeline.turn_control import StopAnswer, TurnControl
 from gateway.pipeline.worker import Finish
 from storage.cache import Cache
 from storage.db import Database
@@ -30,6 +31,16 @@ class TakenAnswer:
     parked_run_id: int
     retried: bool
     """The message was taken before a crash: the resume it started may be left half done."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoppedWaiting:
+    """`stop` said while the conversation's run waits on approvals: what the person is told, and the resume's end
+    (the run goes on with its calls denied), committed with the stop's inbox item."""
+
+    answer: StopAnswer
+    """Told already (`tell`) when the run resumed."""
+    finish: Finish | None = None
 
 
 class ParkedRuns(Protocol):
@@ -45,6 +56,12 @@ class ParkedRuns(Protocol):
     async def on_click(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> Finish | None: ...
 
     async def resume(self, adapter: Chat, parked_run_id: int, *, reclaim: bool = False) -> Finish | None: ...
+
+    async def stop(self, adapter: Chat, conversation_key: str, stopper: Speaker,
+                   tell: Callable[[str], Awaitable[object]]) -> StoppedWaiting | None:
+        """Deny the conversation's pending approvals, as a Deny click would, when `stopper` may stop its run (who
+        asked, or who may decide the calls), `tell` them so, then resume the run; None: nothing waits there."""
+        ...
 
 
 class OpenQuestions(Protocol):
