@@ -254,8 +254,8 @@ class MattermostChat:
     def sends(self) -> int:
         return len(self.fake.route_calls("create_post"))
 
-    def edits(self) -> int:
-        return len(self.fake.route_calls("patch_post"))
+    def edits(self) -> int:  # a live reply is edited whole (`PUT /posts/{id}`), which also takes its Stop button away
+        return len(self.fake.route_calls("patch_post")) + len(self.fake.route_calls("update_post"))
 
     def drafts(self) -> int:
         return 0
