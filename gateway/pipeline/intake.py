@@ -140,7 +140,7 @@ class Intake:
         elif isinstance(event, Inbound) and await self._addressed(adapter, event):
             key = event.address.conversation_key
             # not behind the turn that runs: its own line, in order among its kind
-            lane = event.text.strip().removeprefix("/").lower() in self._at_once
+            lane = command_word(event.text)[0] in self._at_once
         else:
             return "ignored"
         accepted = await self._inbox.accept(logical_id=event.logical_id, bot_name=bot_name,
@@ -193,6 +193,13 @@ class Intake:
         async def deliver(payload: Mapping[str, Any]) -> None:
             await self.deliver(bot_name, payload)
         return deliver
+
+
+def command_word(text: str) -> tuple[str, str]:
+    """A message read as a command is: its first word, lower case and without a leading `/`, and the rest; ("", "")
+    for a message of no words. The one reading of intake's lanes, the command step and a running turn's steering."""
+    words = text.strip().removeprefix("/").split(None, 1)
+    return (words[0].lower(), words[1] if len(words) > 1 else "") if words else ("", "")
 
 
 async def _quietly(action: Awaitable[None]) -> None:

@@ -21,6 +21,7 @@ from adapters.protocols import Parser
 from gateway.agents.bindings import Binding, BindingStore, UnknownBot, is_listed
 from gateway.pipeline.conversations import start_turn
 from gateway.pipeline.inbox import INBOX
+from gateway.pipeline.intake import command_word
 from gateway.pipeline.worker import RunningTurns
 from storage.db import Database
 from storage.models import utcnow
@@ -44,8 +45,7 @@ class StopAnswer:
 def is_command(text: str, commands: frozenset[str]) -> bool:
     """A word the gateway answers itself (the command step's rule: the first word, with or without a leading `/`):
     never handed to a running turn as a steered message."""
-    words = text.strip().removeprefix("/").split(None, 1)
-    return bool(words) and words[0].lower() in commands
+    return command_word(text)[0] in commands
 
 
 def may_stop(binding: Binding, asked: Inbound, stopper: Speaker) -> bool:

@@ -4,6 +4,7 @@ costs this step nothing more."""
 
 from __future__ import annotations
 
+from gateway.pipeline.intake import command_word
 from gateway.pipeline.steps.commands import COMMANDS, CommandCall
 from gateway.pipeline.steps.services import StepServices
 from gateway.pipeline.steps.step import Delivery, Handled
@@ -14,9 +15,8 @@ class Command:
         self._handlers = {command.name: command.build(services) for command in COMMANDS}
 
     async def handle(self, delivery: Delivery) -> Handled | None:
-        words = delivery.inbound.text.strip().removeprefix("/").split(None, 1)
-        handler = self._handlers.get(words[0].lower()) if words else None
+        word, argument = command_word(delivery.inbound.text)
+        handler = self._handlers.get(word)
         if handler is None:
             return None
-        return await handler(CommandCall(delivery=delivery, argument=words[1] if len(words) > 1 else "",
-                                         commands=COMMANDS))
+        return await handler(CommandCall(delivery=delivery, argument=argument, commands=COMMANDS))
