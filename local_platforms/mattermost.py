@@ -273,15 +273,7 @@ class LocalMattermost(LocalPlatform):
                 "channel_name": channel["name"], "team_id": channel["team_id"], "team_domain": team.get("name", ""),
                 "post_id": stored["id"], "trigger_id": trigger, "type": "", "data_source": "",
                 "context": action["integration"].get("context", {}) if context is None else context}
-        assert self._server.session is not None, "the local Mattermost is not started"
-        try:
-            async with self._server.session.post(action["integration"]["url"], json=body) as response:
-                result = (response.status, await response.text())
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            result = (0, f"{type(exc).__name__}: {exc}")
-        self.action_responses.append(result)
-        await self._notify()
-        return result
+        return await self._post_back(action["integration"]["url"], body)
 
     async def submit_dialog(self, dialog: JSON, user: JSON, submission: JSON, *,
                             state: str | None = None) -> tuple[int, str]:
@@ -294,9 +286,14 @@ class LocalMattermost(LocalPlatform):
                 "state": opened.get("state", "") if state is None else state, "user_id": user["id"],
                 "channel_id": channel["id"], "team_id": channel["team_id"], "submission": submission,
                 "cancelled": False}
+        return await self._post_back(dialog["url"], body)
+
+    async def _post_back(self, url: str, body: JSON) -> tuple[int, str]:
+        """POST `body` to the integration's `url`, as the server does for a click or a submission; the answer (0 when
+        unreachable) is recorded in `action_responses`."""
         assert self._server.session is not None, "the local Mattermost is not started"
         try:
-            async with self._server.session.post(dialog["url"], json=body) as response:
+            async with self._server.session.post(url, json=body) as response:
                 result = (response.status, await response.text())
         except (aiohttp.ClientError, TimeoutError) as exc:
             result = (0, f"{type(exc).__name__}: {exc}")
