@@ -142,6 +142,7 @@ async def test_the_word_stop_ends_the_turn_and_stop_with_nothing_running_says_so
         await telegram.user_says(bot.token, chat, ada, "stop")
         await telegram.wait_for(lambda: bool(sent_starting(telegram, chat, "thinking")), timeout=STOP_WITHIN)
         assert sent_starting(telegram, chat, "thinking") == ["thinking\n\n⏹ Stopped by Ada (@ada)."]
+        await until_done(database_url, 2)  # the stopped turn's end is committed after its last text is sent
         assert await ask(telegram, bot, chat, ada, "/stop") == NOTHING_RUNNING
     assert await runs(database_url) == ["stopped"]
 
