@@ -91,7 +91,9 @@ async def test_killing_the_replica_holding_the_poller_mid_turn_recovers_within_s
                 "models": {"stalling": {"provider": "openai-chat", "base_url": model.url, "model": "stalling"}},
                 "agents": [{"name": "helper", "model": "stalling", "instructions": "Be brief."}],
                 "bots": [{"name": bot_name, "platform": "telegram",
-                          "token": "${TG_TOKEN}", "api_base_url": telegram.url, "agent": "helper"}],
+                          "token": "${TG_TOKEN}", "api_base_url": telegram.url, "agent": "helper",
+                          # each message its own answer: a DM's default (`steer`) may hand "two" to the retried turn
+                          "binding": {"while_busy": "queue"}}],
                 "server": {"host": "127.0.0.1", "port": port},
             }))
         env = {**os.environ, "TG_TOKEN": token, "DATABASE_URL": database_url, "REDIS_URL": REDIS}
