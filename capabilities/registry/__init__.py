@@ -103,8 +103,12 @@ class AskedQuestion:
     """A question a parked call waits on: who asks, what, and the options offered (none: answered in words)."""
 
     asker: str
+    """Who asks, named in the chat ("researcher asks: …"); empty: the agent answering the person."""
     question: str
     choices: tuple[str, ...] = ()
+    answered: Callable[[str | None], Any] = field(compare=False)
+    """The parked call's metadata with the person's answer (None: nobody answered) put where the asker reads it on
+    resume."""
 
 
 Asked = Callable[[Any], "AskedQuestion | None"]
@@ -187,7 +191,7 @@ class CapabilityDef(Generic[C]):
     def asks_in_chat(self) -> bool:
         """A run may park on a question this capability puts to the person in the chat, answered by their next
         message there: only where an agent binds such a capability does each message look for an open question."""
-        return self.ask_user is not None
+        return self.asked is not None
 
     def tool(self, tool_id: str) -> ToolInfo | None:
         return next((t for t in self.tools if t.id == tool_id), None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from capabilities import (
+    ask_person,
     browser_use,
     channel_tools,
     charts,
@@ -55,6 +56,7 @@ CAPABILITIES: tuple[CapabilityDef[Any], ...] = (
     browser_use.CAPABILITY,
     code_execution.CAPABILITY,
     image_generation.CAPABILITY,
+    ask_person.CAPABILITY,
 )
 
 

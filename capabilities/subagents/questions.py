@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, TypeGuard
 
 from pydantic_ai import CallDeferred, DeferredToolRequests, RunContext
@@ -85,18 +86,23 @@ async def ask_in_chat(question: str) -> str:
 def asked(metadata: Any) -> AskedQuestion | None:
     """The delegate's question when a parked call waits on one to the person, looking through nested delegations;
     None for an approval or anything else."""
+    found = _asked(metadata)
+    return None if found is None else replace(found, answered=partial(with_answer, metadata))
+
+
+def _asked(metadata: Any) -> AskedQuestion | None:
     if not is_delegation_state(metadata):
         return None
     calls: list[Any] = metadata.get("calls") or []
     if calls:
-        return asked(calls[0].get("metadata")) if len(calls) == 1 else None
+        return _asked(calls[0].get("metadata")) if len(calls) == 1 else None
     pending: list[Any] = metadata.get("questions") or []
     questions = [q for q in pending if q.get("question") is not None]
     if not questions:
         return None
     first = questions[0]
     return AskedQuestion(asker=str(metadata["delegate"]), question=str(first["question"]),
-                         choices=tuple(choices_of(first)))
+                         choices=tuple(choices_of(first)), answered=partial(with_answer, metadata))
 
 
 def is_delegation_state(metadata: object) -> TypeGuard[dict[str, Any]]:
@@ -121,7 +127,7 @@ def answers_for(state: dict[str, Any]) -> dict[str, str]:
     """A result for every call the delegate deferred: the person's answer to the question that was asked
     (the first, when no approval came first), and a sentence for the rest."""
     deferred: list[Any] = state.get("questions") or []
-    put = not state.get("calls") and asked(state) is not None
+    put = not state.get("calls") and _asked(state) is not None
     answers: dict[str, str] = {}
     for index, call in enumerate(deferred):
         if call.get("question") is None:

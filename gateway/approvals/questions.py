@@ -1,10 +1,12 @@
-"""A delegate's question put to the person whose run it is: their next message there is the answer, or, where the
-delegate offered options, a click on one of the question's buttons (verified: that person, that message, once)."""
+"""A question put to the person whose run it is, by the agent (`ask_person`) or a delegate: their next message there is
+the answer, or, where options were offered, a click on one of the question's buttons (verified: that person, that
+message, once)."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
@@ -13,7 +15,7 @@ from sqlalchemy import ColumnElement, Connection
 
 from adapters.base import ApprovalClick, ChatAddress, Inbound, MessageRef, QuestionCard
 from adapters.protocols import AsksChoices, Chat
-from capabilities.subagents.questions import asked, with_answer
+from capabilities.registry import AskedQuestion
 from gateway.approvals.parking import CHANGED_RESULT
 from gateway.approvals.question_store import (
     DelegateQuestions,
@@ -34,8 +36,11 @@ class QuestionFlow:
     """What a parked run waits on besides approvals (`gateway/approvals/parking.py` `Wait`): its delegates'
     questions."""
 
-    def __init__(self, questions: DelegateQuestions) -> None:
+    def __init__(self, questions: DelegateQuestions, *, asked: Callable[[Any], AskedQuestion | None]) -> None:
+        """`asked`: the question a parked call's metadata waits on, from the capability that asked it
+        (`BoundRegistry.asked`)."""
         self._questions = questions
+        self._asked = asked
 
     async def ask(self, adapter: Chat, deps: TurnDeps, parked_run_id: int, outcome: Parked) -> None:
         """Store the run's questions and put each to its person as a plain message in the conversation."""
@@ -65,17 +70,15 @@ class QuestionFlow:
         gave one. A call that no longer asks what was shown is denied."""
         decisions: dict[str, DeferredToolApprovalResult | bool] = {}
         carried: dict[str, dict[str, Any]] = {}
-        if not any(asked(requests.metadata.get(call.tool_call_id)) for call in requests.approvals):
+        if not any(self._asked(requests.metadata.get(call.tool_call_id)) for call in requests.approvals):
             return DeferredToolResults()  # the run parked on approvals alone: it asked nothing to look up
         for question in await self._questions.of_run(parked_run_id):
-            metadata = requests.metadata.get(question.tool_call_id)
-            shown = asked(metadata)
-            if metadata is None or shown is None or (shown.asker, shown.question) != (question.specialist,
-                                                                                       question.question):
+            shown = self._asked(requests.metadata.get(question.tool_call_id))
+            if shown is None or (shown.asker, shown.question) != (question.specialist, question.question):
                 decisions[question.tool_call_id] = ToolDenied(CHANGED_RESULT)
                 continue
             decisions[question.tool_call_id] = ToolApproved()
-            carried[question.tool_call_id] = with_answer(metadata, question.answer)
+            carried[question.tool_call_id] = shown.answered(question.answer)
         return DeferredToolResults(approvals=decisions, metadata=carried)
 
     async def expire_due(self) -> list[int]:
@@ -156,9 +159,10 @@ class QuestionFlow:
 
 
 def question_text(question: Question, *, buttons: bool) -> str:
-    """A delegate's question, put to the person whose run it is, in the conversation the run belongs to: with its
-    options as buttons, or listed with numbers, or open."""
-    asks = f"{question.requester_name}, {question.specialist} asks: {question.question}"
+    """A question (the agent's, or a delegate's by name), put to the person whose run it is, in the conversation the
+    run belongs to: with its options as buttons, or listed with numbers, or open."""
+    asks = f"{question.requester_name}, " + (f"{question.specialist} asks: {question.question}" if question.specialist
+                                             else question.question)
     if question.status != "pending":
         return asks
     if question.choices and buttons:

@@ -65,6 +65,16 @@ async def heard(reader: ReadsFiles, inbound: Inbound, transcriber: Transcriber) 
                    attachments=tuple(file for file in inbound.attachments if not file.is_audio))
 
 
+async def spoken(reader: ReadsFiles, inbound: Inbound, transcriber: Transcriber | None) -> Inbound | str:
+    """The message with its recordings made words (`heard`), or what the chat is told instead (`refusal`); a
+    message without recordings as it is."""
+    if (refused := refusal(inbound.attachments, transcriber)) is not None:
+        return refused
+    if transcriber is None or not any(file.is_audio for file in inbound.attachments):
+        return inbound
+    return await heard(reader, inbound, transcriber)
+
+
 def _minutes(seconds: float) -> str:
     if seconds < 60:
         return f"{round(seconds)} seconds"

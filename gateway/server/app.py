@@ -189,7 +189,7 @@ class Gateway:
                           chats=Chats(directories=directories, files=files, file_claim=self._tuning.file_claim,
                                       control=control))
         conversations = Conversations(db)
-        questions = QuestionFlow(DelegateQuestions(db))
+        questions = QuestionFlow(DelegateQuestions(db), asked=capabilities.asked)
         approvals = Approvals(db)
         flow = ApprovalFlow(approvals=approvals, runtime=runtime, adapters=self.adapters, waits=[questions],
                             metrics=self.metrics)

@@ -55,9 +55,9 @@ async def test_a_run_with_an_open_question_is_not_claimed_until_it_is_answered(d
                                      requester=ALICE, expires_at=utcnow() + timedelta(hours=1))
     approvals = Approvals(db)
     registry = default_registry()
-    runtime = Runtime(models=ModelResolver({}, SecretSource(environ={})), db=db,
-                      capabilities=BoundRegistry(registry, {}, secrets=None))
-    wait = QuestionFlow(questions)
+    bound = BoundRegistry(registry, {}, secrets=None)
+    runtime = Runtime(models=ModelResolver({}, SecretSource(environ={})), db=db, capabilities=bound)
+    wait = QuestionFlow(questions, asked=bound.asked)
     flow = ApprovalFlow(approvals=approvals, runtime=runtime, adapters={}, waits=[wait])
     # no adapter: a run that is not claimed posts nothing
     assert await flow.resume(adapter=None, parked_run_id=parked_run_id) is None  # type: ignore[arg-type]

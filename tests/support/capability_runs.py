@@ -353,6 +353,7 @@ CASES = (
     Case(id="browser_use", capability="browser_use"),
     Case(id="code_execution", capability="code_execution"),
     Case(id="image_generation", capability="image_generation", secret_id="IMAGE_KEY"),
+    Case(id="ask_person", capability="ask_person"),
 )
 """Every registered capability, under the configs that change what it offers."""
 
