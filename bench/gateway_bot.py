@@ -37,7 +37,10 @@ def bot_spec(platform: str, url: str, n: int) -> dict[str, Any]:
     """Bot `n`'s entry, its secrets named `BENCH_TOKEN_<n>` (and `BENCH_APP_TOKEN_<n>` on Slack)."""
     spec = {"name": f"bench{n}", "platform": platform, "token": f"${{BENCH_TOKEN_{n}}}", "api_base_url": url,
             "transport": TRANSPORTS[platform], "agent": "assistant", "binding": {"rate_limit": None}}
-    return spec | ({"app_token": f"${{BENCH_APP_TOKEN_{n}}}"} if platform == "slack" else {})
+    if platform != "slack":
+        return spec
+    # 👀 on a top-level DM that waits: Slack's status line needs a thread, and a DM has none to show it under
+    return spec | {"app_token": f"${{BENCH_APP_TOKEN_{n}}}", "binding": {"rate_limit": None, "reaction": True}}
 
 
 def config(platform: str, url: str, bots: int) -> GatewayConfig:

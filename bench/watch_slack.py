@@ -1,9 +1,10 @@
 """The local Slack workspace, watched for `bench.ratio`: Socket Mode apps, and the envelope ack.
 
-A bot's first sign is the thread's status line (`assistant.threads.setStatus`) or its first post (a message, or a
-stream started); a streamed reply's text is the message's so far plus what each call appends. A person's message
-reaches an app as one envelope in a DM and as two (`message` and `app_mention`) in a channel that names it;
-every one of them counts as an ack, from the moment the person wrote to the app's acknowledgement.
+A bot's first sign is the thread's status line (`assistant.threads.setStatus`), its 👀 on the person's message
+(`reactions.add`, the bench's bots set `reaction`), or its first post (a message, or a stream started); a streamed
+reply's text is the message's so far plus what each call appends. A person's message reaches an app as one envelope
+in a DM and as two (`message` and `app_mention`) in a channel that names it; every one of them counts as an ack, from
+the moment the person wrote to the app's acknowledgement.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ class SlackWatch(LocalSlack):
                             text=str(params.get("text") or params.get("markdown_text") or ""))
         elif method == "assistant.threads.setStatus" and params.get("status"):
             self.record.saw(str(params.get("channel_id", "")), at, post=False)
+        elif method == "reactions.add":
+            self.record.saw(str(params.get("channel", "")), at, post=False)
         elif method in ("chat.appendStream", "chat.stopStream"):  # noted as it arrives, before it is appended
             message = self.find(str(params.get("channel", "")), str(params.get("ts", "")))
             so_far = str(message["text"]) if message else ""

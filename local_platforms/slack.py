@@ -51,7 +51,7 @@ UPDATE_LIMIT = 4_000
 POST_LIMIT = 40_000
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
 _SCOPES = {"files.getUploadURLExternal": "files:write", "files.completeUploadExternal": "files:write",
-           "files.info": "files:read"}
+           "files.info": "files:read", "reactions.add": "reactions:write", "reactions.remove": "reactions:write"}
 """The scope a method needs beyond the default bot scopes; an app without it gets `missing_scope`."""
 _APP_TOKEN_METHOD = "apps.connections.open"
 """The one method that takes the app-level token; every other one takes the bot token."""
@@ -106,8 +106,8 @@ class SlackApp:
     waiting: list[JSON] = field(default_factory=list[JSON], repr=False)
     """Envelopes queued while no socket was open."""
     send_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
-    scopes: set[str] = field(default_factory=lambda: {"files:read", "files:write"})
-    """The app's file scopes; take one away to see what an app without it gets."""
+    scopes: set[str] = field(default_factory=lambda: {"files:read", "files:write", "reactions:write"})
+    """The app's scopes beyond the default bot ones; take one away to see what an app without it gets."""
 
 
 class ApiError(Exception):
@@ -637,6 +637,8 @@ class LocalSlack(LocalPlatform):
             "files.completeUploadExternal": self._complete_upload,
             "files.info": self._file_info,
             "views.open": self._views_open,
+            "reactions.add": self._react,
+            "reactions.remove": self._unreact,
         } | {name: _as_app(handler) for name, handler in self.assistant.methods().items()}
 
     async def _auth_test(self, app: SlackApp, params: JSON) -> JSON:
@@ -725,6 +727,42 @@ class LocalSlack(LocalPlatform):
         opened["root_view_id"] = opened["id"]
         self.views.append(opened | {"user": issued[0]})
         return {"view": copy.deepcopy(opened)}
+
+    async def _react(self, app: SlackApp, params: JSON) -> JSON:
+        """As Slack: the reaction by its short name, once per person on a message."""
+        message, name = self._reacted_on(app, params)
+        reaction = next((r for r in message.setdefault("reactions", []) if r["name"] == name), None)
+        if reaction is None:
+            reaction = {"name": name, "users": [], "count": 0}
+            message["reactions"].append(reaction)
+        if app.bot_user_id in reaction["users"]:
+            raise ApiError("already_reacted")
+        reaction["users"].append(app.bot_user_id)
+        reaction["count"] += 1
+        await self._notify()
+        return {}
+
+    async def _unreact(self, app: SlackApp, params: JSON) -> JSON:
+        message, name = self._reacted_on(app, params)
+        reaction = next((r for r in message.get("reactions", []) if r["name"] == name), None)
+        if reaction is None or app.bot_user_id not in reaction["users"]:
+            raise ApiError("no_reaction")
+        reaction["users"].remove(app.bot_user_id)
+        reaction["count"] -= 1
+        if not reaction["count"]:
+            message["reactions"].remove(reaction)
+        await self._notify()
+        return {}
+
+    def _reacted_on(self, app: SlackApp, params: JSON) -> tuple[JSON, str]:
+        channel = self._member_channel(app, params)
+        message = self._find(channel["id"], str(params.get("timestamp", "")))
+        if message is None:
+            raise ApiError("message_not_found")
+        name = str(params.get("name", ""))
+        if not re.fullmatch(r"[a-z0-9_+\-']+", name):
+            raise ApiError("invalid_name")
+        return message, name
 
     async def _replies(self, app: SlackApp, params: JSON) -> JSON:
         channel = self._member_channel(app, params)

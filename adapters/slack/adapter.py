@@ -114,6 +114,9 @@ STATUS_LASTS = 100.0
 post."""
 STREAM_FALLBACK = "…"
 """What a reply's message shows first where it cannot stream (the live reply's placeholder)."""
+SEEN_EMOJI = "👀"
+REACTION_NAMES = {SEEN_EMOJI: "eyes"}
+"""Slack names a reaction by its short name, not the emoji; the one reaction the bot puts, and takes away."""
 
 
 class SlackAdapter:
@@ -133,10 +136,14 @@ class SlackAdapter:
     def __init__(self, *, bot_id: str, token: str, transport: Literal["socket", "http"] = "socket",
                  app_token: str | None = None, signing_secret: str | None = None,
                  api_base_url: str | None = None, allow_bots: bool = False,
-                 on_api_trouble: ApiTrouble | None = None, greeting: AssistantWelcome | None = None) -> None:
+                 on_api_trouble: ApiTrouble | None = None, greeting: AssistantWelcome | None = None,
+                 reacts: bool = False) -> None:
         """`greeting`: the title and suggested prompts a new assistant thread shows (`binding.title`,
-        `binding.suggested_prompts`)."""
+        `binding.suggested_prompts`). `reacts`: the binding's `reaction`, 👀 on a person's message as the first sign
+        where no status line shows (a top-level DM waiting for its turn), and on every message it answers in a
+        channel."""
         self.bot_id = bot_id
+        self.reacts = reacts
         self._greeting = greeting or AssistantWelcome()
         self._on_api_trouble = on_api_trouble
         self._app_token = app_token
@@ -443,6 +450,20 @@ class SlackAdapter:
         await self._call("chat.update", self._client.chat_update(
             channel=channel(ref.address.channel_id), ts=ref.message_id, text=self._fit(text, TEXT_CAP),
             blocks=[_markdown(text), _feedback_block(run_id)]))
+
+    async def react(self, ref: MessageRef, emoji: str) -> None:
+        """`reactions.add` by the emoji's Slack name, or, for "", `reactions.remove` of the one the bot puts; a
+        reaction already there, or already gone, is what was asked for."""
+        name = REACTION_NAMES.get(emoji or SEEN_EMOJI)
+        if name is None:
+            raise ValueError(f"no Slack name for the reaction {emoji!r}")
+        request = self._client.reactions_add if emoji else self._client.reactions_remove
+        try:
+            await self._call("reactions.add" if emoji else "reactions.remove", request(
+                channel=channel(ref.address.channel_id), timestamp=ref.message_id, name=name))
+        except SlackApiError as exc:
+            if refusal_answer(exc).get("error") not in ("already_reacted", "no_reaction"):
+                raise
 
     def shows_status(self, address: ChatAddress) -> bool:
         """A status line needs a thread: every conversation in a channel is one, a DM only when it is threaded."""

@@ -31,6 +31,7 @@ BOT_SCOPES = (
     "files:write",         # files.getUploadURLExternal / completeUploadExternal: charts and images into threads
     "files:read",          # files.info and url_private downloads: what people attach reaches the agent
     "commands",            # slash commands: the gateway's commands in Slack's menu
+    "reactions:write",     # 👀 on a person's message while it waits, where the binding says `reaction`
 )  # fmt: skip
 BOT_EVENTS = ("app_mention", "message.channels", "message.groups", "message.im", "message.mpim",
               "assistant_thread_started")

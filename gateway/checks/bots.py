@@ -59,11 +59,12 @@ def _public_url_problems(config: GatewayConfig, bot: BotSpec, i: int) -> list[st
 
 
 def _surface_problems(config: GatewayConfig, bot: BotSpec, i: int) -> list[str]:
-    """`reaction` is Telegram's first sign; Mattermost calls feedback buttons back at `server.public_url`."""
+    """`reaction` is a first sign on Telegram and Slack; Mattermost calls feedback buttons back at
+    `server.public_url`."""
     problems: list[str] = []
-    if bot.binding.reaction and not isinstance(bot, TelegramBotSpec):
-        problems.append(f"bots[{i}].binding.reaction: a reaction as the first sign is Telegram's; {bot.platform} "
-                        "shows its own (Slack's status line, Mattermost's typing): remove it")
+    if bot.binding.reaction and isinstance(bot, MattermostBotSpec):
+        problems.append(f"bots[{i}].binding.reaction: a reaction as the first sign is Telegram's and Slack's; "
+                        "Mattermost shows typing, kept up until the answer: remove it")
     if bot.binding.feedback and isinstance(bot, MattermostBotSpec) and not config.server.public_url:
         problems.append(f"bots[{i}].binding.feedback: Mattermost calls the 👍 / 👎 buttons back at "
                         "server.public_url; set it, or answers carry no buttons")

@@ -430,8 +430,9 @@ class BindingSpec(_Strict):
     """👍 / 👎 under every answer (Slack's feedback block; buttons on Telegram and Mattermost), each click recorded
     with the run (one per person: a second click replaces the first) and counted in `/metrics`."""
     reaction: bool = False
-    """Telegram: 👀 on the person's message as the first sign where typing does not show (a group, or a message
-    waiting for its turn), taken away when it is answered."""
+    """Telegram and Slack: 👀 on the person's message as the first sign where typing or a status line does not show
+    (a group or channel, or a message waiting for its turn), taken away when it is answered. Slack needs the
+    `reactions:write` scope, which `gateway slack manifest` asks."""
 
     @model_validator(mode="after")
     def _allowlist_named(self) -> BindingSpec:

@@ -99,4 +99,5 @@ def _slack(index: int, bot: SlackBotSpec, context: AdapterContext) -> SlackAdapt
                         signing_secret=signing_secret, api_base_url=bot.api_base_url,
                         allow_bots=bot.binding.allow_bots, on_api_trouble=partial(context.api_trouble, "slack"),
                         greeting=AssistantWelcome(title=bot.binding.title, prompts=tuple(
-                            (prompt.title, prompt.message) for prompt in bot.binding.suggested_prompts)))
+                            (prompt.title, prompt.message) for prompt in bot.binding.suggested_prompts)),
+                        reacts=bot.binding.reaction)

@@ -1,7 +1,7 @@
 """👍 / 👎 on answers, at the network boundary: the buttons under the answer on each platform (Slack's feedback block,
 Telegram's inline keyboard, Mattermost's attachment actions), a click stored with its run and counted in `/metrics`,
-a person's second click replacing their first, a forged click refused with nothing stored; and Telegram's 👀
-reaction on a person's message as the first sign, taken away once it is answered."""
+a person's second click replacing their first, a forged click refused with nothing stored; and the 👀 reaction on a
+person's message as the first sign on Telegram and Slack, taken away once it is answered."""
 
 from __future__ import annotations
 
@@ -137,6 +137,37 @@ async def test_telegram_no_reaction_or_buttons_unless_the_binding_asks(telegram:
         await telegram.wait_for(lambda: said_by(telegram, group, bot) == ["echo: [Ada] hi"])
     [answer] = telegram.bot_messages(group["id"])
     assert keyboard(answer) == [] and telegram.reactions.changes == []
+
+
+def slack_eyes(slack: FakeSlack, channel: dict[str, Any], ts: str, bot: SlackBot) -> bool:
+    message = next(m for m in slack.messages(channel) if m["ts"] == ts)
+    return any(r["name"] == "eyes" and bot.user_id in r["users"] for r in message.get("reactions", []))
+
+
+async def test_slack_a_dm_waiting_for_its_turn_and_a_channel_message_get_eyes_until_answered(
+        slack: FakeSlack, sqlite_url: str) -> None:
+    bot = SlackBot(app=slack.add_app("helper"), binding={"reaction": True})
+    ada, bob = slack.add_user("ada", real_name="Ada"), slack.add_user("bob", real_name="Bob")
+    ada_dm, bob_dm = slack.open_dm(ada, bot.app), slack.open_dm(bob, bot.app)
+    channel = slack.add_channel("general", members=[ada, bot.app])
+    gate, started = asyncio.Event(), asyncio.Event()
+    async with slack_gateway(slack, [bot], database_url=sqlite_url, redis_url=None,
+                             model=waits_for(gate, "done", started=started)):
+        first = await slack.user_says(ada_dm, ada, "plan the week")
+        await started.wait()
+        waiting = await slack.user_says(bob_dm, bob, "and mine?")  # a turn runs: this one waits for its own
+        mention = await slack.user_says(channel, ada, f"{bot.mention} plan?")
+        await slack.wait_for(lambda: slack_eyes(slack, bob_dm, waiting["ts"], bot)
+                             and slack_eyes(slack, channel, mention["ts"], bot))
+        gate.set()
+        await slack.wait_for(lambda: "thinking done" in slack.texts(bob_dm, by=bot.app)
+                             and "thinking done" in slack.texts(channel, by=bot.app, thread_ts=mention["ts"])
+                             and not slack_eyes(slack, bob_dm, waiting["ts"], bot)
+                             and not slack_eyes(slack, channel, mention["ts"], bot))
+    added = [c.params for c in slack.calls if c.method == "reactions.add"]
+    assert sorted(p["timestamp"] for p in added) == sorted([waiting["ts"], mention["ts"]]), \
+        "a DM answered at once shows its answer, not a reaction"
+    assert {p["name"] for p in added} == {"eyes"} and first["ts"] not in {p["timestamp"] for p in added}
 
 
 async def test_slack_the_feedback_block_ends_the_stream_and_a_thumbs_up_is_counted(slack: FakeSlack,

@@ -335,9 +335,12 @@ def test_an_http_public_url_is_refused_only_where_the_platform_calls_https_alone
 
 
 @pytest.mark.parametrize(("bot", "public", "refused"), [
+    pytest.param("  - {name: mm2, platform: mattermost, token: '${TG_TOKEN}', agent: helper, "
+                 "api_base_url: 'http://10.0.0.5:8065', binding: {reaction: true}}\n", False,
+                 "binding.reaction: a reaction as the first sign is Telegram's and Slack's",
+                 id="reaction-on-mattermost"),
     pytest.param("  - {name: sl, platform: slack, token: '${TG_TOKEN}', app_token: '${TG_TOKEN}', agent: helper, "
-                 "binding: {reaction: true}}\n", False, "binding.reaction: a reaction as the first sign is Telegram's",
-                 id="reaction-outside-telegram"),
+                 "binding: {reaction: true}}\n", False, None, id="reaction-on-slack"),
     pytest.param("  - {name: tg2, platform: telegram, token: '${TG_TOKEN}', agent: helper, "
                  "binding: {reaction: true, feedback: true}}\n", False, None, id="reaction-and-feedback-on-telegram"),
     pytest.param("  - {name: mm, platform: mattermost, token: '${TG_TOKEN}', agent: helper, "
