@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
 import aiohttp
@@ -731,26 +731,30 @@ class LocalSlack(LocalPlatform):
     async def _react(self, app: SlackApp, params: JSON) -> JSON:
         """As Slack: the reaction by its short name, once per person on a message."""
         message, name = self._reacted_on(app, params)
-        reaction = next((r for r in message.setdefault("reactions", []) if r["name"] == name), None)
-        if reaction is None:
-            reaction = {"name": name, "users": [], "count": 0}
-            message["reactions"].append(reaction)
-        if app.bot_user_id in reaction["users"]:
+        reactions: list[JSON] = message.setdefault("reactions", [])
+        found = next((r for r in reactions if r["name"] == name), None)
+        reaction: JSON = {"name": name, "users": [], "count": 0} if found is None else found
+        if found is None:
+            reactions.append(reaction)
+        users = cast(list[str], reaction["users"])
+        if app.bot_user_id in users:
             raise ApiError("already_reacted")
-        reaction["users"].append(app.bot_user_id)
-        reaction["count"] += 1
+        users.append(app.bot_user_id)
+        reaction["count"] = len(users)
         await self._notify()
         return {}
 
     async def _unreact(self, app: SlackApp, params: JSON) -> JSON:
         message, name = self._reacted_on(app, params)
-        reaction = next((r for r in message.get("reactions", []) if r["name"] == name), None)
+        reactions: list[JSON] = message.get("reactions", [])
+        reaction = next((r for r in reactions if r["name"] == name), None)
         if reaction is None or app.bot_user_id not in reaction["users"]:
             raise ApiError("no_reaction")
-        reaction["users"].remove(app.bot_user_id)
-        reaction["count"] -= 1
-        if not reaction["count"]:
-            message["reactions"].remove(reaction)
+        users = cast(list[str], reaction["users"])
+        users.remove(app.bot_user_id)
+        reaction["count"] = len(users)
+        if not users:
+            reactions.remove(reaction)
         await self._notify()
         return {}
 
