@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic_ai import ConversationTypeAdapter, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.tools import DeferredToolApprovalResult
@@ -23,7 +23,16 @@ from adapters.base import (
     joined_names,
 )
 from adapters.protocols import AsksReasons, Chat
-from gateway.approvals.store import Approval, Approvals, NewCall, args_hash, mark_resumed, named, refusal
+from gateway.approvals.store import (
+    Approval,
+    Approvals,
+    NewCall,
+    Verdict,
+    args_hash,
+    mark_resumed,
+    named,
+    refusal,
+)
 from gateway.pipeline.live_reply import LiveReply
 from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.runtime import (
@@ -174,6 +183,32 @@ class ApprovalFlow:
             await self._ask_reason(adapter, click, approval)
             return None
         return await self._decide(adapter, click, approval)
+
+    async def decide_from_console(self, approval_id: str, verb: Literal["approve", "deny"], operator: str) -> str:
+        """An operator's decision in the console: the compare-and-swap a click takes, the card in the chat edited to
+        say who decided (`decided_by` "ops (console)"), and the run resumed on this replica, as the expiry sweep
+        resumes one. Only where the binding lets the console decide (`approvals.console`) and one approval decides.
+        Returns what the operator is told."""
+        approval = await self._approvals.get(approval_id)
+        if approval is None:
+            return "There is no such approval."
+        if not approval.policy.console:
+            return "This bot's binding does not let the console decide (binding.approvals.console)."
+        if approval.policy.required_approvals > 1:
+            return "A two-person rule is decided in the chat, by the approvers."
+        adapter, address = await self._home(approval.parked_run_id)
+        if adapter is None:
+            return "This gateway does not run the bot this approval belongs to."
+        verdict: Verdict = "approved" if verb == "approve" else "denied"
+        decided = await self._approvals.decide(approval_id, verdict, f"{operator} (console)")
+        if decided is None:
+            current = await self._current(approval)
+            return settled(current) if current.status != "pending" else "It expired; the sweep closes it."
+        log.info("approval %s %s from the console", approval_id, verdict)
+        if decided.card_message_id:
+            await self._close_card(adapter, MessageRef(address=address, message_id=decided.card_message_id), decided)
+        await self._resume_by_itself(adapter, decided.parked_run_id)
+        return f"{verdict.capitalize()} by {decided.decided_by}."
 
     async def stop(self, adapter: Chat, conversation_key: str, stopper: Speaker,
                    tell: Callable[[str], Awaitable[object]]) -> StoppedWaiting | None:

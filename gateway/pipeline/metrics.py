@@ -44,6 +44,7 @@ class GatewayMetrics:
         series start at 0."""
         self._platforms = dict(platforms)
         self._agents = dict(agents or {})
+        self._holding: dict[str, bool] = {}
         self.registry = CollectorRegistry(auto_describe=True)
         bot = ["bot", "platform"]
         self._received = Counter("gateway_messages_received", "Payloads a transport or webhook handed in.", bot,
@@ -165,6 +166,11 @@ class GatewayMetrics:
 
     def transport(self, bot: str, *, connected: bool) -> None:
         self._connected.labels(*self._of(bot)).set(1 if connected else 0)
+        self._holding[bot] = connected
+
+    def holding(self) -> list[str]:
+        """The bots whose transport this replica holds now (the console's replica list says so)."""
+        return sorted(bot for bot, held in self._holding.items() if held)
 
     def lease_changed(self, bot: str, change: str) -> None:
         self._lease_changes.labels(*self._of(bot), change).inc()
