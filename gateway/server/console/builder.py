@@ -86,7 +86,7 @@ def _field(name: str, prop: Mapping[str, Any], required: bool) -> FormField:
     else:
         widget = "yaml"
     default = prop.get("default")
-    shown = "" if default is None else (json.dumps(default) if widget == "yaml" else
+    shown = "" if default is None else (json.dumps(default) if widget in ("yaml", "boolean") else
                                         "\n".join(map(str, default)) if isinstance(default, list) else str(default))
     return FormField(name=name, widget=widget, label=prop.get("title") or name, description=prop.get("description", ""),
                      default=shown, choices=choices, required=required)

@@ -194,7 +194,8 @@ class AgentVersion:
 async def agent_versions(db: Database) -> list[AgentVersion]:
     """Every applied version of every agent, newest first within an agent, with the ids of what it binds."""
     async def work(session: AsyncSession) -> list[AgentVersion]:
-        current = dict((await session.execute(select(AgentRow.name, AgentRow.version))).tuples().all())
+        current = {name: version for name, version in (await session.execute(select(AgentRow.name,
+                                                                                      AgentRow.version))).all()}
         rows = await session.execute(select(AgentVersionRow).order_by(AgentVersionRow.agent_name,
                                                                       AgentVersionRow.version.desc()))
         return [AgentVersion(name=row.agent_name, version=row.version, created_at=row.created_at,
