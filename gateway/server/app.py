@@ -234,8 +234,9 @@ class Gateway:
             await readiness()  # `gateway_degraded` as of this scrape
             return self.metrics.render(await _backlog(inbox, approvals), signed_in())
 
-        console = self.console = self._console(db=db, cache=cache, readiness=readiness, bindings=bindings, flow=flow,
-                                approvals=approvals, backlog=inbox.backlog) if self.config.console.enabled else None
+        console = self.console = await self._console(
+            db=db, cache=cache, readiness=readiness, bindings=bindings, flow=flow, approvals=approvals,
+            backlog=inbox.backlog) if self.config.console.enabled else None
         http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry,
                               metrics=scrape, console=console)
         await self._serve_http(http)
@@ -260,13 +261,14 @@ class Gateway:
             if isinstance(adapter, Closable):
                 self._stack.push_async_callback(adapter.close)
 
-    def _console(self, *, db: Database, cache: LocalCache | FallbackCache, readiness: ReadinessCheck,
+    async def _console(self, *, db: Database, cache: LocalCache | FallbackCache, readiness: ReadinessCheck,
                  bindings: BindingStore, flow: ApprovalFlow, approvals: Approvals,
                  backlog: Callable[[], Awaitable[tuple[int, float]]]) -> Mount:
         """The operator console, with this replica's heartbeat for its replica list. Operators whose password hash
         is not set stop the start (`Operators.of`): nobody signs in with a hash that is not there."""
         operators = Operators.of(self.config.console, self._secrets.get)
         replicas = Replicas(db, replica_id=self.replica_id, holding=self.metrics.holding)
+        await replicas.beat()  # listed from the first page on, not after the first interval
         self._spawn(_every(BEAT, replicas.beat, "writing this replica's heartbeat"), name="sweep: replica heartbeat")
         return build_console(ConsoleParts(
             config=self.config, db=db, cache=cache, operators=operators, registry=self.registry,
