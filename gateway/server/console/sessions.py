@@ -11,11 +11,14 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.db import Database
 from storage.models import ConsoleSessionRow, utcnow
+
+KEPT = timedelta(days=1)
+"""How long a session's row outlives its end; each sign-in deletes those older."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +42,7 @@ class ConsoleSessions:
 
         async def work(session: AsyncSession) -> None:
             now = utcnow()
+            await session.execute(delete(ConsoleSessionRow).where(ConsoleSessionRow.expires_at < now - KEPT))
             session.add(ConsoleSessionRow(token_hash=_digest(token), operator=operator,
                                           csrf_token=secrets.token_urlsafe(32), created_at=now,
                                           expires_at=now + lasts))
