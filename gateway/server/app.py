@@ -269,7 +269,8 @@ class Gateway:
         operators = Operators.of(self.config.console, self._secrets.get)
         replicas = Replicas(db, replica_id=self.replica_id, holding=self.metrics.holding)
         await replicas.beat()  # listed from the first page on, not after the first interval
-        self._spawn(_every(BEAT, replicas.beat, "writing this replica's heartbeat"), name="sweep: replica heartbeat")
+        self._spawn(_every(BEAT, replicas.beat, "writing this replica's heartbeat", until_due=replicas.due,
+                           changed=self.metrics.holding_changed), name="sweep: replica heartbeat")
         return build_console(ConsoleParts(
             config=self.config, db=db, cache=cache, operators=operators, registry=self.registry,
             describe=self.registry.describe, readiness=readiness, backlog=backlog, approvals=approvals, flow=flow,

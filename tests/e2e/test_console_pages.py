@@ -4,19 +4,22 @@ from the registry and refuses what `gateway check` refuses, knowledge is uploade
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from pydantic import BaseModel, Field
 from typer.testing import CliRunner
 
 from capabilities.registry import CapabilityDef
 from gateway.cli.main import app
 from gateway.server.app import Gateway
+from tests.conftest import REDIS
 from tests.support.console import console_section, hashes, signed_in
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.gated_tools import deploy_registry
@@ -213,3 +216,39 @@ async def test_with_allow_changes_the_builder_applies_a_new_agent_version(telegr
         refused = await ops.post("/console/builder", data={"csrf": token, "agent": "assistant",
                                                            "capability": "web_research", "action": "apply"})
         assert "did not bind &#39;web_research&#39; at start" in refused.text
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_the_console_of_a_standby_replica_decides_and_that_replica_resumes_the_run(telegram: FakeTelegram,
+                                                                                         database_url: str) -> None:
+    """Two replicas on one PostgreSQL and Redis: the one polling Telegram parks the run; the other, which holds no
+    transport, serves the console, decides, resumes the run and edits the card through its own adapter."""
+    executed: list[str] = []
+    bot = TelegramBot(binding={"approvals": {"console": True}}).register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+
+    def replica() -> Any:
+        return running_gateway(telegram, [bot], database_url=database_url, redis_url=REDIS,
+                               model=calls_then_answers(*DEPLOY_WEB), registry=deploy_registry(executed),
+                               capabilities=[{"id": "deploy"}], top=console_section(), secrets=hashes())
+
+    async with AsyncExitStack() as stack:
+        poller: Gateway = await stack.enter_async_context(replica())
+        await telegram.wait_for(lambda: poller.metrics.holding() == [bot.name])
+        standby: Gateway = await stack.enter_async_context(replica())
+        await telegram.user_says(bot.token, chat, alice, "deploy web")
+        await telegram.wait_for(lambda: any(m.get("reply_markup") for m in telegram.bot_messages(chat["id"])))
+        [card] = [m for m in telegram.bot_messages(chat["id"]) if m.get("reply_markup")]
+        lead, token = await stack.enter_async_context(console_client(standby, "lead"))
+        held = rf"<td>{bot.name}</td>.*?<td>{poller.replica_id}</td></tr>"
+        async with asyncio.timeout(10):  # the poller's heartbeat follows its taking the transport within a second
+            while not re.search(held, overview := (await lead.get("/console/live/overview")).text, re.DOTALL):
+                pass
+        assert standby.replica_id in overview and standby.metrics.holding() == []
+        [approval_id] = re.findall(r'data-approval="([^"]+)"', (await lead.get("/console/approvals")).text)
+        await lead.post(f"/console/approvals/{approval_id}", data={"csrf": token, "verb": "approve"})
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1:] == ["done: deployed web"])
+    assert executed == ["web"]
+    [closed] = [m for m in telegram.bot_messages(chat["id"]) if m["message_id"] == card["message_id"]]
+    assert closed["text"].startswith("Approved by lead (console)") and not closed.get("reply_markup")

@@ -38,16 +38,24 @@ class Replicas:
         self.replica_id = replica_id
         self._holding = holding
         self._started = utcnow()
+        self._told: list[str] | None = None
+        """What the last heartbeat said this replica holds."""
+
+    async def due(self) -> float | None:
+        """0 when what this replica holds changed since its last heartbeat (beat now), else None (on the interval)."""
+        return 0.0 if self._holding() != self._told else None
 
     async def beat(self) -> None:
         """Say this replica is alive, with what it holds; forget replicas gone for a day."""
         async def work(session: AsyncSession) -> None:
             now = utcnow()
             insert = insert_for(self._db.dialect)
-            values = {"id": self.replica_id, "started_at": self._started, "seen_at": now, "holding": self._holding()}
+            holding = self._holding()
+            values = {"id": self.replica_id, "started_at": self._started, "seen_at": now, "holding": holding}
             await session.execute(insert(ReplicaRow).values(**values).on_conflict_do_update(
                 index_elements=["id"], set_={"seen_at": now, "holding": values["holding"]}))
             await session.execute(delete(ReplicaRow).where(ReplicaRow.seen_at < now - FORGOTTEN))
+            self._told = holding
         await self._db.transaction(work)
 
     async def seen(self) -> list[Replica]:
