@@ -132,6 +132,16 @@ async def test_a_missing_password_hash_stops_the_start(telegram: FakeTelegram, s
             pass
 
 
+async def test_no_page_can_be_framed_run_foreign_script_or_be_cached(telegram: FakeTelegram, sqlite_url: str) -> None:
+    async with console_gateway(telegram, sqlite_url) as gateway, httpx.AsyncClient(base_url=gateway.url) as client:
+        await signed_in(client, "ops")
+        for path in ("/console/sign-in", "/console/", "/console/runs", "/console/builder"):
+            headers = (await client.get(path)).headers
+            assert "frame-ancestors 'none'" in headers["content-security-policy"]
+            assert "default-src 'self'" in headers["content-security-policy"]
+            assert headers["x-frame-options"] == "DENY" and headers["cache-control"] == "no-store"
+
+
 async def test_roles_decide_what_an_operator_sees_and_does(telegram: FakeTelegram, sqlite_url: str) -> None:
     async with console_gateway(telegram, sqlite_url) as gateway, httpx.AsyncClient(base_url=gateway.url) as client:
         token = await signed_in(client, "ops")

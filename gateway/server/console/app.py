@@ -70,26 +70,26 @@ def build_console(parts: ConsoleParts) -> Mount:
     knowledge = KnowledgePage(renderer=render, store=KnowledgeStore(parts.db), config=parts.config, audit=audit,
                               base=base)
     door = SignIn(gate, render, base)
-    g = gate.guarded
+    guarded = gate.guarded
     return Mount(base, routes=[
         Route("/sign-in", door.form, methods=["GET"]),
         Route("/sign-in", door.submit, methods=["POST"]),
-        Route("/sign-out", g(door.sign_out), methods=["POST"]),
-        Route("/", g(pages.overview), methods=["GET"]),
-        Route("/live/overview", g(pages.overview_live), methods=["GET"]),
-        Route("/runs", g(pages.runs), methods=["GET"]),
-        Route("/live/runs", g(pages.runs_live), methods=["GET"]),
-        Route("/runs/{run_id:int}", g(pages.run), methods=["GET"]),
-        Route("/approvals", g(approvals.show), methods=["GET"]),
-        Route("/approvals/{approval_id}", g(approvals.decide, role="approver"), methods=["POST"]),
-        Route("/agents", g(agents.show), methods=["GET"]),
-        Route("/builder", g(agents.builder), methods=["GET"]),
-        Route("/builder", g(agents.build), methods=["POST"]),
-        Route("/knowledge", g(knowledge.show), methods=["GET"]),
-        Route("/knowledge/upload", g(knowledge.upload), methods=["POST"]),
-        Route("/knowledge/remove", g(knowledge.remove), methods=["POST"]),
-        Route("/audit", g(pages.audit), methods=["GET"]),
-        Route("/static/{name}", g(static), methods=["GET"]),
+        Route("/sign-out", guarded(door.sign_out), methods=["POST"]),
+        Route("/", guarded(pages.overview), methods=["GET"]),
+        Route("/live/overview", guarded(pages.overview_live), methods=["GET"]),
+        Route("/runs", guarded(pages.runs), methods=["GET"]),
+        Route("/live/runs", guarded(pages.runs_live), methods=["GET"]),
+        Route("/runs/{run_id:int}", guarded(pages.run), methods=["GET"]),
+        Route("/approvals", guarded(approvals.show), methods=["GET"]),
+        Route("/approvals/{approval_id}", guarded(approvals.decide, role="approver"), methods=["POST"]),
+        Route("/agents", guarded(agents.show), methods=["GET"]),
+        Route("/builder", guarded(agents.builder), methods=["GET"]),
+        Route("/builder", guarded(agents.build), methods=["POST"]),
+        Route("/knowledge", guarded(knowledge.show), methods=["GET"]),
+        Route("/knowledge/upload", guarded(knowledge.upload), methods=["POST"]),
+        Route("/knowledge/remove", guarded(knowledge.remove), methods=["POST"]),
+        Route("/audit", guarded(pages.audit), methods=["GET"]),
+        Route("/static/{name}", guarded(static), methods=["GET"]),
     ])
 
 

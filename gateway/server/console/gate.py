@@ -27,6 +27,8 @@ CSRF_HEADER = "X-CSRF-Token"
 ATTEMPTS = 5
 """Sign-in attempts from one address, or for one name, in `WINDOW` seconds; more are refused without a check."""
 WINDOW = 300.0
+NAME_LIMIT = 64
+"""Characters of a name worth counting attempts for: no operator's name is longer (`ConsoleOperator.name`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +91,7 @@ class Gate:
             await self._audit.record(name or "?", "refused: no CSRF token", "sign-in")
             return "This form has no valid CSRF token; reload the page and try again."
         address = request.client.host if request.client else "?"
+        name = name[:NAME_LIMIT]
         if (await self._cache.hit_rate_limit(f"console-sign-in:{address}", limit=ATTEMPTS, window=WINDOW)
                 or await self._cache.hit_rate_limit(f"console-sign-in-name:{name}", limit=ATTEMPTS, window=WINDOW)):
             await self._audit.record(name or "?", "sign-in refused: too many attempts", address)
