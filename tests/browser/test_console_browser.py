@@ -102,7 +102,13 @@ async def test_an_operator_signs_in_watches_a_run_approves_it_and_builds_a_confi
         shown = (await page.inner_text("#problems pre")).strip()
         await shot(page, "builder")
 
-        for name in ("agents", "knowledge", "audit"):
+        await page.goto(f"{gateway.url}/console/knowledge")
+        await page.set_input_files("input[name=document]", files=[{
+            "name": "leave.md", "mimeType": "text/markdown", "buffer": b"# Leave policy\n\nTwenty days a year."}])
+        await page.click("text=Upload")
+        await page.wait_for_selector("#told >> text=Added leave.md to handbook")
+        await shot(page, "knowledge")
+        for name in ("agents", "audit"):
             await page.goto(f"{gateway.url}/console/{name}")
             await shot(page, name)
         phone = await browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True)
