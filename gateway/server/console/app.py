@@ -81,6 +81,7 @@ def build_console(parts: ConsoleParts) -> Mount:
         Route("/live/runs", guarded(pages.runs_live), methods=["GET"]),
         Route("/runs/{run_id:int}", guarded(pages.run), methods=["GET"]),
         Route("/approvals", guarded(approvals.show), methods=["GET"]),
+        Route("/live/approvals", guarded(approvals.pending), methods=["GET"]),
         Route("/approvals/{approval_id}", guarded(approvals.decide, role="approver"), methods=["POST"]),
         Route("/agents", guarded(agents.show), methods=["GET"]),
         Route("/builder", guarded(agents.builder), methods=["GET"]),

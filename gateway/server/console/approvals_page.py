@@ -29,6 +29,12 @@ class ApprovalsPage:
                                  decided=[a for a in recent if a.status != "pending"][:50], readable=readable,
                                  told=visit.request.query_params.get("told", ""))
 
+    async def pending(self, visit: Visit) -> Response:
+        """The pending cards alone, for htmx to refresh."""
+        recent = await self._approvals.recent(limit=100)
+        return self._render.page(visit, "_pending.html", pending=[a for a in recent if a.status == "pending"],
+                                 readable=readable)
+
     async def decide(self, visit: Visit) -> Response:
         """The operator's Approve or Deny: the same compare-and-swap as a click, audited whatever it decided."""
         approval_id = visit.request.path_params["approval_id"]
