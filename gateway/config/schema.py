@@ -578,18 +578,23 @@ class ConsoleOperator(_Strict):
     """One person who may sign in to the console."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.@-]{1,64}$")
+    """What they sign in with, and how the audit names them."""
     password_hash: SecretReference
     """An argon2 hash (`gateway console hash` makes one), as a `${ENV_VAR}` reference: never the hash itself."""
     roles: list[ConsoleRole] = Field(default_factory=lambda: ["operator"])
+    """`operator` (every page; always held), `transcripts` (people named, turns shown), `approver` (decides
+    approvals where a binding lets the console decide)."""
 
 
 class ConsoleSpec(_Strict):
     """The operator console in the browser (`/console`); off unless enabled."""
 
     enabled: bool = False
+    """Serve the console; off by default."""
     path: str = Field(default="/console", pattern=r"^(/[A-Za-z0-9_-]+)+$")
     """Where the console is served: a path of its own, such as `/console` or `/ops/console`."""
     operators: list[ConsoleOperator] = Field(default_factory=list[ConsoleOperator])
+    """Who may sign in; an enabled console needs at least one."""
     allow_changes: bool = False
     """False: the builder shows the gateway.yaml fragment only; true: it may apply it as a new agent version."""
     session_hours: float = Field(default=12.0, gt=0, le=24 * 30)
