@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from functools import partial
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic_ai import ConversationTypeAdapter, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.tools import DeferredToolApprovalResult
@@ -29,12 +29,14 @@ from gateway.approvals.store import (
     NewCall,
     Verdict,
     args_hash,
+    console_refusal,
     mark_resumed,
     named,
     refusal,
 )
 from gateway.pipeline.live_reply import LiveReply
 from gateway.pipeline.metrics import GatewayMetrics
+from gateway.pipeline.operator_decisions import OperatorDecision
 from gateway.pipeline.runtime import (
     Answered,
     Booked,
@@ -184,31 +186,33 @@ class ApprovalFlow:
             return None
         return await self._decide(adapter, click, approval)
 
-    async def decide_from_console(self, approval_id: str, verb: Literal["approve", "deny"], operator: str) -> str:
-        """An operator's decision in the console: the compare-and-swap a click takes, the card in the chat edited to
-        say who decided (`decided_by` "ops (console)"), and the run resumed on this replica, as the expiry sweep
-        resumes one. Only where the binding lets the console decide (`approvals.console`) and one approval decides.
-        Returns what the operator is told."""
-        approval = await self._approvals.get(approval_id)
-        if approval is None:
-            return "There is no such approval."
-        if not approval.policy.console:
-            return "This bot's binding does not let the console decide (binding.approvals.console)."
-        if approval.policy.required_approvals > 1:
-            return "A two-person rule is decided in the chat, by the approvers."
-        adapter, address = await self._home(approval.parked_run_id)
-        if adapter is None:
-            return "This gateway does not run the bot this approval belongs to."
-        verdict: Verdict = "approved" if verb == "approve" else "denied"
-        decided = await self._approvals.decide(approval_id, verdict, f"{operator} (console)")
-        if decided is None:
+    async def on_operator_decision(self, adapter: Chat, decision: OperatorDecision, *,
+                                   retried: bool) -> Finish | None:
+        """A console operator's decision, claimed from the inbox like a click: the same compare-and-swap, the card
+        edited to say who decided ("ops (console)"), the run resumed here; its end is committed with the item. A retry
+        after a crash finds the decision made and resumes what the crash cut short."""
+        approval = await self._approvals.get(decision.approval_id)
+        refused = console_refusal(approval)
+        if approval is None or refused is not None:
+            log.warning("a console decision on approval %s refused: %s", decision.approval_id, refused)
+            return None
+        _home, address = await self._home(approval.parked_run_id)
+        card = MessageRef(address=address, message_id=approval.card_message_id or "")
+        if approval.status == "pending" and approval.expires_at <= utcnow():
+            expired = await self._expire(adapter, approval.id, card)
+            return await self.resume(adapter, expired.parked_run_id) if expired is not None else None
+        verdict: Verdict = "approved" if decision.verb == "approve" else "denied"
+        decided = await self._approvals.decide(approval.id, verdict, decision.decided_by) \
+            if approval.status == "pending" else None
+        if decided is None:  # decided before: by this item's own attempt a crash cut short, or by someone else
             current = await self._current(approval)
-            return settled(current) if current.status != "pending" else "It expired; the sweep closes it."
-        log.info("approval %s %s from the console", approval_id, verdict)
+            if current.card_closed_at is None and current.card_message_id:
+                await self._close_card(adapter, card, current)
+            return await self.resume(adapter, current.parked_run_id, reclaim=True) if retried else None
+        log.info("approval %s %s from the console", approval.id, verdict)
         if decided.card_message_id:
-            await self._close_card(adapter, MessageRef(address=address, message_id=decided.card_message_id), decided)
-        await self._resume_by_itself(adapter, decided.parked_run_id)
-        return f"{verdict.capitalize()} by {decided.decided_by}."
+            await self._close_card(adapter, card, decided)
+        return await self.resume(adapter, decided.parked_run_id)
 
     async def stop(self, adapter: Chat, conversation_key: str, stopper: Speaker,
                    tell: Callable[[str], Awaitable[object]]) -> StoppedWaiting | None:

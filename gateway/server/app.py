@@ -44,6 +44,7 @@ from gateway.pipeline.conversations import Conversations
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.intake import Intake, TypingShown
 from gateway.pipeline.metrics import Backlog, GatewayMetrics
+from gateway.pipeline.operator_decisions import OperatorDecision
 from gateway.pipeline.outbox import CLAIM
 from gateway.pipeline.outbox_sweep import OutboxSweep
 from gateway.pipeline.router import Router
@@ -235,8 +236,8 @@ class Gateway:
             return self.metrics.render(await _backlog(inbox, approvals), signed_in())
 
         console = self.console = await self._console(
-            db=db, cache=cache, readiness=readiness, bindings=bindings, flow=flow, approvals=approvals,
-            backlog=inbox.backlog) if self.config.console.enabled else None
+            db=db, cache=cache, readiness=readiness, bindings=bindings, approvals=approvals, inbox=inbox,
+            worker=self.worker) if self.config.console.enabled else None
         http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry,
                               metrics=scrape, console=console)
         await self._serve_http(http)
@@ -262,8 +263,7 @@ class Gateway:
                 self._stack.push_async_callback(adapter.close)
 
     async def _console(self, *, db: Database, cache: LocalCache | FallbackCache, readiness: ReadinessCheck,
-                 bindings: BindingStore, flow: ApprovalFlow, approvals: Approvals,
-                 backlog: Callable[[], Awaitable[tuple[int, float]]]) -> Mount:
+                       bindings: BindingStore, approvals: Approvals, inbox: Inbox, worker: Worker) -> Mount:
         """The operator console, with this replica's heartbeat for its replica list. Operators whose password hash
         is not set stop the start (`Operators.of`): nobody signs in with a hash that is not there."""
         operators = Operators.of(self.config.console, self._secrets.get)
@@ -271,10 +271,19 @@ class Gateway:
         await replicas.beat()  # listed from the first page on, not after the first interval
         self._spawn(_every(BEAT, replicas.beat, "writing this replica's heartbeat", until_due=replicas.due,
                            changed=self.metrics.holding_changed), name="sweep: replica heartbeat")
+
+        async def queue(decision: OperatorDecision, bot_name: str, conversation_key: str) -> bool:
+            """A console decision into the inbox of the card's conversation, as a click goes; this replica's worker
+            is woken (another's claims it at its next poll)."""
+            accepted = await inbox.accept(logical_id=decision.logical_id, bot_name=bot_name,
+                                          conversation_key=conversation_key, payload=decision.payload())
+            worker.wake()
+            return accepted
+
         return build_console(ConsoleParts(
             config=self.config, db=db, cache=cache, operators=operators, registry=self.registry,
-            describe=self.registry.describe, readiness=readiness, backlog=backlog, approvals=approvals, flow=flow,
-            bindings=bindings, replicas=replicas))
+            describe=self.registry.describe, readiness=readiness, backlog=inbox.backlog, approvals=approvals,
+            queue=queue, bindings=bindings, replicas=replicas))
 
     async def stop(self) -> None:
         """Finish running turns within the grace period; queued messages stay in the inbox."""

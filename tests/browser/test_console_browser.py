@@ -82,7 +82,7 @@ async def test_an_operator_signs_in_watches_a_run_approves_it_and_builds_a_confi
         await shot(page, "approvals")
         [card] = [m for m in telegram.bot_messages(chat["id"]) if m.get("reply_markup")]
         await page.click("button[value=approve]")
-        await page.wait_for_selector("#told >> text=Approved by lead (console).")
+        await page.wait_for_selector("#told >> text=Approving deploy_service as lead (console)")
         await telegram.wait_for(lambda: any(m["message_id"] == card["message_id"] and not m.get("reply_markup")
                                             and m["text"].startswith("Approved by lead (console)")
                                             for m in telegram.bot_messages(chat["id"])))

@@ -8,17 +8,24 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from pydantic import BaseModel, Field
+from sqlalchemy import update
 from typer.testing import CliRunner
 
 from capabilities.registry import CapabilityDef
+from gateway.approvals.store import Approvals
 from gateway.cli.main import app
+from gateway.pipeline.inbox import Inbox
+from gateway.pipeline.operator_decisions import OperatorDecision
 from gateway.server.app import Gateway
+from storage.db import Database
+from storage.models import InboxRow, utcnow
 from tests.conftest import REDIS
 from tests.support.console import console_section, hashes, signed_in
 from tests.support.fakes.telegram import FakeTelegram
@@ -88,7 +95,8 @@ async def test_an_approval_decided_in_the_console_resumes_the_run_on_another_rep
         assert answer.status_code == 303
         await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1:] == ["done: deployed web"])
         told = (await lead.get(answer.headers["location"])).text
-        assert "Approved by lead (console)." in told and "Nothing waits for a decision." in told
+        assert "Approving deploy_service as lead (console)" in told
+        assert "Nothing waits for a decision." in told and "<td>lead (console)</td>" in told
         again = await lead.post(f"/console/approvals/{approval_id}", data={"csrf": token, "verb": "deny"})
         assert "Already approved by lead (console)." in (await lead.get(again.headers["location"])).text
         assert "approve approval" in (await lead.get("/console/audit")).text
@@ -248,6 +256,43 @@ async def test_the_console_of_a_standby_replica_decides_and_that_replica_resumes
         assert standby.replica_id in overview and standby.metrics.holding() == []
         [approval_id] = re.findall(r'data-approval="([^"]+)"', (await lead.get("/console/approvals")).text)
         await lead.post(f"/console/approvals/{approval_id}", data={"csrf": token, "verb": "approve"})
+        await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1:] == ["done: deployed web"])
+    assert executed == ["web"]
+    [closed] = [m for m in telegram.bot_messages(chat["id"]) if m["message_id"] == card["message_id"]]
+    assert closed["text"].startswith("Approved by lead (console)") and not closed.get("reply_markup")
+
+
+async def test_a_console_decision_cut_short_by_a_crash_is_finished_by_its_retry(telegram: FakeTelegram,
+                                                                                database_url: str) -> None:
+    """The decision's first attempt won the compare-and-swap, then its process died before the card or the resume:
+    the item's lapsed lease brings it back, and the retry closes the card and resumes the run, once."""
+    executed: list[str] = []
+    bot = TelegramBot(binding={"approvals": {"console": True}}).register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+
+    def replica() -> Any:
+        return running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
+                               model=calls_then_answers(*DEPLOY_WEB), registry=deploy_registry(executed),
+                               capabilities=[{"id": "deploy"}], top=console_section(), secrets=hashes())
+
+    async with replica():
+        await telegram.user_says(bot.token, chat, alice, "deploy web")
+        await telegram.wait_for(lambda: any(m.get("reply_markup") for m in telegram.bot_messages(chat["id"])))
+    [card] = [m for m in telegram.bot_messages(chat["id"]) if m.get("reply_markup")]
+    db = Database(database_url)
+    try:
+        [pending] = [a for a in await Approvals(db).recent() if a.status == "pending"]
+        decision = OperatorDecision(approval_id=pending.id, verb="approve", operator="lead")
+        assert await Approvals(db).decide(pending.id, "approved", decision.decided_by) is not None
+        assert await Inbox(db).accept(logical_id=decision.logical_id, bot_name=bot.name,
+                                      conversation_key=pending.conversation_key, payload=decision.payload())
+        async with db.session() as session:  # its worker died holding it: the lease lapsed
+            await session.execute(update(InboxRow).where(InboxRow.logical_id == decision.logical_id).values(
+                status="running", attempts=1, lease_owner="dead", lease_until=utcnow() - timedelta(seconds=1)))
+    finally:
+        await db.close()
+    async with replica():
         await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1:] == ["done: deployed web"])
     assert executed == ["web"]
     [closed] = [m for m in telegram.bot_messages(chat["id"]) if m["message_id"] == card["message_id"]]

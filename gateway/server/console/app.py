@@ -14,11 +14,10 @@ from starlette.routing import Mount, Route
 from capabilities.knowledge.store import KnowledgeStore
 from capabilities.registry import Registry
 from gateway.agents.bindings import BindingStore
-from gateway.approvals.parking import ApprovalFlow
 from gateway.approvals.store import Approvals
 from gateway.config.schema import GatewayConfig
 from gateway.server.console.agents_page import AgentsPage, Describe
-from gateway.server.console.approvals_page import ApprovalsPage
+from gateway.server.console.approvals_page import ApprovalsPage, QueueDecision
 from gateway.server.console.audit import ConsoleAudit
 from gateway.server.console.gate import CSRF_FIELD, Gate, Visit
 from gateway.server.console.knowledge_page import KnowledgePage
@@ -49,7 +48,7 @@ class ConsoleParts:
     readiness: ReadinessCheck
     backlog: Backlog
     approvals: Approvals
-    flow: ApprovalFlow
+    queue: QueueDecision
     bindings: BindingStore
     replicas: Replicas
 
@@ -64,7 +63,7 @@ def build_console(parts: ConsoleParts) -> Mount:
     render = Renderer(path=base, allow_changes=spec.allow_changes)
     pages = Pages(config=parts.config, renderer=render, queries=ConsoleQueries(parts.db), audit=audit,
                   replicas=parts.replicas, readiness=parts.readiness, backlog=parts.backlog)
-    approvals = ApprovalsPage(renderer=render, approvals=parts.approvals, flow=parts.flow, audit=audit, base=base)
+    approvals = ApprovalsPage(renderer=render, approvals=parts.approvals, queue=parts.queue, audit=audit, base=base)
     agents = AgentsPage(renderer=render, db=parts.db, config=parts.config, registry=parts.registry,
                         describe=parts.describe, bindings=parts.bindings, audit=audit, allow_changes=spec.allow_changes)
     knowledge = KnowledgePage(renderer=render, store=KnowledgeStore(parts.db), config=parts.config, audit=audit,
