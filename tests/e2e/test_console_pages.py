@@ -199,6 +199,9 @@ async def test_knowledge_is_uploaded_listed_and_removed(telegram: FakeTelegram, 
         answer = await ops.post("/console/knowledge/upload", data={"csrf": token, "collection": "handbook"},
                                 files={"document": ("tool.exe", b"MZ", "application/octet-stream")})
         assert "only Markdown, plain text and PDF" in (await ops.get(answer.headers["location"])).text
+        answer = await ops.post("/console/knowledge/upload", data={"csrf": token, "collection": "handbook"},
+                                files={"document": ("huge.txt", b"a" * (10 * 2**20 + 1), "text/plain")})
+        assert "huge.txt is over 10 MB" in (await ops.get(answer.headers["location"])).text
         answer = await ops.post("/console/knowledge/remove", data={"csrf": token, "collection": "handbook",
                                                                    "source": "leave.md"})
         page = (await ops.get(answer.headers["location"])).text

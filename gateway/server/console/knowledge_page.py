@@ -36,12 +36,15 @@ class KnowledgePage:
                                  readable=", ".join(sorted(READABLE)), told=visit.request.query_params.get("told", ""))
 
     async def upload(self, visit: Visit) -> Response:
-        form = await visit.request.form(max_part_size=MAX_UPLOAD)
+        form = await visit.request.form()  # parsed by the gate already (its CSRF token); files are spooled to disk
         collection, upload = form.get("collection"), form.get("document")
         if collection not in self._collections or not isinstance(upload, UploadFile) or not upload.filename:
             return self._told("Choose a collection gateway.yaml defines, and a file.")
         name = PurePath(upload.filename).name
-        data = await upload.read()
+        data = await upload.read(MAX_UPLOAD + 1)
+        if len(data) > MAX_UPLOAD:
+            return self._told(f"{name} is over {MAX_UPLOAD // 2**20} MB; split it, or add it with `gateway knowledge "
+                              "add`.")
         try:
             content = await asyncio.to_thread(_read, name, data)
         except UnreadableDocument as exc:
