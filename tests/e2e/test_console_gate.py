@@ -87,6 +87,20 @@ async def test_the_sign_in_form_refuses_without_its_csrf_token(telegram: FakeTel
         assert answer.status_code == 403
 
 
+async def test_a_sign_in_body_is_bounded_before_it_is_read(telegram: FakeTelegram, sqlite_url: str) -> None:
+    async with console_gateway(telegram, sqlite_url) as gateway, httpx.AsyncClient(base_url=gateway.url) as client:
+        form = await client.get("/console/sign-in")
+        answer = await client.post("/console/sign-in", data={"name": "ops", "password": "x" * 10_000,
+                                                             "csrf": csrf_in(form.text)})
+        assert answer.status_code == 413
+
+        async def chunked() -> AsyncIterator[bytes]:
+            yield b"name=ops&password=x"
+        answer = await client.post("/console/sign-in", content=chunked(),
+                                   headers={"content-type": "application/x-www-form-urlencoded"})
+        assert answer.status_code == 413, "a body without its length is not read"
+
+
 async def test_sessions_are_httponly_samesite_cookies_ended_by_signing_out(telegram: FakeTelegram,
                                                                            sqlite_url: str) -> None:
     async with console_gateway(telegram, sqlite_url) as gateway, httpx.AsyncClient(base_url=gateway.url) as client:

@@ -8,7 +8,7 @@ from datetime import timedelta
 from importlib.resources import files
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 
 from capabilities.knowledge.store import KnowledgeStore
@@ -31,6 +31,8 @@ from gateway.server.http import ReadinessCheck
 from storage.cache import Cache
 from storage.db import Database
 
+SIGN_IN_BODY = 4096
+"""Bytes a sign-in form may have: a name, a password and a token."""
 STATIC = {"htmx.min.js": "text/javascript"}
 """The console's own files: htmx, vendored (no CDN); its stylesheet is in the pages themselves."""
 
@@ -104,6 +106,11 @@ class SignIn:
         return self._gate.with_sign_in_cookie(request, self._render.page(None, "sign_in.html", csrf=token), token)
 
     async def submit(self, request: Request) -> Response:
+        """The one post read without a session: its body is bounded by its declared length before it is read."""
+        declared = request.headers.get("content-length", "")
+        if not (declared.isascii() and declared.isdigit() and int(declared) <= SIGN_IN_BODY):
+            return PlainTextResponse(f"A sign-in is a small form (at most {SIGN_IN_BODY} bytes, with its length).",
+                                     status_code=413)
         form = await request.form()
         name, password, token = (form.get("name"), form.get("password"), form.get(CSRF_FIELD))
         signed = await self._gate.sign_in(request, name if isinstance(name, str) else "",
