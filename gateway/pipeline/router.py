@@ -109,7 +109,8 @@ class Router:
         if adapter is None:
             log.error("inbox item %d is for bot %r, which this gateway does not run", item.id, item.bot_name)
             return None
-        decision = operator_decision(item.payload)
+        # an operator's decision is never parsed by a platform: what was prepared or parsed here is not one
+        decision = operator_decision(item.payload) if prepared is None and item.event is None else None
         if decision is not None:
             return await self._approval_flow.on_operator_decision(adapter, decision, retried=item.attempts > 1)
         event = prepared.event if prepared is not None else _event(adapter, item)
