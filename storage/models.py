@@ -466,6 +466,44 @@ class SandboxWorkspaceRow(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class ConsoleSessionRow(Base):
+    """A sign-in to the operator console: the cookie holds the token, this row only its hash, so a copy of the
+    table signs nobody in."""
+
+    __tablename__ = "console_sessions"
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    operator: Mapped[str] = mapped_column(String(64))
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    """Every form of this session carries it; a post without it changes nothing."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+    ended_at: Mapped[datetime | None]
+
+
+class ConsoleAuditRow(Base):
+    """What an operator did in the console (or tried to: a refused sign-in): who, what, when."""
+
+    __tablename__ = "console_audit"
+    __table_args__ = (Index("ix_console_audit_at", "at"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    operator: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(64))
+    detail: Mapped[str] = mapped_column(Text, default="")
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ReplicaRow(Base):
+    """A running gateway process as the console sees it: written every few seconds by each replica serving the
+    console, with the bots whose transport it holds."""
+
+    __tablename__ = "replicas"
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+    holding: Mapped[list[Any]]
+
+
 for _index in FULL_TEXT_INDEXES:  # kept by the database itself, created with its table (storage/fulltext.py)
     for _dialect, _statements in _index.ddl.items():
         for _statement in _statements:

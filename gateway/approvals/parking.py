@@ -23,9 +23,20 @@ from adapters.base import (
     joined_names,
 )
 from adapters.protocols import AsksReasons, Chat
-from gateway.approvals.store import Approval, Approvals, NewCall, args_hash, mark_resumed, named, refusal
+from gateway.approvals.store import (
+    Approval,
+    Approvals,
+    NewCall,
+    Verdict,
+    args_hash,
+    console_refusal,
+    mark_resumed,
+    named,
+    refusal,
+)
 from gateway.pipeline.live_reply import LiveReply
 from gateway.pipeline.metrics import GatewayMetrics
+from gateway.pipeline.operator_decisions import OperatorDecision
 from gateway.pipeline.runtime import (
     Answered,
     Booked,
@@ -174,6 +185,34 @@ class ApprovalFlow:
             await self._ask_reason(adapter, click, approval)
             return None
         return await self._decide(adapter, click, approval)
+
+    async def on_operator_decision(self, adapter: Chat, decision: OperatorDecision, *,
+                                   retried: bool) -> Finish | None:
+        """A console operator's decision, claimed from the inbox like a click: the same compare-and-swap, the card
+        edited to say who decided ("ops (console)"), the run resumed here; its end is committed with the item. A retry
+        after a crash finds the decision made and resumes what the crash cut short."""
+        approval = await self._approvals.get(decision.approval_id)
+        refused = console_refusal(approval)
+        if approval is None or refused is not None:
+            log.warning("a console decision on approval %s refused: %s", decision.approval_id, refused)
+            return None
+        _home, address = await self._home(approval.parked_run_id)
+        card = MessageRef(address=address, message_id=approval.card_message_id or "")
+        if approval.status == "pending" and approval.expires_at <= utcnow():
+            expired = await self._expire(adapter, approval.id, card)
+            return await self.resume(adapter, expired.parked_run_id) if expired is not None else None
+        verdict: Verdict = "approved" if decision.verb == "approve" else "denied"
+        decided = await self._approvals.decide(approval.id, verdict, decision.decided_by) \
+            if approval.status == "pending" else None
+        if decided is None:  # decided before: by this item's own attempt a crash cut short, or by someone else
+            current = await self._current(approval)
+            if current.card_closed_at is None and current.card_message_id:
+                await self._close_card(adapter, card, current)
+            return await self.resume(adapter, current.parked_run_id, reclaim=True) if retried else None
+        log.info("approval %s %s from the console", approval.id, verdict)
+        if decided.card_message_id:
+            await self._close_card(adapter, card, decided)
+        return await self.resume(adapter, decided.parked_run_id)
 
     async def stop(self, adapter: Chat, conversation_key: str, stopper: Speaker,
                    tell: Callable[[str], Awaitable[object]]) -> StoppedWaiting | None:

@@ -316,6 +316,18 @@ def refusal(approval: Approval, clicker: Speaker) -> str | None:
     return "You are not one of the approvers for this bot."
 
 
+def console_refusal(approval: Approval | None) -> str | None:
+    """Why a console operator may not decide this call, or None when they may: only where the binding says so
+    (`approvals.console`), and only one-approver calls (a two-person rule is the approvers' own, in the chat)."""
+    if approval is None:
+        return "There is no such approval."
+    if not approval.policy.console:
+        return "This bot's binding does not let the console decide (binding.approvals.console)."
+    if approval.policy.required_approvals > 1:
+        return "A two-person rule is decided in the chat, by the approvers."
+    return None
+
+
 async def _granted(session: AsyncSession, conversation_key: str,
                    calls: Sequence[NewCall]) -> dict[tuple[str, str], str]:
     """(tool id, arguments' hash) → who approved it for this conversation, for each call such an approval, still in

@@ -149,6 +149,24 @@ def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]
                                  message=f"{variable} is not set in the environment or the secrets file")
                          for name, value in values.items() for variable in template_references(value)
                          if not secrets.get(variable)]
+    return problems + console_hash_problems(config, secrets)
+
+
+def console_hash_problems(config: GatewayConfig, secrets: SecretSource) -> list[Problem]:
+    """Each console operator whose password hash is not set, or is not an argon2 hash: `serve` would not start."""
+    if not config.console.enabled:
+        return []
+    problems: list[Problem] = []
+    for i, operator in enumerate(config.console.operators):
+        variable = reference_name(operator.password_hash)
+        value = secrets.get(variable) if variable else None
+        if not value:
+            problems.append(Problem(loc=("console", "operators", i, "password_hash"),
+                                    message=f"{variable} is not set in the environment or the secrets file"))
+        elif not value.startswith("$argon2"):
+            problems.append(Problem(loc=("console", "operators", i, "password_hash"),
+                                    message=f"{variable} is not an argon2 hash; set it to what `gateway console hash` "
+                                            "prints"))
     return problems
 
 

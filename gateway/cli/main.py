@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gateway.cli.console import console_app
 from gateway.cli.failures import CONFIG_EXIT, GatewayGroup, OperatorError
 from gateway.cli.knowledge import knowledge_app
 from gateway.cli.mcp import mcp_app
@@ -46,6 +47,7 @@ app.add_typer(identities_app, name="identities")
 app.add_typer(memory_app, name="memory")
 app.add_typer(knowledge_app, name="knowledge")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(console_app, name="console")
 
 ConfigOption = Annotated[Path, typer.Option("--config", "-c", "--file", "-f", help="Path to gateway.yaml.")]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")

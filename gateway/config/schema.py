@@ -363,6 +363,9 @@ class ApprovalPolicy(_Strict):
     """Seconds or an ISO 8601 duration (`PT4H`); an undecided call is then denied as expired."""
     tool_approval: dict[str, Literal["default", "required", "never"]] = Field(default_factory=dict)
     """Per stable tool id, overriding the agent spec for this bot."""
+    console: bool = False
+    """Console operators with the `approver` role may also decide this bot's calls from the browser (one-approver
+    cards only: a two-person rule is decided in the chat)."""
 
     @model_validator(mode="after")
     def _approvers_named(self) -> ApprovalPolicy:
@@ -568,6 +571,47 @@ class ServerSpec(_Strict):
     """Where the platforms reach this server; webhook transports need it."""
 
 
+ConsoleRole = Literal["operator", "transcripts", "approver"]
+"""`operator` sees every page; `transcripts` sees who spoke unhashed; `approver` decides approvals from the console."""
+
+
+class ConsoleOperator(_Strict):
+    """One person who may sign in to the console."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.@-]{1,64}$")
+    """What they sign in with, and how the audit names them."""
+    password_hash: SecretReference
+    """An argon2 hash (`gateway console hash` makes one), as a `${ENV_VAR}` reference: never the hash itself."""
+    roles: list[ConsoleRole] = Field(default_factory=lambda: ["operator"])
+    """`operator` (every page; always held), `transcripts` (people named, turns shown), `approver` (decides
+    approvals where a binding lets the console decide)."""
+
+
+class ConsoleSpec(_Strict):
+    """The operator console in the browser (`/console`); off unless enabled."""
+
+    enabled: bool = False
+    """Serve the console; off by default."""
+    path: str = Field(default="/console", pattern=r"^(/[A-Za-z0-9_-]+)+$")
+    """Where the console is served: a path of its own, such as `/console` or `/ops/console`."""
+    operators: list[ConsoleOperator] = Field(default_factory=list[ConsoleOperator])
+    """Who may sign in; an enabled console needs at least one."""
+    allow_changes: bool = False
+    """False: the builder shows the gateway.yaml fragment only; true: it may apply it as a new agent version."""
+    session_hours: float = Field(default=12.0, gt=0, le=24 * 30)
+    """How long a sign-in lasts."""
+
+    @model_validator(mode="after")
+    def _someone_signs_in(self) -> ConsoleSpec:
+        if self.enabled and not self.operators:
+            raise ValueError("console.operators lists nobody, so nobody could sign in; add an operator with a "
+                             "password_hash (`gateway console hash` makes one), or set enabled: false")
+        names = [operator.name for operator in self.operators]
+        if len(set(names)) != len(names):
+            raise ValueError("console.operators names someone twice; give each operator a name of their own")
+        return self
+
+
 _RESOURCE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
@@ -657,6 +701,8 @@ class GatewayConfig(_Strict):
     """The bots on Telegram, Slack or Mattermost, each bound to an agent."""
     server: ServerSpec = ServerSpec()
     """The HTTP server: webhooks, `/healthz`, `/readyz`, `/metrics`."""
+    console: ConsoleSpec = ConsoleSpec()
+    """The operator console in the browser; off unless `enabled`."""
     collections: list[CollectionSpec] = Field(default_factory=list)
     """Document collections for the `knowledge` capability."""
     context_files: list[ContextFileSpec] = Field(default_factory=list)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -44,6 +45,9 @@ class GatewayMetrics:
         series start at 0."""
         self._platforms = dict(platforms)
         self._agents = dict(agents or {})
+        self._holding: dict[str, bool] = {}
+        self.holding_changed = asyncio.Event()
+        """Set when this replica takes or loses a bot's transport (its heartbeat says so at once)."""
         self.registry = CollectorRegistry(auto_describe=True)
         bot = ["bot", "platform"]
         self._received = Counter("gateway_messages_received", "Payloads a transport or webhook handed in.", bot,
@@ -165,6 +169,13 @@ class GatewayMetrics:
 
     def transport(self, bot: str, *, connected: bool) -> None:
         self._connected.labels(*self._of(bot)).set(1 if connected else 0)
+        if self._holding.get(bot) != connected:
+            self._holding[bot] = connected
+            self.holding_changed.set()
+
+    def holding(self) -> list[str]:
+        """The bots whose transport this replica holds now (the console's replica list says so)."""
+        return sorted(bot for bot, held in self._holding.items() if held)
 
     def lease_changed(self, bot: str, change: str) -> None:
         self._lease_changes.labels(*self._of(bot), change).inc()

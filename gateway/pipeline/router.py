@@ -1,6 +1,6 @@
 """One inbox item to its outcome: the bot's adapter, the parsed event, the binding, then the steps in order
-(`gateway/pipeline/steps/`); an approval click goes to the parked run it decides, a click on a question's option
-to the run that asked it, a 👍 / 👎 to its run's feedback."""
+(`gateway/pipeline/steps/`); an approval click, or a console operator's decision, goes to the parked run it decides,
+a click on a question's option to the run that asked it, a 👍 / 👎 to its run's feedback."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from gateway.pipeline.inbox import Inbox, InboxItem, conversation_hash
 from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.notices import OPERATOR_HAS_DETAILS
+from gateway.pipeline.operator_decisions import operator_decision
 from gateway.pipeline.runtime import Answered, Parked, RunOutcome, Runtime, Stopped
 from gateway.pipeline.steps import STEPS
 from gateway.pipeline.steps.services import OpenQuestions, ParkedRuns, StepServices
@@ -108,6 +109,10 @@ class Router:
         if adapter is None:
             log.error("inbox item %d is for bot %r, which this gateway does not run", item.id, item.bot_name)
             return None
+        # an operator's decision is never parsed by a platform: what was prepared or parsed here is not one
+        decision = operator_decision(item.payload) if prepared is None and item.event is None else None
+        if decision is not None:
+            return await self._approval_flow.on_operator_decision(adapter, decision, retried=item.attempts > 1)
         event = prepared.event if prepared is not None else _event(adapter, item)
         if isinstance(event, ApprovalClick) and event.verb in FEEDBACK_VERBS:
             await self._feedback.on_click(adapter, event, bot_name=item.bot_name)  # never a turn
@@ -188,5 +193,8 @@ async def _unreact(delivery: Delivery) -> None:
 
 
 def _event(adapter: Parser, item: InboxItem) -> Inbound | ApprovalClick | None:
-    """The item's event: as intake parsed it in this process, else parsed from the stored payload."""
-    return item.event if item.event is not None else adapter.parse(item.payload)
+    """The item's event: as intake parsed it in this process, else parsed from the stored payload; None for an
+    operator's decision, which no platform parser reads."""
+    if item.event is not None:
+        return item.event
+    return None if operator_decision(item.payload) is not None else adapter.parse(item.payload)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 from sqlalchemy import text
 from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Closable, PostsFiles
@@ -43,6 +44,7 @@ from gateway.pipeline.conversations import Conversations
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.intake import Intake, TypingShown
 from gateway.pipeline.metrics import Backlog, GatewayMetrics
+from gateway.pipeline.operator_decisions import OperatorDecision
 from gateway.pipeline.outbox import CLAIM
 from gateway.pipeline.outbox_sweep import OutboxSweep
 from gateway.pipeline.router import Router
@@ -50,8 +52,11 @@ from gateway.pipeline.runtime import Chats, Runtime
 from gateway.pipeline.steps.commands import at_once_words, menu, words
 from gateway.pipeline.turn_control import TurnControl
 from gateway.pipeline.worker import RunningTurns, Worker
+from gateway.server.console.app import ConsoleParts, build_console
+from gateway.server.console.operators import Operators
+from gateway.server.console.replicas import BEAT, Replicas
 from gateway.server.errors import StartupError
-from gateway.server.http import Readiness, build_http_app
+from gateway.server.http import Readiness, ReadinessCheck, build_http_app
 from gateway.server.logs import SecretRedactor
 from gateway.server.platforms import AdapterContext, build_adapter
 from gateway.server.supervisor import Supervisor
@@ -117,6 +122,10 @@ class Gateway:
         self.db: Database | None = None
         """The gateway's database once started (tests count its transactions on `db.engine`)."""
         self.redactor = SecretRedactor()
+        self.console: Mount | None = None
+        """The console's routes once started, where `console.enabled` (tests walk them)."""
+        self.replica_id = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        """This process among the replicas: the owner of its transport leases, its row in the console's list."""
         self.metrics = GatewayMetrics({bot.name: bot.platform for bot in config.bots},
                                       agents={bot.name: bot.agent for bot in config.bots})
         """This gateway's own series (tests run several gateways in one process)."""
@@ -226,8 +235,11 @@ class Gateway:
             await readiness()  # `gateway_degraded` as of this scrape
             return self.metrics.render(await _backlog(inbox, approvals), signed_in())
 
+        console = self.console = await self._console(
+            db=db, cache=cache, readiness=readiness, bindings=bindings, approvals=approvals, inbox=inbox,
+            worker=self.worker) if self.config.console.enabled else None
         http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry,
-                              metrics=scrape)
+                              metrics=scrape, console=console)
         await self._serve_http(http)
         self._essential.append(self._spawn(self.worker.run()))
         self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals",
@@ -239,7 +251,7 @@ class Gateway:
         self._spawn(_every(tuning.file_claim.total_seconds(), outbox.deliver_expired, "posting files left mid-upload",
                            until_due=partial(_seconds_until, outbox.next_expiry)), name="sweep: outbox")
         self._spawn(_every(3600, outbox.prune, "pruning the outbox"), name="sweep: outbox rows")
-        owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        owner = self.replica_id
         for adapter in self.adapters.values():
             supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), owner=owner,
                                     cache=cache if self.settings.redis_url is not None else None,
@@ -249,6 +261,29 @@ class Gateway:
         for adapter in self.adapters.values():
             if isinstance(adapter, Closable):
                 self._stack.push_async_callback(adapter.close)
+
+    async def _console(self, *, db: Database, cache: LocalCache | FallbackCache, readiness: ReadinessCheck,
+                       bindings: BindingStore, approvals: Approvals, inbox: Inbox, worker: Worker) -> Mount:
+        """The operator console, with this replica's heartbeat for its replica list. Operators whose password hash
+        is not set stop the start (`Operators.of`): nobody signs in with a hash that is not there."""
+        operators = Operators.of(self.config.console, self._secrets.get)
+        replicas = Replicas(db, replica_id=self.replica_id, holding=self.metrics.holding)
+        await replicas.beat()  # listed from the first page on, not after the first interval
+        self._spawn(_every(BEAT, replicas.beat, "writing this replica's heartbeat", until_due=replicas.due,
+                           changed=self.metrics.holding_changed), name="sweep: replica heartbeat")
+
+        async def queue(decision: OperatorDecision, bot_name: str, conversation_key: str) -> bool:
+            """A console decision into the inbox of the card's conversation, as a click goes; this replica's worker
+            is woken (another's claims it at its next poll)."""
+            accepted = await inbox.accept(logical_id=decision.logical_id, bot_name=bot_name,
+                                          conversation_key=conversation_key, payload=decision.payload())
+            worker.wake()
+            return accepted
+
+        return build_console(ConsoleParts(
+            config=self.config, db=db, cache=cache, operators=operators, registry=self.registry,
+            describe=self.registry.describe, readiness=readiness, backlog=inbox.backlog, approvals=approvals,
+            queue=queue, bindings=bindings, replicas=replicas))
 
     async def stop(self) -> None:
         """Finish running turns within the grace period; queued messages stay in the inbox."""

@@ -10,7 +10,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from adapters.base import MalformedPayload, VerificationError
 from adapters.protocols import Webhook, WebhookAnswer, WebhookRoute
@@ -69,9 +69,11 @@ MAX_BODY = 1024 * 1024
 
 
 def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness: ReadinessCheck,
-                   registry: Registry | None = None, metrics: Scrape | None = None) -> Starlette:
+                   registry: Registry | None = None, metrics: Scrape | None = None,
+                   console: Mount | None = None) -> Starlette:
     """Every route in one list, so the HTTP surface is read in one place. Plain Starlette: the surface has no
-    request models to validate and no API documentation to serve."""
+    request models to validate and no API documentation to serve. `console`: the operator console's routes
+    (`gateway/server/console/`), mounted at its path."""
 
     async def capabilities(_request: Request) -> JSONResponse:
         """The registry as it stands in this deployment, each config with its JSON Schema."""
@@ -84,7 +86,7 @@ def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness
         answer = await readiness()
         return JSONResponse(answer.body(), status_code=200 if answer.ready else 503)
 
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/api/v1/capabilities", capabilities, methods=["GET"]),
         *(Route(f"/{platform}/{{bot}}/{route}", _endpoint(intake, adapters, platform, route), methods=["POST"],
                 name=f"{platform}_{route}") for platform, route in WEBHOOK_ROUTES),
@@ -95,6 +97,8 @@ def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness
         async def metrics_page(_request: Request) -> Response:
             return Response(await metrics(), media_type=CONTENT_TYPE)
         routes.append(Route("/metrics", metrics_page, methods=["GET"]))
+    if console is not None:
+        routes.append(console)
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
 
 

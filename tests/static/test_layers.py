@@ -19,6 +19,7 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     "gateway/cli/people.py": "as gateway/cli/main.py: the identity and memory stores and the database load when an "
                              "identities or memory command runs, not with `gateway --help`",
     "gateway/cli/mcp.py": "as gateway/cli/main.py: the MCP client stack loads when `gateway mcp probe` runs",
+    "gateway/cli/console.py": "as gateway/cli/main.py: the password hasher loads when `gateway console hash` runs",
     "capabilities/__init__.py": "`from capabilities import default_registry` loads the catalog (every capability, "
                                 "pydantic-ai and the SDKs behind them) when asked for, not when a light module of "
                                 "the package (config_errors, for the config schema) is imported",

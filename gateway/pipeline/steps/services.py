@@ -16,6 +16,7 @@ from gateway.pipeline.conversations import Conversations
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.metrics import GatewayMetrics
+from gateway.pipeline.operator_decisions import OperatorDecision
 from gateway.pipeline.runtime import Parked, RunOutcome, Runtime, TurnDeps
 from gateway.pipeline.steps.step import Delivery
 from gateway.pipeline.turn_control import StopAnswer, TurnControl
@@ -54,6 +55,11 @@ class ParkedRuns(Protocol):
         ...
 
     async def on_click(self, adapter: Chat, click: ApprovalClick, *, retried: bool) -> Finish | None: ...
+
+    async def on_operator_decision(self, adapter: Chat, decision: OperatorDecision, *,
+                                   retried: bool) -> Finish | None:
+        """A console operator's decision, taken from the inbox as a click is."""
+        ...
 
     async def resume(self, adapter: Chat, parked_run_id: int, *, reclaim: bool = False) -> Finish | None: ...
 
