@@ -8,7 +8,7 @@ from sqlalchemy.exc import DBAPIError
 
 from storage.db import Database
 
-HEAD = "0016"
+HEAD = "0017"
 """The newest migration in `storage/migrations/versions/`: change it with every migration added."""
 
 
