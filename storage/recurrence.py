@@ -45,3 +45,9 @@ def latest_until(expression: str, timezone: str, moment: datetime) -> datetime:
     if croniter.match(expression, local):
         return moment.astimezone(UTC)
     return croniter(expression, local).get_prev(datetime).astimezone(UTC)
+
+
+def readable(moment: datetime, timezone: str) -> str:
+    """A time as people read it, in `timezone`: "09:00 Europe/Berlin, Thu 3 Dec 2026"."""
+    local = moment.astimezone(ZoneInfo(timezone))
+    return f"{local:%H:%M} {timezone}, {local:%a} {local.day} {local:%b %Y}"

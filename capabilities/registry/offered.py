@@ -19,6 +19,7 @@ from capabilities import (
     memory_files,
     memory_mem0,
     planning,
+    reminders,
     sandbox,
     skills,
     subagents,
@@ -55,6 +56,7 @@ CAPABILITIES: tuple[CapabilityDef[Any], ...] = (
     browser_use.CAPABILITY,
     code_execution.CAPABILITY,
     image_generation.CAPABILITY,
+    reminders.CAPABILITY,
 )
 
 

@@ -9,13 +9,13 @@ parser reads it): where it posts, as whom, and what — a text posted as written
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
-from zoneinfo import ZoneInfo
 
 from adapters.base import ChatAddress, Inbound, Platform, Speaker
 from gateway.pipeline.inbox import InboxItem
+from storage.recurrence import readable
 
 FIRING = "firing"
 """The payload's one key: what the firing carries."""
@@ -40,12 +40,9 @@ class Firing:
     """When it was due (a webhook's: when it arrived)."""
 
     def payload(self) -> dict[str, Any]:
-        address, speaker = self.address, self.speaker
-        return {FIRING: {
-            "source": self.source, "mode": self.mode, "text": self.text, "due_at": self.due_at.isoformat(),
-            "address": {"bot_id": address.bot_id, "platform": address.platform, "channel_id": address.channel_id,
-                        "thread_id": address.thread_id, "is_direct": address.is_direct},
-            "speaker": None if speaker is None else speaker_fields(speaker)}}
+        return {FIRING: {"source": self.source, "mode": self.mode, "text": self.text, "due_at": self.due_at.isoformat(),
+                         "address": asdict(self.address),
+                         "speaker": None if self.speaker is None else asdict(self.speaker)}}
 
     def inbound(self, message_id: str) -> Inbound:
         """The firing as a turn's message: said by whoever set it, addressed because it was scheduled."""
@@ -59,19 +56,15 @@ class Firing:
                        display_name=f"{'Webhook' if kind == 'hook' else 'Schedule'} {name}", is_bot=True)
 
 
-def speaker_fields(speaker: Speaker) -> dict[str, Any]:
-    return {"platform": speaker.platform, "platform_user_id": speaker.platform_user_id,
-            "workspace": speaker.workspace, "handle": speaker.handle, "display_name": speaker.display_name,
-            "is_bot": speaker.is_bot}
-
-
 def speaker_from(fields: Mapping[str, Any]) -> Speaker:
+    """A `Speaker` stored as its fields (`dataclasses.asdict`): a firing's, or a reminder's."""
     return Speaker(platform=cast(Platform, fields["platform"]), platform_user_id=str(fields["platform_user_id"]),
                    workspace=str(fields.get("workspace") or ""), handle=fields.get("handle"),
                    display_name=str(fields["display_name"]), is_bot=bool(fields.get("is_bot")))
 
 
 def address_from(fields: Mapping[str, Any]) -> ChatAddress:
+    """A `ChatAddress` stored as its fields (`dataclasses.asdict`)."""
     return ChatAddress(bot_id=str(fields["bot_id"]), platform=cast(Platform, fields["platform"]),
                        channel_id=str(fields["channel_id"]), thread_id=fields.get("thread_id"),
                        is_direct=bool(fields.get("is_direct")))
@@ -93,12 +86,6 @@ def stamp(moment: datetime) -> str:
     return moment.strftime("%Y%m%dT%H%M%SZ")
 
 
-def when(moment: datetime, timezone: str) -> str:
-    """A due time as people read it, in the schedule's zone: "09:00 Europe/Berlin, Thu 3 Dec"."""
-    local = moment.astimezone(ZoneInfo(timezone))
-    return f"{local:%H:%M} {timezone}, {local:%a} {local.day} {local:%b %Y}"
-
-
 def late_note(due_at: datetime, timezone: str) -> str:
     """What a firing delivered late says about it."""
-    return f"(This was due at {when(due_at, timezone)}; it comes late because the gateway was not running then.)"
+    return f"(This was due at {readable(due_at, timezone)}; it comes late because the gateway was not running then.)"

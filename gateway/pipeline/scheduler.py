@@ -18,12 +18,12 @@ from sqlalchemy import Connection, select, update
 
 from adapters.protocols import Addresses
 from gateway.config.schema import ScheduleSpec
-from gateway.pipeline.firings import Firing, Mode, address_from, late_note, speaker_from, stamp, when
+from gateway.pipeline.firings import Firing, Mode, address_from, late_note, speaker_from, stamp
 from gateway.pipeline.inbox import add_item
 from gateway.pipeline.metrics import GatewayMetrics
 from storage.db import Database, insert_for, rows_changed
 from storage.models import ScheduleMarkRow, table_of, utcnow
-from storage.recurrence import latest_until, next_after
+from storage.recurrence import latest_until, next_after, readable
 from storage.reminders import Reminder, due, move_on, next_due
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ class Scheduler:
         text = (spec.prompt or "") if mode == "run" else (spec.text or "")
         if mode == "run":
             text = (f"Scheduled run {spec.name!r} ({spec.cron}, {spec.timezone}), due at "
-                    f"{when(fire_at, spec.timezone)}:\n{text}")
+                    f"{readable(fire_at, spec.timezone)}:\n{text}")
         if late:
             text = f"{text}\n\n{late_note(fire_at, spec.timezone)}"
         firing = Firing(source=f"schedule:{spec.name}", address=address, speaker=None, mode=mode, text=text,
@@ -148,9 +148,9 @@ class Scheduler:
         speaker = speaker_from(reminder.speaker)
         address = address_from(reminder.address)
         if reminder.mode == "run":
-            text = (f"A reminder {speaker.display_name} set on {when(reminder.created_at, reminder.timezone)} is due "
-                    f"now ({when(fire_at, reminder.timezone)}). Do what it asks, for them, in this chat:\n"
-                    f"{reminder.text}")
+            text = (f"A reminder {speaker.display_name} set on {readable(reminder.created_at, reminder.timezone)} "
+                    f"is due now ({readable(fire_at, reminder.timezone)}). Do what it asks, for them, in this chat:"
+                    f"\n{reminder.text}")
         else:
             whom = "" if address.is_direct else f" for {speaker.display_name}"
             text = f"⏰ Reminder{whom}: {reminder.text}"
