@@ -138,9 +138,10 @@ class ReminderTools:
     def _first(self, when: str, repeat: str | None, now: datetime) -> datetime | str:
         """The first firing, or why there is none."""
         if repeat is not None and repeat.strip():
-            if len(repeat.split()) != 5 or (problem := cron_problem(repeat.strip())):
-                return ("`repeat` takes five cron fields (minute hour day month weekday), e.g. '0 9 * * 1-5'"
-                        if len(repeat.split()) != 5 else problem or "")
+            if len(repeat.split()) != 5:
+                return "`repeat` takes five cron fields (minute hour day month weekday), e.g. '0 9 * * 1-5'"
+            if problem := cron_problem(repeat.strip()):
+                return problem
             start = now if when.strip().lower() in ("", "now") else moment_of(when, self.timezone, now)
             if isinstance(start, str):
                 return start

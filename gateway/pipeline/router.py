@@ -21,7 +21,7 @@ from gateway.people.commands import DirectCommands
 from gateway.pipeline.conversations import Conversations
 from gateway.pipeline.feedback import RunFeedback
 from gateway.pipeline.firing_posts import post_firing
-from gateway.pipeline.firings import Firing, firing_of
+from gateway.pipeline.firings import SOURCES, Firing, firing_of
 from gateway.pipeline.inbox import Inbox, InboxItem, conversation_hash
 from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.metrics import GatewayMetrics
@@ -96,7 +96,7 @@ class Router:
                        bindings: dict[str, Binding]) -> Prepared | None:
         """`bindings`: those this claim read so far, by bot name (a claim of several items reads each once)."""
         adapter = self._adapters.get(item.bot_name)
-        if adapter is None or firing_of(item) is not None:  # a firing reads its binding when it is handled
+        if adapter is None or item.logical_id.startswith(SOURCES):  # a firing reads its binding when it is handled
             return None
         event = _event(adapter, item)
         if event is None:
@@ -117,7 +117,7 @@ class Router:
         if adapter is None:
             log.error("inbox item %d is for bot %r, which this gateway does not run", item.id, item.bot_name)
             return None
-        if (firing := firing_of(item)) is not None:
+        if item.logical_id.startswith(SOURCES) and (firing := firing_of(item)) is not None:
             return await self._fire(adapter, item, firing)
         event = prepared.event if prepared is not None else _event(adapter, item)
         if isinstance(event, ApprovalClick) and event.verb in FEEDBACK_VERBS:
