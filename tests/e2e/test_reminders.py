@@ -9,6 +9,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from pydantic_ai import ModelMessage, ModelRequest
+from pydantic_ai.messages import ToolReturnPart
 from sqlalchemy import select, update
 
 from storage.db import Database
@@ -17,7 +19,7 @@ from tests.conftest import REDIS
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import FAST, TelegramBot, running_gateway
 from tests.support.records import inbox_rows
-from tests.support.scripted import calls_then_answers
+from tests.support.scripted import calls_then_answers, last_prompt, stepped
 
 TICKING = replace(FAST, schedule_tick=0.2)
 REMINDERS = [{"id": "reminders"}]
@@ -141,3 +143,26 @@ async def test_a_chat_reaches_only_its_own_reminders(telegram: FakeTelegram, dat
     assert posts(telegram, bobs)[0].startswith("Nothing is scheduled in this chat. | This chat has no active "
                                                "reminder #1")
     assert [r.status for r in await reminders(database_url)] == ["active"]
+
+
+def plans_then_runs(messages: list[ModelMessage]) -> tuple[str, dict[str, object], str] | str:
+    """Sets a run for a second later; when that run comes, answers what it was asked to do."""
+    last = messages[-1]
+    if isinstance(last, ModelRequest) and any(isinstance(part, ToolReturnPart) for part in last.parts):
+        return "I will check then."
+    asked = last_prompt(messages)
+    if "is due now" in asked:
+        return f"Checked: {asked.rsplit(chr(10), 1)[-1]} — green."
+    return "schedule_run", {"when": "in 1 second", "instructions": "Check the build"}, "call-1"
+
+
+async def test_a_scheduled_run_runs_the_agent_then_in_the_same_group(telegram: FakeTelegram,
+                                                                     database_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    room = telegram.group(-4001, "Ops")
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
+                               model=stepped(plans_then_runs), tuning=TICKING, capabilities=REMINDERS):
+        await telegram.user_says(bot.token, room, alice, f"@{bot.username} check the build in a second")
+        await telegram.wait_for(lambda: "Checked: Check the build — green." in posts(telegram, room))
+    assert posts(telegram, room) == ["I will check then.", "Checked: Check the build — green."]
