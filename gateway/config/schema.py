@@ -10,9 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Discriminator,
     Field,
     SecretStr,
@@ -26,31 +24,19 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from capabilities.memory_mem0.access import Mem0Access, allowed_hosts
 from capabilities.registry.config_errors import Problem, describe_errors
 from gateway.config.errors import ConfigError
+from gateway.config.fields import REFERENCE as _REFERENCE
+from gateway.config.fields import SecretReference
+from gateway.config.fields import Strict as _Strict
+from gateway.config.schedules import HookSpec, ScheduleSpec, destination_problems
 from gateway.config.secrets import SecretLookup
 from gateway.config.source import ConfigSource, SourceError
 from gateway.config.urls import check_server_url
-from storage.recurrence import cron_problem, zone_problem
 
-_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _EMBEDDED_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _USER = re.compile(r"^@?[A-Za-z0-9_][A-Za-z0-9._-]*$")
 EXAMPLE = "examples/gateway.yaml"
 OPENAI_PROVIDERS = frozenset({"openai", "openai-chat", "openai-responses"})
 """The model-string providers whose key and endpoint also serve OpenAI's transcription API."""
-
-
-def _reference_only(value: str) -> str:
-    if not _REFERENCE.match(value):
-        raise ValueError("write credentials as a ${ENV_VAR} reference, never the secret itself")
-    return value
-
-
-SecretReference = Annotated[str, AfterValidator(_reference_only)]
-"""A credential in gateway.yaml: always a `${ENV_VAR}` reference, resolved from the environment or secrets file."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class ModelDeadlines(_Strict):
@@ -648,70 +634,6 @@ class SandboxdSpec(_Strict):
 SandboxSpec = Annotated[BubblewrapSandboxSpec | SandboxdSpec, Field(discriminator="kind")]
 
 
-class _Destination(_Strict):
-    """Where a run that starts without a message posts: a chat of one bot, named as the platform names it."""
-
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")
-    """Lower-case letters, digits, `_-`: the name in logs, metrics and the firing's unique key."""
-    bot: str
-    """The bot that posts, by name; the run is that bot's agent's, under its binding."""
-    chat: str = Field(min_length=1, max_length=128)
-    """Where to post, as the platform names it: a Telegram chat id (`-1001234567890`, or a person's id for their
-    private chat), a Slack channel id (`C0123ABCD`), a Mattermost channel id (26 characters)."""
-    thread: str | None = Field(default=None, max_length=128)
-    """A thread to post in: a Slack thread's `ts`, a Mattermost root post id, a Telegram forum topic id; none: the
-    chat itself."""
-
-
-class ScheduleSpec(_Destination):
-    """An operator's schedule: at each cron time, a message posted (`text`) or a run of the bot's agent (`prompt`)."""
-
-    cron: str
-    """Five fields (minute hour day month weekday: `0 9 * * 1-5`), six with seconds last, or `@daily`-style."""
-    timezone: str = "UTC"
-    """The IANA time zone the cron expression is read in, e.g. `Europe/Warsaw`."""
-    prompt: str | None = Field(default=None, min_length=1)
-    """What the agent is asked at each firing (a run, with its tools, approvals and budgets)."""
-    text: str | None = Field(default=None, min_length=1)
-    """Posted as written at each firing, without a model run."""
-    missed: Literal["late", "skip"] = "late"
-    """A firing due while no replica ran: `late` posts it once on the next start, saying when it was due (several
-    missed ones are one); `skip` leaves it out."""
-
-    @field_validator("cron")
-    @classmethod
-    def _cron(cls, value: str) -> str:
-        if problem := cron_problem(value):
-            raise ValueError(problem)
-        return value
-
-    @field_validator("timezone")
-    @classmethod
-    def _zone(cls, value: str) -> str:
-        if problem := zone_problem(value):
-            raise ValueError(problem)
-        return value
-
-    @model_validator(mode="after")
-    def _one_action(self) -> ScheduleSpec:
-        if (self.prompt is None) == (self.text is None):
-            raise ValueError("give exactly one of prompt (the agent runs) or text (posted as written)")
-        return self
-
-
-class HookSpec(_Destination):
-    """A webhook that starts a run: `POST /hooks/{name}`, signed with `secret`, its body handed to the agent."""
-
-    secret: SecretReference
-    """A `${ENV_VAR}` reference to the shared secret senders sign the raw body with (HMAC-SHA256, sent as
-    `X-Signature-256: sha256=<hex>`, GitHub's form)."""
-    prompt_template: str = Field(min_length=1)
-    """What the agent is asked; the body follows it, framed as data from the sender, never instructions.
-    `{hook}` and `{delivery}` are replaced by the hook's name and the delivery's id."""
-    max_bytes: int = Field(default=256 * 1024, gt=0, le=2**20)
-    """Largest body taken, in bytes (at most 1 MiB); a larger one is refused with 413."""
-
-
 class GatewayConfig(_Strict):
     models: dict[str, ModelProfile] = Field(default_factory=dict)
     """Model profiles by name: a pydantic-ai model string (`openai:gpt-4o`) or an OpenAI-compatible endpoint."""
@@ -867,33 +789,7 @@ def reference_problems(config: GatewayConfig) -> list[Problem]:
                                     message=f"{bot.transport!r} needs server.public_url, the address the platform "
                                             "reaches this server at"))
         problems += [Problem(loc=("bots", i, field), message=missing) for field, missing in bot.missing_settings()]
-    return problems + _destination_problems(config)
-
-
-CHAT_IDS = {"telegram": (re.compile(r"^-?[0-9]{1,20}$"), "a Telegram chat id such as -1001234567890"),
-            "slack": (re.compile(r"^[CGD][A-Z0-9]{2,20}$"), "a Slack channel id such as C0123ABCD"),
-            "mattermost": (re.compile(r"^[a-z0-9]{26}$"), "a Mattermost channel id (26 lower-case letters and digits)")}
-"""How each platform names a chat, so a schedule's or hook's `chat` that could never be posted in is refused."""
-
-
-def _destination_problems(config: GatewayConfig) -> list[Problem]:
-    """Each schedule and hook names a bot of this config and a chat as that bot's platform names one."""
-    bots = {bot.name: bot for bot in config.bots}
-    problems = _unique("schedules", [s.name for s in config.schedules])
-    problems += _unique("hooks", [h.name for h in config.hooks])
-    for section, destinations in (("schedules", config.schedules), ("hooks", config.hooks)):
-        for i, destination in enumerate(destinations):
-            bot = bots.get(destination.bot)
-            if bot is None:
-                problems.append(Problem(loc=(section, i, "bot"),
-                                        message=f"{destination.bot!r} is not one of bots ({_names(bots)})"))
-                continue
-            shape, example = CHAT_IDS[bot.platform]
-            if not shape.match(destination.chat):
-                problems.append(Problem(loc=(section, i, "chat"),
-                                        message=f"{destination.chat!r} is not {example}, so bot {bot.name!r} "
-                                                "cannot post there"))
-    return problems
+    return problems + destination_problems(config)
 
 
 RESOURCE_SECTIONS = ("collections", "context_files", "skill_folders")
