@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from tests.support import mattermost_harness, slack_harness
 from tests.support.fakes.mattermost import FakeMattermost
 from tests.support.fakes.slack import FakeSlack
@@ -12,6 +14,9 @@ from tests.support.harness import FAST
 from tests.support.mattermost_harness import MattermostBot
 from tests.support.scripted import calls_then_answers, echoes
 from tests.support.slack_harness import SlackBot
+
+pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+"""What is shown here is each platform's post; both databases are shown on Telegram (test_schedules, test_reminders)."""
 
 TICKING = replace(FAST, schedule_tick=0.2)
 REMINDERS = [{"id": "reminders"}]

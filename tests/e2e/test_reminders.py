@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pydantic_ai import ModelMessage, ModelRequest
 from pydantic_ai.messages import ToolReturnPart
+from pydantic_ai.models.function import AgentInfo
 from sqlalchemy import select, update
 
 from storage.db import Database
@@ -19,7 +20,7 @@ from tests.conftest import REDIS
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import FAST, TelegramBot, running_gateway
 from tests.support.records import inbox_rows
-from tests.support.scripted import calls_then_answers, last_prompt, stepped
+from tests.support.scripted import calls_then_answers, last_prompt, stepped, stepped_with_info, user_prompts
 
 TICKING = replace(FAST, schedule_tick=0.2)
 REMINDERS = [{"id": "reminders"}]
@@ -166,3 +167,29 @@ async def test_a_scheduled_run_runs_the_agent_then_in_the_same_group(telegram: F
         await telegram.user_says(bot.token, room, alice, f"@{bot.username} check the build in a second")
         await telegram.wait_for(lambda: "Checked: Check the build — green." in posts(telegram, room))
     assert posts(telegram, room) == ["I will check then.", "Checked: Check the build — green."]
+
+
+def notes_then_runs(messages: list[ModelMessage], info: AgentInfo) -> tuple[str, dict[str, object], str] | str:
+    """Keeps a note, sets a run a second later; in that run, says whether the note's index is there."""
+    if "is due now" in user_prompts(messages)[-1]:
+        return "my notes are here" if "alice-index" in (info.instructions or "") else "not my notes"
+    returned = [part for message in messages[-4:] if isinstance(message, ModelRequest)
+                for part in message.parts if isinstance(part, ToolReturnPart)]
+    if not returned:
+        return "write_memory", {"path": "MEMORY.md", "content": "alice-index"}, "call-1"
+    if len(returned) == 1:
+        return "schedule_run", {"when": "in 1 second", "instructions": "Look at my notes"}, "call-2"
+    return "Set."
+
+
+async def test_a_reminder_run_in_a_dm_reaches_the_notes_of_who_set_it(telegram: FakeTelegram,
+                                                                      database_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
+                               model=stepped_with_info(notes_then_runs), tuning=TICKING,
+                               capabilities=[*REMINDERS, {"id": "memory_files", "approval": "never"}]):
+        await telegram.user_says(bot.token, chat, alice, "note this, then look at my notes in a second")
+        await telegram.wait_for(lambda: len(posts(telegram, chat)) == 2)
+    assert posts(telegram, chat) == ["Set.", "my notes are here"]

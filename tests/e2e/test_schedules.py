@@ -11,8 +11,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from pydantic_ai import ModelMessage
+from pydantic_ai.models.function import AgentInfo
 from sqlalchemy import update
 
+from capabilities.memory_files.build import ROOM_SCOPE
 from gateway.server.app import Gateway
 from storage.db import Database
 from storage.models import ScheduleMarkRow, utcnow
@@ -20,7 +23,7 @@ from tests.conftest import REDIS
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import FAST, TelegramBot, running_gateway
 from tests.support.records import inbox_rows
-from tests.support.scripted import echoes
+from tests.support.scripted import echoes, scripted
 
 EVERY_SECOND = "* * * * * *"
 """Six fields, the sixth seconds: a firing a second, so a test sees several in a few seconds."""
@@ -115,3 +118,17 @@ async def test_a_firing_missed_while_no_replica_ran_comes_late_once_or_is_skippe
         assert "it comes late because the gateway was not running then" in posts(telegram, room)[0]
     else:
         assert posts(telegram, room) == [] and await firing_keys(database_url) == []
+
+
+async def test_a_scheduled_run_in_a_group_reaches_the_rooms_notes(telegram: FakeTelegram, database_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    room = telegram.group(-1005, "Ops")
+
+    def whose(_messages: list[ModelMessage], info: AgentInfo) -> str:
+        return "room notes" if ROOM_SCOPE in (info.instructions or "") else "someone else's notes"
+
+    spec = schedule(bot, room, prompt="What do the notes say?")
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=scripted(whose),
+                               tuning=TICKING, capabilities=[{"id": "memory_files"}], top={"schedules": [spec]}):
+        await telegram.wait_for(lambda: len(posts(telegram, room)) >= 1)
+    assert posts(telegram, room)[0] == "room notes"
