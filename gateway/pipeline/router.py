@@ -117,6 +117,7 @@ class Router:
         if adapter is None:
             log.error("inbox item %d is for bot %r, which this gateway does not run", item.id, item.bot_name)
             return None
+        # the key is read here first, so a message's path runs no code of the firings' modules
         if item.logical_id.startswith(SOURCES) and (firing := firing_of(item)) is not None:
             return await self._fire(adapter, item, firing)
         event = prepared.event if prepared is not None else _event(adapter, item)
