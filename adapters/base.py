@@ -12,8 +12,9 @@ from datetime import datetime
 from typing import Any, Literal, Protocol, get_args
 
 Platform = Literal["slack", "mattermost", "telegram"]
-Addressed = Literal["mention", "reply", "direct", "thread", "command"]
-"""Why the bot answers a message; `None` on an `Inbound` means it was not addressed."""
+Addressed = Literal["mention", "reply", "direct", "thread", "command", "schedule"]
+"""Why the bot answers a message; `None` on an `Inbound` means it was not addressed. `schedule`: nobody wrote it, a
+schedule, reminder or webhook fired (`gateway/pipeline/firings.py`)."""
 
 ApiTrouble = Callable[[str, Literal["rate_limited", "error"]], None]
 """Told of each platform API call that got a 429 (`rate_limited`) or failed (`error`), by its method name:

@@ -99,6 +99,15 @@ class Parser(Protocol):
         ...
 
 
+class Addresses(Protocol):
+    """Names a chat as the platform does, for a post no message asked for (a schedule, a webhook, a reminder)."""
+
+    def address_of(self, chat: str, thread: str | None) -> ChatAddress | None:
+        """Chat `chat` (in thread `thread`) as this bot posts there; None while the bot cannot tell yet (Slack: its
+        workspace, known once signed in)."""
+        ...
+
+
 @runtime_checkable
 class FollowsThreads(Protocol):
     """A platform whose threads are conversations: a reply in a thread the bot answered in addresses it,

@@ -243,6 +243,46 @@ class InboxRow(Base):
     """The running turn's item that took this message mid-turn (`while_busy: steer`): done, answered there."""
 
 
+class ScheduleMarkRow(Base):
+    """When an operator's schedule (`schedules:` in gateway.yaml) fires next: every replica reads it, and the one
+    that moves it on (compare-and-swap on `next_fire_at`) commits the firing's inbox item in the same transaction."""
+
+    __tablename__ = "schedule_marks"
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    cron: Mapped[str] = mapped_column(String(128))
+    """The expression and time zone `next_fire_at` was computed from: a changed schedule starts again from now."""
+    timezone: Mapped[str] = mapped_column(String(64))
+    next_fire_at: Mapped[datetime]
+
+
+class ReminderRow(Base):
+    """A reminder an agent set for the conversation it ran in (`schedules` capability): one firing, or recurring."""
+
+    __tablename__ = "reminders"
+    __table_args__ = (Index("ix_reminders_due", "status", "next_fire_at"),
+                      Index("ix_reminders_conversation", "conversation_key", "status"))
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    bot_name: Mapped[str] = mapped_column(String(128))
+    conversation_key: Mapped[str] = mapped_column(String(512))
+    """Where it was set and where it posts; the only conversation that lists or cancels it."""
+    address: Mapped[dict[str, Any]]
+    speaker: Mapped[dict[str, Any]]
+    """Who set it: the firing's speaker (their notes in a DM, the room's in a group)."""
+    owner_key: Mapped[str] = mapped_column(String(64))
+    """`person:<id>` or `identity:<id>`: whose reminders count toward the per-person limit."""
+    mode: Mapped[str] = mapped_column(String(8))
+    """`message` (the text is posted) or `run` (the agent runs with the text as its instructions)."""
+    text: Mapped[str] = mapped_column(Text)
+    recurrence: Mapped[str | None] = mapped_column(String(128))
+    """A cron expression for a recurring reminder; None: it fires once."""
+    timezone: Mapped[str] = mapped_column(String(64))
+    next_fire_at: Mapped[datetime | None]
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    """active → done (a one-off that fired) | cancelled."""
+    fired: Mapped[int] = mapped_column(default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class ParkedRunRow(Base):
     """A run waiting for human decisions: everything needed to resume it on any replica."""
 

@@ -440,6 +440,11 @@ class MattermostAdapter:
 
     # -- to the wire ---------------------------------------------------------------------------------
 
+    def address_of(self, chat: str, thread: str | None) -> ChatAddress | None:
+        """A channel id does not say whether it is a DM: a post no message asked for treats it as a room (the
+        room's memory, never a person's)."""
+        return ChatAddress(bot_id=self.bot_id, platform="mattermost", channel_id=chat, thread_id=thread)
+
     async def send(self, address: ChatAddress, text: str) -> MessageRef:
         return await self._create(address, text, pending_post_id="")
 

@@ -391,6 +391,13 @@ class SlackAdapter:
 
     # -- to the wire ---------------------------------------------------------------------------------
 
+    def address_of(self, chat: str, thread: str | None) -> ChatAddress | None:
+        """A channel of the bot's own workspace (known once signed in); a `D…` channel is a DM."""
+        if not self._team_id:
+            return None
+        return ChatAddress(bot_id=self.bot_id, platform="slack", channel_id=f"{self._team_id}:{chat}", thread_id=thread,
+                           is_direct=chat.startswith("D"))
+
     async def send(self, address: ChatAddress, text: str) -> MessageRef:
         response = await self._call("chat.postMessage", self._client.chat_postMessage(
             channel=channel(address.channel_id), thread_ts=address.thread_id, text=self._fit(text, TEXT_CAP),

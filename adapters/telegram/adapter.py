@@ -291,6 +291,11 @@ class TelegramAdapter:
 
     # -- to the wire ---------------------------------------------------------------------------------
 
+    def address_of(self, chat: str, thread: str | None) -> ChatAddress | None:
+        """A private chat's id is its person's user id, a positive number; groups' ids are negative."""
+        return ChatAddress(bot_id=self.bot_id, platform="telegram", channel_id=chat, thread_id=thread,
+                           is_direct=not chat.startswith("-"))
+
     async def send(self, address: ChatAddress, text: str, *, markup: InlineKeyboardMarkup | None = None) -> MessageRef:
         thread = int(address.thread_id) if address.thread_id else None
 

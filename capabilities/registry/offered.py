@@ -20,6 +20,7 @@ from capabilities import (
     memory_files,
     memory_mem0,
     planning,
+    reminders,
     sandbox,
     skills,
     subagents,
@@ -57,6 +58,7 @@ CAPABILITIES: tuple[CapabilityDef[Any], ...] = (
     code_execution.CAPABILITY,
     image_generation.CAPABILITY,
     ask_person.CAPABILITY,
+    reminders.CAPABILITY,
 )
 
 

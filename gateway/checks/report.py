@@ -130,7 +130,7 @@ def _profile_loc(name: str, profile: object) -> tuple[str, ...]:
 
 
 def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]:
-    """Each bot or MCP server credential and capability key whose variable is set neither in the environment
+    """Each bot, webhook or MCP server credential and capability key whose variable is set neither in the environment
     nor in the secrets file."""
     problems = [Problem(loc=loc, message=f"{variable} is not set in the environment or the secrets file")
                 for loc, variable in capability_secrets(config) if not secrets.get(variable)]
@@ -143,6 +143,11 @@ def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]
             if variable is not None and not secrets.get(variable):
                 problems.append(Problem(loc=("bots", i, field),
                                         message=f"{variable} is not set in the environment or the secrets file"))
+    for i, hook in enumerate(config.hooks):
+        variable = reference_name(hook.secret)
+        if variable is not None and not secrets.get(variable):
+            problems.append(Problem(loc=("hooks", i, "secret"),
+                                    message=f"{variable} is not set in the environment or the secrets file"))
     for i, server in enumerate(config.mcp_servers):
         for field, values in (("headers", server.headers), ("env", server.env)):
             problems += [Problem(loc=("mcp_servers", i, field, name),

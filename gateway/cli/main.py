@@ -241,6 +241,16 @@ def approvals(limit: Annotated[int, typer.Option(help="How many rows to show.")]
                    f"[{row.conversation_key}]")
 
 
+@app.command()
+def schedules(config: ConfigOption = Path("gateway.yaml")) -> None:
+    """List the schedules of gateway.yaml with their next firing, then the reminders agents set that are to come."""
+    from gateway.cli import schedules as listing
+
+    loaded = _load(config)
+    for line in listing.lines(loaded.schedules, asyncio.run(listing.read(_settings().database_url))):
+        typer.echo(line)
+
+
 @slack_app.command("manifest")
 def slack_manifest(bot: Annotated[str, typer.Argument(help="The bot's name in the config.")],
                    config: ConfigOption = Path("gateway.yaml")) -> None:

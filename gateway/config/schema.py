@@ -10,9 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Discriminator,
     Field,
     SecretStr,
@@ -26,30 +24,19 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from capabilities.memory_mem0.access import Mem0Access, allowed_hosts
 from capabilities.registry.config_errors import Problem, describe_errors
 from gateway.config.errors import ConfigError
+from gateway.config.fields import REFERENCE as _REFERENCE
+from gateway.config.fields import SecretReference
+from gateway.config.fields import Strict as _Strict
+from gateway.config.schedules import HookSpec, ScheduleSpec, destination_problems
 from gateway.config.secrets import SecretLookup
 from gateway.config.source import ConfigSource, SourceError
 from gateway.config.urls import check_server_url
 
-_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _EMBEDDED_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _USER = re.compile(r"^@?[A-Za-z0-9_][A-Za-z0-9._-]*$")
 EXAMPLE = "examples/gateway.yaml"
 OPENAI_PROVIDERS = frozenset({"openai", "openai-chat", "openai-responses"})
 """The model-string providers whose key and endpoint also serve OpenAI's transcription API."""
-
-
-def _reference_only(value: str) -> str:
-    if not _REFERENCE.match(value):
-        raise ValueError("write credentials as a ${ENV_VAR} reference, never the secret itself")
-    return value
-
-
-SecretReference = Annotated[str, AfterValidator(_reference_only)]
-"""A credential in gateway.yaml: always a `${ENV_VAR}` reference, resolved from the environment or secrets file."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class ModelDeadlines(_Strict):
@@ -715,6 +702,10 @@ class GatewayConfig(_Strict):
     """Sandbox connections for `sandbox` workspaces with `backend: service`, by name (the spec's `connection_id`)."""
     model_deadlines: ModelDeadlines = Field(default_factory=ModelDeadlines)
     """The deadlines of every model without its own (model strings, profiles without `deadlines`)."""
+    schedules: list[ScheduleSpec] = Field(default_factory=list)
+    """Runs the operator schedules: a cron expression, a bot and the chat it posts in."""
+    hooks: list[HookSpec] = Field(default_factory=list)
+    """Webhooks from other systems that start a run (`POST /hooks/{name}`), each signed with its own secret."""
 
     def default_sandbox(self) -> str | None:
         """What `connection_id: null` means: the one marked `default`, or the only one there is."""
@@ -845,7 +836,7 @@ def reference_problems(config: GatewayConfig) -> list[Problem]:
                                     message=f"{bot.transport!r} needs server.public_url, the address the platform "
                                             "reaches this server at"))
         problems += [Problem(loc=("bots", i, field), message=missing) for field, missing in bot.missing_settings()]
-    return problems
+    return problems + destination_problems(config)
 
 
 RESOURCE_SECTIONS = ("collections", "context_files", "skill_folders")

@@ -172,11 +172,19 @@ def history_size(connection: Connection, address: ChatAddress, *, limit: int) ->
     return int(turns), int(characters)
 
 
-def record_answer(connection: Connection, conversation_id: int, *, run_id: int, text: str, speaker_name: str,
+def record_answer(connection: Connection, conversation_id: int, *, run_id: int | None, text: str, speaker_name: str,
                   platform_message_id: str | None) -> None:
     connection.execute(_ADD_ANSWER, {
         "conversation_id": conversation_id, "role": "assistant", "identity_id": None, "speaker_name": speaker_name,
         "text": text, "run_id": run_id, "platform_message_id": platform_message_id, "created_at": utcnow()})
+
+
+def record_post(connection: Connection, address: ChatAddress, *, text: str, speaker_name: str,
+                platform_message_id: str | None) -> None:
+    """A post no turn led to (a reminder's text, a schedule's): the bot's words in the conversation's history, so
+    the next turn's model knows it was said."""
+    record_answer(connection, _conversation(connection, address), run_id=None, text=text, speaker_name=speaker_name,
+                  platform_message_id=platform_message_id)
 
 
 def _conversation(connection: Connection, address: ChatAddress) -> int:

@@ -43,6 +43,7 @@ class InboxItem:
     bot_name: str
     conversation_key: str
     payload: Mapping[str, Any]
+    logical_id: str
     attempts: int
     """Claims so far, this one included: above 1, an earlier attempt may have done part of the turn."""
     failures: int
@@ -240,6 +241,17 @@ class Inbox:
         return item if event is None else replace(item, event=event)
 
 
+def add_item(connection: Connection, *, logical_id: str, bot_name: str, conversation_key: str,
+             payload: Mapping[str, Any]) -> bool:
+    """Accept one item in the caller's transaction (a firing, with the write that moves its schedule on); False
+    when its logical id was accepted before."""
+    statement = (insert_for(connection.dialect.name)(INBOX).on_conflict_do_nothing(index_elements=["logical_id"])
+                 .returning(INBOX.c.id))
+    values = {"logical_id": logical_id, "bot_name": bot_name, "conversation_key": conversation_key,
+              "payload": dict(payload), "status": "pending", "created_at": utcnow()}
+    return connection.execute(statement, values).scalar() is not None
+
+
 def remember_reply(connection: Connection, item_id: int, message_id: str | None) -> None:
     """The item's reply (placeholder) id, for a retry to edit rather than post again; in the caller's transaction."""
     connection.execute(_REMEMBER_REPLY, {"item": item_id, "message_id": message_id})
@@ -277,7 +289,8 @@ def _claim(dialect: str) -> Any:
     return (update(INBOX).where(INBOX.c.id.in_(_claimable(dialect)), _open_or_expired(bindparam("now")))
             .values(status="running", lease_owner=bindparam("owner"), lease_until=bindparam("until"),
                     attempts=INBOX.c.attempts + 1)
-            .returning(INBOX.c.id, INBOX.c.bot_name, INBOX.c.conversation_key, INBOX.c.payload, INBOX.c.attempts,
+            .returning(INBOX.c.id, INBOX.c.bot_name, INBOX.c.conversation_key, INBOX.c.payload, INBOX.c.logical_id,
+                       INBOX.c.attempts,
                        INBOX.c.failures, INBOX.c.reply_message_id, INBOX.c.created_at))
 _COMPLETE = (update(INBOX).where(INBOX.c.id == bindparam("item"), INBOX.c.lease_owner == bindparam("owner"))
              .values(status="done", error=None, lease_owner=None, lease_until=None, finished_at=bindparam("now"))
@@ -295,7 +308,7 @@ _REMEMBER_REPLY = update(INBOX).where(INBOX.c.id == bindparam("item")).values(re
 
 def _item(row: Any) -> InboxItem:
     return InboxItem(id=row.id, bot_name=row.bot_name, conversation_key=row.conversation_key,
-                     payload=row.payload, attempts=row.attempts, failures=row.failures,
+                     payload=row.payload, logical_id=row.logical_id, attempts=row.attempts, failures=row.failures,
                      reply_message_id=row.reply_message_id, accepted_at=row.created_at)
 
 

@@ -64,8 +64,9 @@ class Placeholder:
     """Stores the id of a message just posted (or found), for the next attempt; None forgets an earlier record."""
     key: str
     """The same in every attempt of the turn: the logical id of the message answered."""
-    answering: str
-    """The platform id of the message answered: a stray placeholder was posted after it."""
+    answering: str | None
+    """The platform id of the message answered: a stray placeholder was posted after it. None: no message asked for
+    this reply (a firing), so a stray cannot be looked for; Mattermost's `key` still holds it to one post."""
     retried: bool
     """An earlier attempt ran: it may have posted a placeholder it did not record."""
 
@@ -222,7 +223,8 @@ class LiveReply:
     async def _stray(self) -> MessageRef | None:
         """The placeholder an earlier attempt posted but never recorded, where the platform can find it."""
         placeholder = self._placeholder
-        if placeholder is None or not placeholder.retried or not isinstance(self._adapter, FindsOwnPosts):
+        if placeholder is None or not placeholder.retried or not isinstance(self._adapter, FindsOwnPosts) \
+                or placeholder.answering is None:
             return None
         try:
             found = await self._adapter.find_own_post(self._address, PLACEHOLDER, after=placeholder.answering)

@@ -22,6 +22,8 @@ TURN_OUTCOMES = ("answered", "parked", "failed")
 LEASE_CHANGES = ("acquired", "lost")
 DEGRADED_REASONS = ("redis",)
 RATINGS = ("good", "bad")
+FIRING_KINDS = ("schedule", "reminder", "hook")
+FIRING_OUTCOMES = ("fired", "late", "skipped")
 """The closed label sets, each bot's series set to 0 at start so every one shows before it first happens."""
 
 
@@ -102,6 +104,10 @@ class GatewayMetrics:
         self._degraded = Gauge("gateway_degraded", "1 while this replica serves without a dependency, by reason: "
                                "redis (the in-process fallback serves); it stays ready meanwhile.", ["reason"],
                                registry=self.registry)
+        self._firings = Counter("gateway_firings", "Runs started without a message, stored once across replicas, by "
+                                "kind (schedule, reminder, hook) and outcome: fired (on time), late (due while no "
+                                "replica ran), skipped (missed, and its schedule says skip).",
+                                [*bot, "kind", "outcome"], registry=self.registry)
         for reason in DEGRADED_REASONS:
             self._degraded.labels(reason)
         for name in self._platforms:
@@ -123,6 +129,9 @@ class GatewayMetrics:
                                (self._lease_changes, LEASE_CHANGES)):
             for value in values:
                 series.labels(*labels, value)
+        for kind in FIRING_KINDS:
+            for outcome in FIRING_OUTCOMES:
+                self._firings.labels(*labels, kind, outcome)
 
     def received(self, bot: str) -> None:
         self._received.labels(*self._of(bot)).inc()
@@ -166,6 +175,11 @@ class GatewayMetrics:
     def rated(self, bot: str, agent: str, rating: str) -> None:
         """A 👍 (`good`) or 👎 (`bad`) on one of the agent's answers, stored with its run."""
         self._feedback.labels(bot, agent, rating).inc()
+
+    def fired(self, bot: str, kind: str, outcome: str) -> None:
+        """A firing this replica stored (`fired`, `late`), or a missed one it skipped: counted once, by the replica
+        whose write won."""
+        self._firings.labels(*self._of(bot), kind, outcome).inc()
 
     def transport(self, bot: str, *, connected: bool) -> None:
         self._connected.labels(*self._of(bot)).set(1 if connected else 0)

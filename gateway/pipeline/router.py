@@ -1,6 +1,7 @@
 """One inbox item to its outcome: the bot's adapter, the parsed event, the binding, then the steps in order
 (`gateway/pipeline/steps/`); an approval click, or a console operator's decision, goes to the parked run it decides,
-a click on a question's option to the run that asked it, a 👍 / 👎 to its run's feedback."""
+a click on a question's option to the run that asked it, a 👍 / 👎 to its run's feedback; a firing (a schedule's, a
+reminder's, a webhook's) is posted as written or walks the steps of a run nobody wrote (`FIRING_STEPS`)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,16 @@ from gateway.agents.bindings import Binding, BindingStore, UnknownBot
 from gateway.people.commands import DirectCommands
 from gateway.pipeline.conversations import Conversations
 from gateway.pipeline.feedback import RunFeedback
+from gateway.pipeline.firing_posts import post_firing
+from gateway.pipeline.firings import SOURCES, Firing, firing_of
 from gateway.pipeline.inbox import Inbox, InboxItem, conversation_hash
 from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.metrics import GatewayMetrics
 from gateway.pipeline.notices import OPERATOR_HAS_DETAILS
 from gateway.pipeline.operator_decisions import operator_decision
 from gateway.pipeline.runtime import Answered, Parked, RunOutcome, Runtime, Stopped
-from gateway.pipeline.steps import STEPS
+from gateway.pipeline.steps import FIRING_STEPS, STEPS
+from gateway.pipeline.steps.access import Access
 from gateway.pipeline.steps.services import OpenQuestions, ParkedRuns, StepServices
 from gateway.pipeline.steps.step import Delivery, LooksAhead, Step
 from gateway.pipeline.turn_control import TurnControl
@@ -72,6 +76,9 @@ class Router:
         self._control = control
         self._feedback = RunFeedback(db, self._metrics)
         self._steps: Sequence[Step] = tuple(step for make in STEPS if (step := make(services)) is not None)
+        self._firing_steps: Sequence[Step] = tuple(step for make in FIRING_STEPS
+                                                    if (step := make(services)) is not None)
+        self._inbox = inbox
 
     def prepare(self, connection: Connection, items: list[InboxItem]) -> None:
         """Inside the claim's transaction: each item's event (as intake parsed it here, else from its payload), a
@@ -90,8 +97,10 @@ class Router:
                        bindings: dict[str, Binding]) -> Prepared | None:
         """`bindings`: those this claim read so far, by bot name (a claim of several items reads each once)."""
         adapter = self._adapters.get(item.bot_name)
-        event = _event(adapter, item) if adapter is not None else None
-        if adapter is None or event is None:
+        if adapter is None or item.logical_id.startswith(SOURCES):  # a firing reads its binding when it is handled
+            return None
+        event = _event(adapter, item)
+        if event is None:
             return None
         if isinstance(event, ApprovalClick):
             return Prepared(event=event)
@@ -109,6 +118,9 @@ class Router:
         if adapter is None:
             log.error("inbox item %d is for bot %r, which this gateway does not run", item.id, item.bot_name)
             return None
+        # the key is read here first, so a message's path runs no code of the firings' modules
+        if item.logical_id.startswith(SOURCES) and (firing := firing_of(item)) is not None:
+            return await self._fire(adapter, item, firing)
         # an operator's decision is never parsed by a platform: what was prepared or parsed here is not one
         decision = operator_decision(item.payload) if prepared is None and item.event is None else None
         if decision is not None:
@@ -135,11 +147,24 @@ class Router:
         return await self._walk(Delivery(item=item, inbound=event, binding=binding, adapter=adapter,
                                          retried=item.attempts > 1))
 
-    async def _walk(self, delivery: Delivery, *, skipped: frozenset[Step] = frozenset()) -> Finish | None:
-        """The steps in order, until one ends the delivery. The sign `Intake` kept up while the message queued
-        stops here: the turn's own reply shows one from now on."""
+    async def _fire(self, adapter: PlatformAdapter, item: InboxItem, firing: Firing) -> Finish | None:
+        """A firing's text posted as written, or its run: the steps of a run nobody wrote. An operator's firing has
+        no person whose access to check."""
+        binding = await self._bindings.load(item.bot_name)
+        if firing.mode == "message":
+            return await post_firing(adapter, item, firing, inbox=self._inbox, typing=self._typing,
+                                     agent_name=binding.agent.name)
+        steps = [step for step in self._firing_steps if firing.speaker is not None or not isinstance(step, Access)]
+        delivery = Delivery(item=item, inbound=firing.inbound(item.logical_id), binding=binding, adapter=adapter,
+                            retried=item.attempts > 1)
+        return await self._walk(delivery, steps=steps)
+
+    async def _walk(self, delivery: Delivery, *, skipped: frozenset[Step] = frozenset(),
+                    steps: Sequence[Step] | None = None) -> Finish | None:
+        """The steps in order (`steps`: a firing's), until one ends the delivery. The sign `Intake` kept up while
+        the message queued stops here: the turn's own reply shows one from now on."""
         self._typing.taken(delivery.inbound.address.conversation_key)
-        for step in self._steps:
+        for step in self._steps if steps is None else steps:
             handled = None if step in skipped else await step.handle(delivery)
             if handled is not None:
                 await _unreact(delivery)
@@ -150,7 +175,9 @@ class Router:
     async def give_up(self, item: InboxItem) -> None:
         """Tell the chat a message will not be answered: in the reply already begun, or in a new one."""
         adapter = self._adapters.get(item.bot_name)
-        inbound = _event(adapter, item) if adapter is not None else None
+        firing = firing_of(item)
+        inbound = firing.inbound(item.logical_id) if firing is not None else \
+            _event(adapter, item) if adapter is not None else None
         if adapter is None or not isinstance(inbound, Inbound):
             return
         if item.reply_message_id is None:
@@ -184,7 +211,7 @@ async def _unreact(delivery: Delivery) -> None:
     """The message was answered: the reaction intake set as its first sign goes (asked of every message the bot
     reacts to, on whichever replica set it; taking away none costs one call)."""
     adapter, inbound = delivery.adapter, delivery.inbound
-    if not isinstance(adapter, Reacts) or not adapter.reacts:
+    if not isinstance(adapter, Reacts) or not adapter.reacts or inbound.addressed == "schedule":
         return
     try:
         await adapter.react(MessageRef(address=inbound.address, message_id=inbound.message_id), "")

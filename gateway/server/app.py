@@ -36,11 +36,12 @@ from gateway.approvals.question_store import DelegateQuestions
 from gateway.approvals.questions import QuestionFlow
 from gateway.approvals.store import Approvals
 from gateway.checks.validation import check_appliable, deployment_registry
-from gateway.config.schema import GatewayConfig, Settings, capability_secrets
+from gateway.config.schema import GatewayConfig, Settings, capability_secrets, resolve_secret
 from gateway.config.secrets import SecretSource
 from gateway.people.commands import DirectCommands
 from gateway.people.identities import Identities
 from gateway.pipeline.conversations import Conversations
+from gateway.pipeline.hooks import Hook, Hooks
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.intake import Intake, TypingShown
 from gateway.pipeline.metrics import Backlog, GatewayMetrics
@@ -49,6 +50,7 @@ from gateway.pipeline.outbox import CLAIM
 from gateway.pipeline.outbox_sweep import OutboxSweep
 from gateway.pipeline.router import Router
 from gateway.pipeline.runtime import Chats, Runtime
+from gateway.pipeline.scheduler import LATE_AFTER, Scheduler
 from gateway.pipeline.steps.commands import at_once_words, menu, words
 from gateway.pipeline.turn_control import TurnControl
 from gateway.pipeline.worker import RunningTurns, Worker
@@ -97,6 +99,11 @@ class Tuning:
     whose upload died with its process; the outbox sweep looks this often at least."""
     resolver: Resolver = system_resolver
     """Where the names outbound fetches reach (`web_fetch`, MCP servers) are looked up; tests answer from a table."""
+    schedule_tick: float = 5.0
+    """Seconds between two looks for due schedules and reminders at most: a reminder set on another replica is
+    seen this late; what this replica knows of is fired at its time."""
+    firing_late_after: timedelta = LATE_AFTER
+    """A firing found due longer ago than this was missed while no replica ran: delivered late, or skipped."""
 
 
 class Gateway:
@@ -154,6 +161,15 @@ class Gateway:
             if binding.key is not None:
                 self.redactor.add(binding.key.get_secret_value())
         return Mem0Forgetting(bindings, self.settings.mem0_access)
+
+    def _hooks(self) -> list[Hook]:
+        """Each webhook of the config with its secret, which no log line may then carry."""
+        hooks = []
+        for index, spec in enumerate(self.config.hooks):
+            secret = resolve_secret(spec.secret, self._secrets, field=f"hooks[{index}].secret")
+            self.redactor.add(secret.get_secret_value())
+            hooks.append(Hook(spec=spec, secret=secret))
+        return hooks
 
     async def start(self) -> None:
         """Build the whole object graph here, in order (long on purpose: the wiring is read in one place)."""
@@ -238,8 +254,10 @@ class Gateway:
         console = self.console = await self._console(
             db=db, cache=cache, readiness=readiness, bindings=bindings, approvals=approvals, inbox=inbox,
             worker=self.worker) if self.config.console.enabled else None
+        hooks = Hooks(self._hooks(), adapters=self.adapters, inbox=inbox, metrics=self.metrics,
+                      on_accepted=self.worker.wake)
         http = build_http_app(intake=intake, adapters=self.adapters, readiness=readiness, registry=self.registry,
-                              metrics=scrape, console=console)
+                              metrics=scrape, console=console, hooks=hooks)
         await self._serve_http(http)
         self._essential.append(self._spawn(self.worker.run()))
         self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals",
@@ -247,6 +265,11 @@ class Gateway:
                     name="sweep: approvals")
         self._spawn(_every(3600, lambda: inbox.prune(older_than=INBOX_RETENTION), "pruning the inbox"),
                     name="sweep: inbox")
+        scheduler = Scheduler(db=db, adapters=self.adapters, schedules=self.config.schedules, metrics=self.metrics,
+                              on_fired=self.worker.wake, late_after=tuning.firing_late_after)
+        await scheduler.start()
+        self._spawn(_every(tuning.schedule_tick, scheduler.fire_due, "firing schedules and reminders",
+                           until_due=scheduler.seconds_until_due), name="sweep: schedules")
         outbox = OutboxSweep(db, files, claim=tuning.file_claim)
         self._spawn(_every(tuning.file_claim.total_seconds(), outbox.deliver_expired, "posting files left mid-upload",
                            until_due=partial(_seconds_until, outbox.next_expiry)), name="sweep: outbox")

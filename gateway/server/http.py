@@ -15,6 +15,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from adapters.base import MalformedPayload, VerificationError
 from adapters.protocols import Webhook, WebhookAnswer, WebhookRoute
 from capabilities.registry import Registry
+from gateway.pipeline.hooks import Hooks
 from gateway.pipeline.intake import Intake
 from gateway.pipeline.metrics import CONTENT_TYPE
 
@@ -68,9 +69,14 @@ MAX_BODY = 1024 * 1024
 """Bytes a webhook body may have: Slack, Telegram and Mattermost send a few kilobytes."""
 
 
+HOOK_STATUS = {"accepted": 202, "duplicate": 202, "refused": 401, "unknown": 404, "unavailable": 503}
+"""What a webhook that starts a run answers, by outcome: 202 only once the firing is committed."""
+
+
 def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness: ReadinessCheck,
                    registry: Registry | None = None, metrics: Scrape | None = None,
-                   console: Mount | None = None) -> Starlette:
+                   console: Mount | None = None,
+                   hooks: Hooks | None = None) -> Starlette:
     """Every route in one list, so the HTTP surface is read in one place. Plain Starlette: the surface has no
     request models to validate and no API documentation to serve. `console`: the operator console's routes
     (`gateway/server/console/`), mounted at its path."""
@@ -93,6 +99,10 @@ def build_http_app(*, intake: Intake, adapters: Mapping[str, Webhook], readiness
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
     ]
+    if hooks is not None:
+        async def hook(request: Request) -> Response:
+            return await _hook(hooks, request.path_params["name"], request)
+        routes.append(Route("/hooks/{name}", hook, methods=["POST"]))
     if metrics is not None:
         async def metrics_page(_request: Request) -> Response:
             return Response(await metrics(), media_type=CONTENT_TYPE)
@@ -150,24 +160,42 @@ async def _webhook(intake: Intake, adapters: Mapping[str, Webhook], platform: st
     return JSONResponse({"ok": True, "outcome": outcome})
 
 
+async def _hook(hooks: Hooks, name: str, request: Request) -> Response:
+    """Refused unless signed; the body is read no further than the hook's limit before that."""
+    limit = hooks.limit(name)
+    if limit is None:
+        log.warning("call for unknown hook %r refused", name)
+        return _error(404, f"unknown hook {name!r}")
+    try:
+        body = await _bounded_body(request, limit=limit)
+    except BodyRefused as exc:
+        log.warning("hook %r refused a call: %s", name, exc)
+        return _error(exc.status, str(exc))
+    answer = await hooks.deliver(name, request.headers, body)
+    status = HOOK_STATUS[answer.outcome]
+    if status >= 400:
+        return _error(status, answer.reason)
+    return JSONResponse({"ok": True, "outcome": answer.outcome}, status_code=status)
+
+
 class BodyRefused(Exception):
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)
         self.status = status
 
 
-async def _bounded_body(request: Request) -> bytes:
-    """The body, read no further than `MAX_BODY` bytes. Raises `BodyRefused` (413, or 400 for a bad length)."""
+async def _bounded_body(request: Request, *, limit: int = MAX_BODY) -> bytes:
+    """The body, read no further than `limit` bytes. Raises `BodyRefused` (413, or 400 for a bad length)."""
     declared = request.headers.get("content-length")
     if declared is not None and not (declared.isascii() and declared.isdigit() and len(declared) <= 12):
         raise BodyRefused(400, "Content-Length is not a number")
-    if declared is not None and int(declared) > MAX_BODY:
-        raise BodyRefused(413, f"body of {int(declared)} bytes is over the limit of {MAX_BODY}")
+    if declared is not None and int(declared) > limit:
+        raise BodyRefused(413, f"body of {int(declared)} bytes is over the limit of {limit}")
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
-        if len(body) > MAX_BODY:
-            raise BodyRefused(413, f"body is over the limit of {MAX_BODY} bytes")
+        if len(body) > limit:
+            raise BodyRefused(413, f"body is over the limit of {limit} bytes")
     return bytes(body)
 
 

@@ -23,6 +23,7 @@ from capabilities.memory_files.services import MemoryFilesServices
 from capabilities.memory_mem0.access import Mem0Access
 from capabilities.memory_mem0.services import Mem0Services
 from capabilities.registry import BoundRegistry, Registry
+from capabilities.reminders.services import RemindersServices
 from capabilities.run import (
     BuildContext,
     ContextFile,
@@ -47,6 +48,7 @@ from gateway.agents.models import ModelResolver
 from gateway.config.schema import AgentSpec, BindingSpec
 from gateway.config.secrets import SecretSource
 from gateway.pipeline.runtime import TurnDeps
+from storage.reminders import Reminders
 
 ROOM = ChatAddress(bot_id="helper", platform="telegram", channel_id="-100", thread_id=None, is_direct=False)
 ALICE = Speaker(platform="telegram", platform_user_id="1001", display_name="Alice")
@@ -187,6 +189,8 @@ def services_of(stores: Mapping[str, Any]) -> dict[str, Any]:
     }
     if stores.get("notes") is not None:
         services["memory_files"] = MemoryFilesServices(notes=stores["notes"])
+    # offering the tools reads nothing: a test that calls them hands its own store
+    services["reminders"] = RemindersServices(reminders=stores.get("reminders") or Reminders(None))  # type: ignore[arg-type]
     if stores.get("mem0") is not None:
         services["memory_mem0"] = Mem0Services(access=stores["mem0"])
     if stores.get("conversations") is not None:
@@ -354,6 +358,7 @@ CASES = (
     Case(id="code_execution", capability="code_execution"),
     Case(id="image_generation", capability="image_generation", secret_id="IMAGE_KEY"),
     Case(id="ask_person", capability="ask_person"),
+    Case(id="reminders", capability="reminders"),
 )
 """Every registered capability, under the configs that change what it offers."""
 

@@ -63,7 +63,7 @@ CASES = [
     Case(id="agent-for-agents", edits=edit("agents:\n", "agent:\n"), errors=(
         "{f}:1:1: agents: Field required",
         "{f}:6:1: agent: unknown setting; did you mean 'agents'? (known: models, agents, bots, server, console, "
-        "collections, context_files, skill_folders, mcp_servers, sandboxes, model_deadlines)")),
+        "collections, context_files, skill_folders, mcp_servers, sandboxes, model_deadlines, schedules, hooks)")),
     Case(id="token-misspelt", edits=edit("token:", "tokn:"), errors=(
         "{f}:11:5: bots['team-telegram'].token: Field required",
         "{f}:13:5: bots['team-telegram'].tokn: unknown setting; did you mean 'token'? (known: name, token, "

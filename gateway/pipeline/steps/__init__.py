@@ -26,3 +26,9 @@ STEPS: tuple[Callable[[StepServices], Step | None], ...] = (
     budget,          # a person, or the bot, at a limit of the binding's budget is refused (where one is set)
     Answer,          # everything else is a turn of the agent
 )
+FIRING_STEPS: tuple[Callable[[StepServices], Step | None], ...] = (
+    Access,          # the person who set a reminder must still be allowed (an operator's firing has nobody to check)
+    budget,          # budgets hold for a scheduled run as for any turn
+    Answer,          # the run: no rate limit, no command and no delegate's answer, since nobody wrote it
+)
+"""The steps of a run that starts without a message (`gateway/pipeline/firings.py`)."""

@@ -46,14 +46,15 @@ class Answer:
             return HANDLED  # an earlier attempt sent its answer, drafted, and died before its end was committed
         if inbound.attachments and (refused := refusal(inbound.attachments, self._transcriber(delivery))):
             return await refuse(delivery, refused)  # a voice note this agent cannot hear: said, no model run
+        asked = inbound.addressed != "schedule"  # a firing answers no message: its reply is a new post
         placeholder = Placeholder(recorded_id=item.reply_message_id, key=inbound.logical_id,
                                   record=partial(self._inbox.remember_reply, item.id),
-                                  answering=inbound.message_id, retried=delivery.retried)
+                                  answering=inbound.message_id if asked else None, retried=delivery.retried)
         # The first post clears the typing: a message queued after it is shown typing again at once.
         key = inbound.address.conversation_key
         reply = LiveReply(delivery.adapter, inbound.address, placeholder=placeholder,
                           posting=partial(self._typing.cleared, key), typed_at=self._typing.shown_at(key),
-                          recipient=inbound.speaker)
+                          recipient=inbound.speaker if asked else None)
         try:
             return await self._answer(reply, delivery)
         finally:

@@ -1,0 +1,125 @@
+"""The reminders agents set (`reminders` table): kept per conversation, fired by the gateway's scheduler, which moves
+each on by a compare-and-swap so that of two replicas only one commits its firing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, insert, select, update
+
+from storage.db import Database, rows_changed
+from storage.models import ReminderRow, table_of, utcnow
+
+REMINDERS = table_of(ReminderRow)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reminder:
+    id: int
+    bot_name: str
+    conversation_key: str
+    address: Mapping[str, Any]
+    """The chat it posts in, as `ChatAddress` fields."""
+    speaker: Mapping[str, Any]
+    """Who set it, as `Speaker` fields."""
+    owner_key: str
+    mode: str
+    text: str
+    recurrence: str | None
+    timezone: str
+    next_fire_at: datetime | None
+    status: str
+    fired: int
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewReminder:
+    bot_name: str
+    conversation_key: str
+    address: Mapping[str, Any]
+    speaker: Mapping[str, Any]
+    owner_key: str
+    mode: str
+    text: str
+    recurrence: str | None
+    timezone: str
+    first_at: datetime
+
+
+class Reminders:
+    """The queries of the tools and commands; the scheduler's own, inside its transaction, are `due` and `move_on`."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, new: NewReminder) -> Reminder:
+        def work(connection: Connection) -> Reminder:
+            row_id = connection.execute(insert(REMINDERS).returning(REMINDERS.c.id), {
+                "bot_name": new.bot_name, "conversation_key": new.conversation_key, "address": dict(new.address),
+                "speaker": dict(new.speaker), "owner_key": new.owner_key, "mode": new.mode, "text": new.text,
+                "recurrence": new.recurrence, "timezone": new.timezone, "next_fire_at": new.first_at,
+                "status": "active", "fired": 0, "created_at": utcnow()}).scalar_one()
+            return _reminder(connection.execute(select(REMINDERS).where(REMINDERS.c.id == row_id)).one())
+        return await self._db.run(work)
+
+    async def active(self, *, conversation_key: str | None = None) -> list[Reminder]:
+        """Active reminders, soonest first: a conversation's, or (None) every one."""
+        def work(connection: Connection) -> list[Reminder]:
+            query = select(REMINDERS).where(REMINDERS.c.status == "active")
+            if conversation_key is not None:
+                query = query.where(REMINDERS.c.conversation_key == conversation_key)
+            return [_reminder(row) for row in connection.execute(query.order_by(REMINDERS.c.next_fire_at)).all()]
+        return await self._db.run(work)
+
+    async def count(self, *, owner_key: str | None = None, conversation_key: str | None = None) -> int:
+        """Active reminders of a person, or of a conversation."""
+        def work(connection: Connection) -> int:
+            query = select(func.count()).where(REMINDERS.c.status == "active")
+            if owner_key is not None:
+                query = query.where(REMINDERS.c.owner_key == owner_key)
+            if conversation_key is not None:
+                query = query.where(REMINDERS.c.conversation_key == conversation_key)
+            return int(connection.execute(query).scalar_one())
+        return await self._db.run(work)
+
+    async def cancel(self, reminder_id: int, *, conversation_key: str) -> bool:
+        """False when the conversation holds no such active reminder (another's, or one done already)."""
+        def work(connection: Connection) -> bool:
+            result = connection.execute(update(REMINDERS).where(
+                REMINDERS.c.id == reminder_id, REMINDERS.c.conversation_key == conversation_key,
+                REMINDERS.c.status == "active").values(status="cancelled", next_fire_at=None))
+            return rows_changed(result) == 1
+        return await self._db.run(work)
+
+
+def due(connection: Connection, now: datetime, *, limit: int) -> list[Reminder]:
+    """Active reminders whose time has come, oldest first."""
+    query = (select(REMINDERS).where(REMINDERS.c.status == "active", REMINDERS.c.next_fire_at <= now)
+             .order_by(REMINDERS.c.next_fire_at).limit(limit))
+    return [_reminder(row) for row in connection.execute(query).all()]
+
+
+def next_due(connection: Connection) -> datetime | None:
+    return connection.execute(select(func.min(REMINDERS.c.next_fire_at))
+                              .where(REMINDERS.c.status == "active")).scalar()
+
+
+def move_on(connection: Connection, reminder: Reminder, next_at: datetime | None) -> bool:
+    """Set the reminder's next time (None: it is done), only if nobody moved it since it was read: the caller that
+    gets True commits its firing."""
+    result = connection.execute(update(REMINDERS).where(and_(
+        REMINDERS.c.id == reminder.id, REMINDERS.c.status == "active",
+        REMINDERS.c.next_fire_at == reminder.next_fire_at)).values(
+            next_fire_at=next_at, status="active" if next_at is not None else "done", fired=REMINDERS.c.fired + 1))
+    return rows_changed(result) == 1
+
+
+def _reminder(row: Any) -> Reminder:
+    return Reminder(id=row.id, bot_name=row.bot_name, conversation_key=row.conversation_key, address=row.address,
+                    speaker=row.speaker, owner_key=row.owner_key, mode=row.mode, text=row.text,
+                    recurrence=row.recurrence, timezone=row.timezone, next_fire_at=row.next_fire_at,
+                    status=row.status, fired=row.fired, created_at=row.created_at)
