@@ -3,12 +3,12 @@ each on by a compare-and-swap so that of two replicas only one commits its firin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy import Connection, and_, delete, func, insert, select, update
 
 from storage.db import Database, rows_changed
 from storage.models import ReminderRow, table_of, utcnow
@@ -93,6 +93,21 @@ class Reminders:
                 REMINDERS.c.id == reminder_id, REMINDERS.c.conversation_key == conversation_key,
                 REMINDERS.c.status == "active").values(status="cancelled", next_fire_at=None))
             return rows_changed(result) == 1
+        return await self._db.run(work)
+
+
+    async def count_owned(self, owner_keys: Sequence[str]) -> int:
+        """Reminders these owners set (`person:<id>`, `identity:<id>`), whatever their state."""
+        def work(connection: Connection) -> int:
+            return int(connection.execute(select(func.count()).where(
+                REMINDERS.c.owner_key.in_(owner_keys))).scalar_one())
+        return await self._db.run(work)
+
+    async def delete_owned(self, owner_keys: Sequence[str]) -> int:
+        """Delete every reminder these owners set, whatever its state: `forget` leaves nothing of what they asked to
+        be reminded of."""
+        def work(connection: Connection) -> int:
+            return rows_changed(connection.execute(delete(REMINDERS).where(REMINDERS.c.owner_key.in_(owner_keys))))
         return await self._db.run(work)
 
 

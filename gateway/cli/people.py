@@ -75,25 +75,29 @@ def unlink(identity: Annotated[int, typer.Argument(help="The identity id to deta
 def delete(person: Annotated[int | None, typer.Option(help="A person id: every identity linked to it.")] = None,
            identity: Annotated[int | None, typer.Option(help="An identity id: its person's notes when linked.")]
            = None, yes: Yes = False) -> None:
-    """Delete everything every agent remembers about one person (their one-to-one notes; rooms keep theirs)."""
+    """Delete everything every agent remembers about one person (their one-to-one notes; rooms keep theirs) and the
+    reminders they set."""
     from capabilities.memory_files.store import MemoryNotes
+    from gateway.people.commands import reminder_owners
     from gateway.people.identities import Identities
+    from storage.reminders import Reminders
 
     if (person is None) == (identity is None):
         _fail("name exactly one of --person or --identity (ids from `gateway identities`)")
     who = f"person {person}" if person is not None else f"identity {identity}"
     if not yes:
-        typer.confirm(f"Delete every note any agent keeps about {who}?", abort=True)
+        typer.confirm(f"Delete every note any agent keeps about {who}, and the reminders they set?", abort=True)
 
     async def forget(db: Database) -> tuple[int, list[tuple[str, str]]]:
         people = Identities(db)
         owners = await (people.owners_of_person(person) if person is not None
                         else people.owners_of_identity(identity or 0))
         deleted = await MemoryNotes(db).delete_owned(owners)
-        return deleted, await (await _mem0_forgetting(db)).forget(owners)
+        reminders = await Reminders(db).delete_owned(reminder_owners(owners))
+        return deleted, reminders, await (await _mem0_forgetting(db)).forget(owners)
 
-    deleted, failed = _run(forget)
-    typer.echo(f"deleted {deleted} note(s) about {who}")
+    deleted, reminders, failed = _run(forget)
+    typer.echo(f"deleted {deleted} note(s) and {reminders} reminder(s) of {who}")
     for agent, problem in failed:
         typer.echo(f"mem0 memories of agent {agent} not deleted ({problem}); run this again once it answers",
                    err=True)

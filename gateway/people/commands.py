@@ -14,6 +14,7 @@ import re
 from adapters.base import Inbound
 from capabilities.memory_files.store import MemoryNotes
 from capabilities.memory_mem0.forget import Mem0Forgetting
+from capabilities.run import MemoryOwner
 from gateway.people.identities import (
     CODE_ALPHABET,
     CODE_LENGTH,
@@ -23,6 +24,7 @@ from gateway.people.identities import (
     Redemption,
     normalize_code,
 )
+from storage.reminders import Reminders
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,7 @@ UNLINKED = ("Unlinked. Your other accounts keep the notes you shared; this accou
 NOT_LINKED = "This account is not linked to another one."
 FORGET_ASK = ("This deletes everything every agent of this gateway remembers about you ({notes} note(s)), "
               "on every account linked to this one. It cannot be undone. Send `forget yes` to confirm.")
+FORGET_REMINDERS = " It also deletes the {reminders} reminder(s) you set, so none of them will fire."
 NOTHING_TO_FORGET = "No agent of this gateway remembers anything about you."
 FORGOTTEN = "Done: {notes} note(s) deleted. No agent of this gateway remembers anything about you now."
 FORGET_MEM0 = (" This also deletes what agents {agents} remember about you in their memory service (mem0), which "
@@ -56,11 +59,14 @@ CODE_IN_GROUP_RETIRED = ("Link codes work in a direct message. That code no long
 
 
 class DirectCommands:
-    def __init__(self, *, identities: Identities, memory: MemoryNotes, mem0: Mem0Forgetting | None = None) -> None:
+    def __init__(self, *, identities: Identities, memory: MemoryNotes, mem0: Mem0Forgetting | None = None,
+                 reminders: Reminders | None = None) -> None:
         self._identities = identities
         self._memory = memory
         self._mem0 = mem0
         """The agents binding `memory_mem0`, whose memories are deleted through mem0's API."""
+        self._reminders = reminders
+        """The reminders people set, which `forget` deletes too; None: no agent sets any."""
 
     async def answer(self, inbound: Inbound, identity_id: int) -> str:
         """Carry out a command the command step recognized (`COMMAND`), and say what happened."""
@@ -100,17 +106,26 @@ class DirectCommands:
         mem0_agents = self._mem0.agents if self._mem0 is not None else []
         if not confirmed:
             notes = await self._memory.count_owned(owners)
-            if not notes and not mem0_agents:
+            reminders = await self._reminders.count_owned(reminder_owners(owners)) if self._reminders else 0
+            if not notes and not mem0_agents and not reminders:
                 return NOTHING_TO_FORGET
             return FORGET_ASK.format(notes=notes) + (FORGET_MEM0.format(agents=", ".join(mem0_agents))
-                                                     if mem0_agents else "")
+                                                     if mem0_agents else "") + (
+                FORGET_REMINDERS.format(reminders=reminders) if reminders else "")
         deleted = await self._memory.delete_owned(owners)
+        if self._reminders is not None:
+            await self._reminders.delete_owned(reminder_owners(owners))
         failed = await self._mem0.forget(owners) if self._mem0 is not None else []
         log.info("identity %d: forgot %d memory note(s) across every agent; mem0 of %d agent(s) failed",
                  identity_id, deleted, len(failed))
         if failed:
             return FORGOTTEN_EXCEPT_MEM0.format(notes=deleted, agents=", ".join(agent for agent, _ in failed))
         return FORGOTTEN.format(notes=deleted)
+
+
+def reminder_owners(owners: list[MemoryOwner]) -> list[str]:
+    """The keys the reminders of these owners are set under (`person:<id>`, `identity:<id>`)."""
+    return [f"{owner.kind}:{owner.key}" for owner in owners if owner.personal]
 
 
 def code_shaped(text: str | None) -> bool:

@@ -66,6 +66,7 @@ from gateway.server.tracing import build_tracing
 from storage.cache import LocalCache
 from storage.db import Database
 from storage.models import utcnow
+from storage.reminders import Reminders
 from storage.revision import is_current
 
 if TYPE_CHECKING:
@@ -221,7 +222,8 @@ class Gateway:
         typing = TypingShown()
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
-                        commands=DirectCommands(identities=Identities(db), memory=memory, mem0=self._mem0_forgetting()),
+                        commands=DirectCommands(identities=Identities(db), memory=memory, mem0=self._mem0_forgetting(),
+                                                reminders=Reminders(db)),
                         db=db, capabilities=capabilities, metrics=self.metrics, typing=typing, control=control,
                         budgets=any(bot.binding.limits is not None for bot in self.config.bots))
         tuning = self._tuning

@@ -193,3 +193,22 @@ async def test_a_reminder_run_in_a_dm_reaches_the_notes_of_who_set_it(telegram: 
         await telegram.user_says(bot.token, chat, alice, "note this, then look at my notes in a second")
         await telegram.wait_for(lambda: len(posts(telegram, chat)) == 2)
     assert posts(telegram, chat) == ["Set.", "my notes are here"]
+
+
+async def test_forget_deletes_the_reminders_a_person_set_and_no_one_elses(telegram: FakeTelegram,
+                                                                         sqlite_url: str) -> None:
+    bot = TelegramBot().register(telegram)
+    alice, bob = telegram.add_user(1001, "Alice"), telegram.add_user(1002, "Bob")
+    alice_dm, bob_dm = telegram.private_chat(alice), telegram.private_chat(bob)
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=sets("in 2 hours"),
+                               tuning=TICKING, capabilities=REMINDERS):
+        for person, chat in ((alice, alice_dm), (bob, bob_dm)):
+            await telegram.user_says(bot.token, chat, person, "remind me in two hours to take my pills")
+            await telegram.wait_for(lambda chat=chat: len(posts(telegram, chat)) == 1)
+        await telegram.user_says(bot.token, alice_dm, alice, "forget")
+        await telegram.wait_for(lambda: len(posts(telegram, alice_dm)) == 2)
+        assert "It also deletes the 1 reminder(s) you set" in posts(telegram, alice_dm)[-1]
+        await telegram.user_says(bot.token, alice_dm, alice, "forget yes")
+        await telegram.wait_for(lambda: len(posts(telegram, alice_dm)) == 3)
+    assert [(r.conversation_key.startswith(f"telegram:{bot.name}:{bob_dm['id']}:"), r.status)
+            for r in await reminders(sqlite_url)] == [(True, "active")], "Alice's reminder is gone, Bob's stays"
