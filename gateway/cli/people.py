@@ -88,7 +88,7 @@ def delete(person: Annotated[int | None, typer.Option(help="A person id: every i
     if not yes:
         typer.confirm(f"Delete every note any agent keeps about {who}, and the reminders they set?", abort=True)
 
-    async def forget(db: Database) -> tuple[int, list[tuple[str, str]]]:
+    async def forget(db: Database) -> tuple[int, int, list[tuple[str, str]]]:
         people = Identities(db)
         owners = await (people.owners_of_person(person) if person is not None
                         else people.owners_of_identity(identity or 0))
