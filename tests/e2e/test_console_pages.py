@@ -71,6 +71,21 @@ async def test_a_run_shows_on_the_overview_and_the_runs_page_with_its_timeline(t
             assert "<pre>hello</pre>" in (await lead.get(f"/console/runs/{run_id}")).text
 
 
+def deploying(telegram: FakeTelegram, bot: TelegramBot, database_url: str, executed: list[str], *,
+              redis_url: str | None = None) -> Any:
+    """A gateway whose agent asks to `deploy` web (a gated call, recorded in `executed` once run), with the console."""
+    return running_gateway(telegram, [bot], database_url=database_url, redis_url=redis_url,
+                           model=calls_then_answers(*DEPLOY_WEB), registry=deploy_registry(executed),
+                           capabilities=[{"id": "deploy"}], top=console_section(), secrets=hashes())
+
+
+async def posted_card(telegram: FakeTelegram, chat: dict[str, Any]) -> dict[str, Any]:
+    """The approval card, once the bot has posted it in `chat`."""
+    await telegram.wait_for(lambda: any(m.get("reply_markup") for m in telegram.bot_messages(chat["id"])))
+    [card] = [m for m in telegram.bot_messages(chat["id"]) if m.get("reply_markup")]
+    return card
+
+
 async def test_an_approval_decided_in_the_console_resumes_the_run_on_another_replica_and_edits_the_card(
         telegram: FakeTelegram, database_url: str) -> None:
     executed: list[str] = []
@@ -79,14 +94,11 @@ async def test_an_approval_decided_in_the_console_resumes_the_run_on_another_rep
     chat = telegram.private_chat(alice)
 
     def replica() -> Any:
-        return running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
-                               model=calls_then_answers(*DEPLOY_WEB), registry=deploy_registry(executed),
-                               capabilities=[{"id": "deploy"}], top=console_section(), secrets=hashes())
+        return deploying(telegram, bot, database_url, executed)
 
     async with replica():
         await telegram.user_says(bot.token, chat, alice, "deploy web")
-        await telegram.wait_for(lambda: any(m.get("reply_markup") for m in telegram.bot_messages(chat["id"])))
-    [card] = [m for m in telegram.bot_messages(chat["id"]) if m.get("reply_markup")]
+        card = await posted_card(telegram, chat)
     async with replica() as other, console_client(other, "lead") as (lead, token):
         page = (await lead.get("/console/approvals")).text
         [approval_id] = re.findall(r'data-approval="([^"]+)"', page)
@@ -110,12 +122,10 @@ async def test_the_console_decides_only_where_the_binding_lets_it(telegram: Fake
     bot = TelegramBot().register(telegram)
     alice = telegram.add_user(1001, "Alice")
     chat = telegram.private_chat(alice)
-    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None,
-                               model=calls_then_answers(*DEPLOY_WEB), registry=deploy_registry(executed),
-                               capabilities=[{"id": "deploy"}], top=console_section(),
-                               secrets=hashes()) as gateway, console_client(gateway, "lead") as (lead, token):
+    async with deploying(telegram, bot, sqlite_url, executed) as gateway, \
+            console_client(gateway, "lead") as (lead, token):
         await telegram.user_says(bot.token, chat, alice, "deploy web")
-        await telegram.wait_for(lambda: any(m.get("reply_markup") for m in telegram.bot_messages(chat["id"])))
+        await posted_card(telegram, chat)
         page = (await lead.get("/console/approvals")).text
         [approval_id] = re.findall(r'data-approval="([^"]+)"', page)
         assert "Decided in the chat only" in page and 'value="approve"' not in page
@@ -240,17 +250,14 @@ async def test_the_console_of_a_standby_replica_decides_and_that_replica_resumes
     chat = telegram.private_chat(alice)
 
     def replica() -> Any:
-        return running_gateway(telegram, [bot], database_url=database_url, redis_url=REDIS,
-                               model=calls_then_answers(*DEPLOY_WEB), registry=deploy_registry(executed),
-                               capabilities=[{"id": "deploy"}], top=console_section(), secrets=hashes())
+        return deploying(telegram, bot, database_url, executed, redis_url=REDIS)
 
     async with AsyncExitStack() as stack:
         poller: Gateway = await stack.enter_async_context(replica())
         await telegram.wait_for(lambda: poller.metrics.holding() == [bot.name])
         standby: Gateway = await stack.enter_async_context(replica())
         await telegram.user_says(bot.token, chat, alice, "deploy web")
-        await telegram.wait_for(lambda: any(m.get("reply_markup") for m in telegram.bot_messages(chat["id"])))
-        [card] = [m for m in telegram.bot_messages(chat["id"]) if m.get("reply_markup")]
+        card = await posted_card(telegram, chat)
         lead, token = await stack.enter_async_context(console_client(standby, "lead"))
         held = rf"<td>{bot.name}</td>.*?<td>{poller.replica_id}</td></tr>"
         async with asyncio.timeout(10):  # the poller's heartbeat follows its taking the transport within a second
@@ -275,14 +282,11 @@ async def test_a_console_decision_cut_short_by_a_crash_is_finished_by_its_retry(
     chat = telegram.private_chat(alice)
 
     def replica() -> Any:
-        return running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
-                               model=calls_then_answers(*DEPLOY_WEB), registry=deploy_registry(executed),
-                               capabilities=[{"id": "deploy"}], top=console_section(), secrets=hashes())
+        return deploying(telegram, bot, database_url, executed)
 
     async with replica():
         await telegram.user_says(bot.token, chat, alice, "deploy web")
-        await telegram.wait_for(lambda: any(m.get("reply_markup") for m in telegram.bot_messages(chat["id"])))
-    [card] = [m for m in telegram.bot_messages(chat["id"]) if m.get("reply_markup")]
+        card = await posted_card(telegram, chat)
     db = Database(database_url)
     try:
         [pending] = [a for a in await Approvals(db).recent() if a.status == "pending"]
