@@ -195,6 +195,11 @@ class RunRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
+    first_shown_at: Mapped[datetime | None]
+    """When the person first saw the answer's text (a draft, the placeholder's first words, or the answer)."""
+    steps: Mapped[list[Any] | None]
+    """An answered run's model responses and tool returns in order, `{at, what, detail}` each (the console's
+    timeline); the arguments and results are not kept."""
 
 
 class RunFeedbackRow(Base):

@@ -8,7 +8,7 @@ from sqlalchemy.exc import DBAPIError
 
 from storage.db import Database
 
-HEAD = "0018"
+HEAD = "0019"
 """The newest migration in `storage/migrations/versions/`: change it with every migration added."""
 
 

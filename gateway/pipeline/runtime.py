@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -20,11 +21,14 @@ from pydantic_ai import (
     FunctionToolCallEvent,
     ModelMessage,
     ModelRequest,
+    ModelResponse,
     PartDeltaEvent,
     PartStartEvent,
     RunContext,
     TextPart,
     TextPartDelta,
+    ToolCallPart,
+    ToolReturnPart,
     UsageLimits,
     UserContent,
     UserPromptPart,
@@ -136,6 +140,10 @@ class Answered:
     message_id: str
     usage: RunUsage = field(default_factory=RunUsage)
     """What the run spent, its delegates included."""
+    steps: tuple[dict[str, str], ...] = ()
+    """The run's model responses and tool returns in order (`run_steps`), for the console's timeline."""
+    first_shown_at: datetime | None = None
+    """When the answer's first text showed in the chat."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -352,7 +360,8 @@ class Runtime:
         refs = await reply.finish(result.output, rated_run=run_id if deps.binding.spec.feedback else None)
         await _deliver(outbox)
         usage = result.usage + assembled.delegated
-        answered = Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id, usage=usage)
+        answered = Answered(run_id=run_id, text=result.output, message_id=refs[0].message_id, usage=usage,
+                            steps=run_steps(result.new_messages()), first_shown_at=_wall(reply.posted_at))
         await _end(assembled)
         return answered
 
@@ -521,18 +530,51 @@ def open_run(connection: Connection, turn: Turn) -> int:
 
 def set_run(connection: Connection, run_id: int, *, status: str, usage: RunUsage | None = None,
             error: str | None = None) -> None:
+    connection.execute(update(RUNS).where(RUNS.c.id == run_id).values(**_run_values(status, usage, error)))
+
+
+def _run_values(status: str, usage: RunUsage | None, error: str | None) -> dict[str, object]:
     values: dict[str, object] = {"status": status, "error": error}
     if status != "running":
         values["finished_at"] = utcnow()
     if usage is not None:  # the run's whole spending so far: a resumed run's includes what it spent before parking
         values |= {"requests": usage.requests, "input_tokens": usage.input_tokens,
                    "output_tokens": usage.output_tokens, "cost_usd": usage.cost}
-    connection.execute(update(RUNS).where(RUNS.c.id == run_id).values(**values))
+    return values
 
 
 def record_answered(connection: Connection, outcome: Answered) -> None:
-    """An answered run's row, in the caller's transaction (the turn's end)."""
-    set_run(connection, outcome.run_id, status="answered", usage=outcome.usage)
+    """An answered run's row, in the caller's transaction (the turn's end), with its steps and first text's time."""
+    connection.execute(update(RUNS).where(RUNS.c.id == outcome.run_id).values(
+        **_run_values("answered", outcome.usage, None), steps=list(outcome.steps),
+        first_shown_at=outcome.first_shown_at))
+
+
+MAX_STEPS = 100
+"""Steps kept of one run: a long tool loop keeps its first ones and says how many more there were."""
+
+
+def run_steps(messages: Sequence[ModelMessage]) -> tuple[dict[str, str], ...]:
+    """Each model response (with the tools it called) and each tool's return, when it happened: names only, never
+    arguments or results, which may hold what only `transcripts` may read."""
+    steps: list[dict[str, str]] = []
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            tools = [part.tool_name for part in message.parts if isinstance(part, ToolCallPart)]
+            steps.append({"at": message.timestamp.isoformat(), "what": "model response",
+                          "detail": f"{message.model_name or 'model'}" + (f" → {', '.join(tools)}" if tools else "")})
+        else:
+            steps += [{"at": part.timestamp.isoformat(), "what": "tool returned", "detail": part.tool_name}
+                      for part in message.parts if isinstance(part, ToolReturnPart)]
+    if len(steps) > MAX_STEPS:
+        steps = [*steps[:MAX_STEPS], {"at": steps[-1]["at"], "what": "…",
+                                       "detail": f"{len(steps) - MAX_STEPS} more step(s)"}]
+    return tuple(steps)
+
+
+def _wall(monotonic: float | None) -> datetime | None:
+    """A `time.monotonic()` reading of this process, as the wall-clock time it was."""
+    return None if monotonic is None else utcnow() - timedelta(seconds=time.monotonic() - monotonic)
 
 
 async def _end(assembled: AssembledAgent) -> None:

@@ -64,7 +64,10 @@ async def test_a_run_shows_on_the_overview_and_the_runs_page_with_its_timeline(t
             assert person and run_id in (await ops.get("/console/live/runs", params={"person": person[1]})).text
             assert "No runs" in (await ops.get("/console/live/runs", params={"status": "failed"})).text
             detail = (await ops.get(f"/console/runs/{run_id}")).text
-            assert all(moment in detail for moment in ("accepted", "started", "answered"))
+            moments = re.findall(r"<td><b>([^<]+)</b></td>", detail)
+            assert [m for m in moments if m in ("accepted", "started", "model response", "answered")] == [
+                "accepted", "started", "model response", "answered"], moments
+            assert "first text shown" in moments
             assert "<pre>hello</pre>" not in detail, "the answer's words only for an operator with transcripts"
         async with console_client(gateway, "lead") as (lead, _token):
             assert "Alice (@alice)" in (await lead.get("/console/live/runs")).text
@@ -112,6 +115,14 @@ async def test_an_approval_decided_in_the_console_resumes_the_run_on_another_rep
         again = await lead.post(f"/console/approvals/{approval_id}", data={"csrf": token, "verb": "deny"})
         assert "Already approved by lead (console)." in (await lead.get(again.headers["location"])).text
         assert "approve approval" in (await lead.get("/console/audit")).text
+        [run_id] = re.findall(r'data-run="(\d+)"', (await lead.get("/console/live/runs")).text)
+        async with asyncio.timeout(10):  # the run's end commits just after its answer shows
+            while True:
+                detail = (await lead.get(f"/console/runs/{run_id}")).text
+                if "<b>answered</b>" in detail:
+                    break
+                await asyncio.sleep(0.05)
+        assert re.search(r"<b>tool returned</b></td><td>deploy_service<", detail), "the resumed run's steps"
     assert executed == ["web"], "approved once, run once"
     [closed] = [m for m in telegram.bot_messages(chat["id"]) if m["message_id"] == card["message_id"]]
     assert closed["text"].startswith("Approved by lead (console)") and not closed.get("reply_markup")

@@ -153,7 +153,8 @@ def _summary(run: RunRow, identity: IdentityRow | None, *, named: bool) -> RunSu
 
 
 async def _timeline(session: AsyncSession, row: RunRow, run: RunSummary) -> list[Moment]:
-    """Accepted, started, each gated call asked and decided, the end: what the tables record, in time order."""
+    """Accepted, started, the first text shown, each model response and tool return, each gated call asked and
+    decided, the end: what the tables record, in time order."""
     moments: list[Moment] = []
     if row.inbox_id is not None:
         item = await session.get(InboxRow, row.inbox_id)
@@ -170,6 +171,10 @@ async def _timeline(session: AsyncSession, row: RunRow, run: RunSummary) -> list
             by = f" by {approval.decided_by}" if approval.decided_by else ""
             moments.append(Moment(at=approval.decided_at, what=f"approval {approval.status}",
                                   detail=f"{approval.tool_name}{by}"))
+    if row.first_shown_at is not None:
+        moments.append(Moment(at=row.first_shown_at, what="first text shown", detail="in the chat"))
+    moments += [Moment(at=datetime.fromisoformat(step["at"]), what=step["what"], detail=step["detail"])
+                for step in row.steps or []]
     if row.finished_at is not None:
         usage = f"{row.requests} model request(s), {row.input_tokens} in / {row.output_tokens} out"
         moments.append(Moment(at=row.finished_at, what=row.status, detail=row.error or usage))
