@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.support.cli_process import STARTS_WITHIN
 from tests.support.fakes.model_server import FakeModelServer, Refusal
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import free_port
@@ -36,7 +37,8 @@ async def serve_one_turn(telegram: FakeTelegram, tmp_path: Path, *options: str) 
         sys.executable, "-m", "gateway", "serve", "-c", str(config), *options, cwd=tmp_path, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
-        await telegram.wait_for(lambda: any(c.method == "getUpdates" for c in telegram.calls), timeout=20)
+        await telegram.wait_for(lambda: any(c.method == "getUpdates" for c in telegram.calls),
+                                timeout=STARTS_WITHIN)
         await telegram.user_says(TOKEN, chat, alice, "hello")
         await telegram.wait_for(lambda: [m["text"] for m in telegram.bot_messages(chat["id"])]
                                 == ["success (no tool calls)"], timeout=20)
@@ -95,7 +97,8 @@ async def test_a_model_providers_request_lines_stay_out_of_info(telegram: FakeTe
             sys.executable, "-m", "gateway", "serve", "-c", str(config), cwd=tmp_path, env=env,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
-            await telegram.wait_for(lambda: any(c.method == "getUpdates" for c in telegram.calls), timeout=20)
+            await telegram.wait_for(lambda: any(c.method == "getUpdates" for c in telegram.calls),
+                                timeout=STARTS_WITHIN)
             await telegram.user_says(TOKEN, chat, alice, "hello")
             await telegram.wait_for(lambda: any("try again" in m["text"] for m in telegram.bot_messages(chat["id"])),
                                     timeout=20)

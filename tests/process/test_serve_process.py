@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import yaml
 
+from tests.support.cli_process import STARTS_WITHIN
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import free_port
 
@@ -35,7 +36,8 @@ async def test_serve_answers_then_shuts_down_cleanly_on_ctrl_c(telegram: FakeTel
         sys.executable, "-m", "gateway", "serve", "-c", str(config), cwd=tmp_path, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
-        await telegram.wait_for(lambda: any(c.method == "getUpdates" for c in telegram.calls), timeout=20)
+        await telegram.wait_for(lambda: any(c.method == "getUpdates" for c in telegram.calls),
+                                timeout=STARTS_WITHIN)
         await telegram.user_says(TOKEN, chat, alice, "hello")
         await telegram.wait_for(lambda: [m["text"] for m in telegram.bot_messages(chat["id"])]
                                 == ["success (no tool calls)"], timeout=20)

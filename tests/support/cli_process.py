@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+STARTS_WITHIN = 60.0
+"""Seconds a `gateway serve` process may take to import, migrate a new database and make its first platform call:
+about 2 s on a quiet machine, many times that beside a browser test and other replicas on two cores."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
