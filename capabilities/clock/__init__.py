@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from capabilities.registry import CapabilityDef, Deferred
+from storage.recurrence import zone_problem
 
 
 class ClockConfig(BaseModel):
@@ -18,10 +17,8 @@ class ClockConfig(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"{value!r} is not an IANA timezone name such as 'Europe/Warsaw'") from None
+        if problem := zone_problem(value):
+            raise ValueError(problem)
         return value
 
 

@@ -86,8 +86,8 @@ CASES = [
          problem="agents[0].capabilities[0].config.summary_prompt: must contain {output}, where the tool's name "
                  "and output are inserted"),
     Case(id="bad-timezone", capabilities=[{"id": "clock", "config": {"timezone": "Mars/Olympus"}}],
-         problem="agents[0].capabilities[0].config.timezone: 'Mars/Olympus' is not an IANA timezone name such as "
-                 "'Europe/Warsaw'"),
+         problem="agents[0].capabilities[0].config.timezone: 'Mars/Olympus' is not an IANA time zone name such as "
+                 "'Europe/Warsaw' or 'UTC'"),
     Case(id="bound-twice", capabilities=["planning", {"id": "planning", "enabled": False}],
          problem="agents[0].capabilities[1].id: 'planning' is already bound at agents[0].capabilities[0]; merge the "
                  "two entries"),
