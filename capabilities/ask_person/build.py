@@ -8,19 +8,13 @@ from typing import Any, cast
 from pydantic_ai import ApprovalRequired, RunContext
 from pydantic_ai.capabilities import Capability
 
-from capabilities.registry import AskedQuestion, NoConfig
+from capabilities.registry import NOBODY_ANSWERED, AskedQuestion, NoConfig, offered_choices
 from capabilities.run import BuildContext
 from capabilities.run.tool_replies import function_toolset, retry_or_text
 
 ASKED = "ask_person"
 """The key of a parked call's metadata that holds the question asked; `answer` beside it holds the reply."""
-MAX_CHOICES = 25
-"""Options one question may offer (Slack's actions block holds 25 buttons); past a platform's own, a numbered list."""
-MAX_CHOICE_CHARS = 75
-"""Characters of one option (Slack's button text)."""
 MAX_QUESTION_CHARS = 1_000
-NOBODY_ANSWERED = ("Nobody answered your question before it expired. Continue with what you have, and say in your "
-                   "answer what you had to assume.")
 
 
 async def ask_person(ctx: RunContext[Any], question: str, choices: list[str] | None = None) -> str:
@@ -45,17 +39,7 @@ async def ask_person(ctx: RunContext[Any], question: str, choices: list[str] | N
     asked = " ".join(question.split())
     if not asked or len(asked) > MAX_QUESTION_CHARS:
         return retry_or_text(ctx, f"Give the question as 1 to {MAX_QUESTION_CHARS} characters of text.")
-    raise ApprovalRequired(metadata={ASKED: {"question": asked, "choices": _options(choices or [])}})
-
-
-def _options(given: list[str]) -> list[str]:
-    """The options as the model gave them: short texts, each once, in order; past the limit, left out."""
-    kept: list[str] = []
-    for choice in given:
-        text = " ".join(choice.split())[:MAX_CHOICE_CHARS]
-        if text and text not in kept:
-            kept.append(text)
-    return kept[:MAX_CHOICES]
+    raise ApprovalRequired(metadata={ASKED: {"question": asked, "choices": offered_choices(choices)}})
 
 
 def _state(metadata: object) -> dict[str, Any] | None:

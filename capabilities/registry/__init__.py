@@ -112,6 +112,24 @@ class AskedQuestion:
 
 
 Asked = Callable[[Any], "AskedQuestion | None"]
+NOBODY_ANSWERED = ("Nobody answered your question before it expired. Continue with what you have, and say in your "
+                   "answer what you had to assume.")
+"""What the asker is told of a question that expired unanswered."""
+MAX_CHOICES = 25
+"""Options one question may offer (Slack's actions block holds 25 buttons); past a platform's own, a numbered list."""
+MAX_CHOICE_CHARS = 75
+"""Characters of one option (Slack's button text)."""
+
+
+def offered_choices(given: object) -> list[str]:
+    """The options a model offered with a question, as it gave them: short texts, each once, in order; anything else
+    in the list (and past `MAX_CHOICES`) is left out."""
+    kept: list[str] = []
+    for choice in cast(list[object], given) if isinstance(given, list) else []:
+        text = " ".join(choice.split())[:MAX_CHOICE_CHARS] if isinstance(choice, str) else ""
+        if text and text not in kept:
+            kept.append(text)
+    return kept[:MAX_CHOICES]
 F = TypeVar("F", bound=Callable[..., Any])
 
 

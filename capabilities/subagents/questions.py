@@ -12,19 +12,13 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import ToolDefinition
 
-from capabilities.registry import AskedQuestion
+from capabilities.registry import MAX_CHOICE_CHARS, MAX_CHOICES, NOBODY_ANSWERED, AskedQuestion, offered_choices
 
 ASK_PARENT = "ask_parent"
 """The library's tool a synchronous delegate asks the parent agent's person with."""
-NOBODY_ANSWERED = ("Nobody answered your question before it expired. Continue with what you have, and say in "
-                   "your answer what you had to assume.")
 NOT_ASKED = ("This question was not put to the person: ask one question at a time, and only once no other call "
              "of yours is waiting for a decision.")
 NOT_RUN_HERE = "This call cannot be completed from here; continue without it."
-MAX_CHOICES = 25
-"""Options one question may offer (Slack's actions block holds 25 buttons); past a platform's own, a numbered list."""
-MAX_CHOICE_CHARS = 75
-"""Characters of one option (Slack's button text)."""
 CHOICES_PARAMETER = {
     "type": "array", "items": {"type": "string", "maxLength": MAX_CHOICE_CHARS}, "maxItems": MAX_CHOICES,
     "description": "When the person should pick one of a few short options, the options: they are shown as buttons "
@@ -61,17 +55,8 @@ def _with_choices(tool: ToolDefinition) -> ToolDefinition:
 
 
 def choices_of(args: dict[str, Any]) -> list[str]:
-    """The options a call to `ask_parent` offered, as the model gave them: short texts, each once, in order; anything
-    else in the list is left out."""
-    given = args.get("choices")
-    if not isinstance(given, list):
-        return []
-    kept: list[str] = []
-    for choice in given:  # pyright: ignore[reportUnknownVariableType]
-        text = " ".join(choice.split())[:MAX_CHOICE_CHARS] if isinstance(choice, str) else ""
-        if text and text not in kept:
-            kept.append(text)
-    return kept[:MAX_CHOICES]
+    """The options a call to `ask_parent` offered (`offered_choices`)."""
+    return offered_choices(args.get("choices"))
 
 
 async def ask_in_chat(question: str) -> str:
