@@ -54,9 +54,6 @@ from gateway.pipeline.scheduler import LATE_AFTER, Scheduler
 from gateway.pipeline.steps.commands import at_once_words, menu, words
 from gateway.pipeline.turn_control import TurnControl
 from gateway.pipeline.worker import RunningTurns, Worker
-from gateway.server.console.app import ConsoleParts, build_console
-from gateway.server.console.operators import Operators
-from gateway.server.console.replicas import BEAT, Replicas
 from gateway.server.errors import StartupError
 from gateway.server.http import Readiness, ReadinessCheck, build_http_app
 from gateway.server.logs import SecretRedactor
@@ -291,6 +288,10 @@ class Gateway:
                        bindings: BindingStore, approvals: Approvals, inbox: Inbox, worker: Worker) -> Mount:
         """The operator console, with this replica's heartbeat for its replica list. Operators whose password hash
         is not set stop the start (`Operators.of`): nobody signs in with a hash that is not there."""
+        from gateway.server.console.app import ConsoleParts, build_console
+        from gateway.server.console.operators import Operators
+        from gateway.server.console.replicas import BEAT, Replicas
+
         operators = Operators.of(self.config.console, self._secrets.get)
         replicas = Replicas(db, replica_id=self.replica_id, holding=self.metrics.holding)
         await replicas.beat()  # listed from the first page on, not after the first interval

@@ -111,3 +111,15 @@ def test_check_of_a_config_binding_many_capabilities_loads_no_builder_nor_sdk(we
     config.write_text(textwrap.dedent(BINDING_MANY.format(web_fetch=web_fetch)))
     status, heavy = imported("check", "-c", str(config), cwd=tmp_path, heavy=CHECK_HEAVY)
     assert (status or 0, heavy) == (code, [])
+
+
+def test_the_server_stack_loads_no_console_until_a_config_enables_it(tmp_path: Path) -> None:
+    """The console (Jinja2, argon2 and its pages, ~15 MB, and one argon2 hash's 64 MiB) is not paid for by every
+    replica: `gateway serve` imports it when `console.enabled` says so."""
+    script = ("import json, sys\nimport gateway.server.app\n"
+              "print(json.dumps(sorted(n for n in sys.modules if n.split('.')[0] in ('jinja2', 'argon2') "
+              "or n.startswith('gateway.server.console'))))")
+    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=gateway_env(), capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == []

@@ -41,7 +41,8 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     "gateway/cli/doctor_services.py": "Redis's client (~0.5 s of imports) loads only when the deployment being checked "
                                       "has a REDIS_URL",
     "gateway/server/app.py": "Alembic (~10 MB) loads only when a start finds a migration to run, Redis's client "
-                             "(~7 MB) only for a gateway that has a REDIS_URL",
+                             "(~7 MB) only for a gateway that has a REDIS_URL, the console (Jinja2, argon2, its "
+                             "pages: ~15 MB) only where `console.enabled`",
 }
 """Modules that may import inside a function, with the reason it cannot sit at the top of the module.
 

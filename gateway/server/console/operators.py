@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -13,8 +14,13 @@ from gateway.config.schema import ConsoleSpec
 from gateway.server.errors import StartupError
 
 _HASHER = PasswordHasher()
-_UNKNOWN = _HASHER.hash("an operator nobody configured")
-"""Checked against when the name is unknown, so a wrong name takes as long as a wrong password."""
+
+
+@functools.cache
+def _unknown() -> str:
+    """Checked against when the name is unknown, so a wrong name takes as long as a wrong password. Made at the first
+    sign-in, not at import: one argon2 hash takes its 64 MiB and a tenth of a second."""
+    return _HASHER.hash("an operator nobody configured")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,7 +63,7 @@ class Operators:
 
     async def verify(self, name: str, password: str) -> Operator | None:
         """The operator whose password this is, or None; argon2 runs in a worker thread (tens of milliseconds)."""
-        stored = self._hashes.get(name, _UNKNOWN)
+        stored = self._hashes.get(name) or await asyncio.to_thread(_unknown)
         matches = await asyncio.to_thread(_matches, stored, password)
         return self.get(name) if matches and name in self._hashes else None
 
