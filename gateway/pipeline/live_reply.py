@@ -136,6 +136,9 @@ class LiveReply:
         if self._ref is not None or self._typing is not None:
             return self._ref
         if waits_for_text(self._adapter):
+            # The first text waits one edit interval, as every later edit does: typing shows meanwhile, and an
+            # answer done by then is sent once, whole, instead of as a first text and an edit (or a draft).
+            self._last_edit = time.monotonic()
             self._typing = asyncio.create_task(self._keep_typing())
             return None
         # No typing beside it: a message from the bot clears its typing status on Mattermost, so the placeholder
@@ -182,16 +185,17 @@ class LiveReply:
         except Exception as exc:
             log.warning("draft failed in %s: %s", self._address.conversation_key, exc)
 
-    async def _posted_once(self, text: str) -> MessageRef:
-        """The reply's message: the one already posted, or the first post with `text`, stored at once."""
+    async def _posted_once(self, text: str, *, record: bool = True) -> MessageRef:
+        """The reply's message: the one already posted, or the first post with `text`, stored at once unless
+        `record` is false (the whole answer, whose turn's end is committed next and stores it)."""
         if self._ref is not None:
             return self._ref
         if self._first is None or self._first.done():  # done without a message: that post failed, try again
-            self._first = asyncio.create_task(self._post_first(text))
+            self._first = asyncio.create_task(self._post_first(text, record=record))
         # Shielded: a flush cancelled by `finish` must not cut the post off between its call and its record.
         return await asyncio.shield(self._first)
 
-    async def _post_first(self, text: str) -> MessageRef:
+    async def _post_first(self, text: str, *, record: bool = True) -> MessageRef:
         await self._stop_typing()  # before the post, which clears it: a late typing call would show it again
         self._posting()
         if self.stoppable and isinstance(self._adapter, OffersStop):
@@ -202,7 +206,7 @@ class LiveReply:
         self._ref, self._shown = ref, text
         self._last_edit = time.monotonic()
         self.posted_at = self.posted_at or self._last_edit
-        if self._placeholder is not None:
+        if self._placeholder is not None and record:
             await self._placeholder.record(ref.message_id)
         return ref
 
@@ -296,7 +300,7 @@ class LiveReply:
         rated = rated_run if isinstance(self._adapter, AsksFeedback) else None
         if self._ref is None and self._drafts:
             return await self._send_drafted(pieces, rated)
-        ref = await self._message(pieces[0])
+        ref = await self._message(pieces[0], whole=len(pieces) == 1)
         if rated is not None and len(pieces) == 1:
             assert isinstance(self._adapter, AsksFeedback)
             await self._adapter.edit_rated(ref, pieces[0], run_id=rated)
@@ -338,9 +342,12 @@ class LiveReply:
         self.posted_at = self.posted_at or time.monotonic()
         return refs
 
-    async def _message(self, text: str) -> MessageRef:
+    async def _message(self, text: str, *, whole: bool) -> MessageRef:
+        """The message the answer's first piece goes in. `whole`: that piece is the whole answer, so a first post
+        of it is not stored on its own: the turn's end, committed next, is what a retry reads (a kill between the
+        post and that commit doubles it, as one between the post and its own record would)."""
         if self._ref is None and waits_for_text(self._adapter):
-            return await self._posted_once(text)
+            return await self._posted_once(text, record=not whole)
         ref = await self.start()
         assert ref is not None  # a placeholder was posted or adopted
         return ref
