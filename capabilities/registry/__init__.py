@@ -197,6 +197,9 @@ class CapabilityDef(Generic[C]):
     capability needs nothing of the deployment."""
     posts_files: bool = False
     """Its tools may post files into the chat: a run that may build it gets an outbox (`RunFacts.outbox`)."""
+    fires_later: bool = False
+    """Its tools store posts and runs for a later time: the gateway's scheduler runs where a bound capability
+    declares this (or the config has `schedules:`), and nowhere else."""
     lendable: bool = True
     """A delegating agent may lend it to its delegates (`share_with_delegates`). False: never lent, so sharing can
     never widen a delegate beyond its own spec."""
@@ -481,6 +484,9 @@ class BoundRegistry:
         self.asks_in_chat = any((definition := registry.get(capability_id)) is not None and definition.asks_in_chat
                                 for capability_id in bound)
         """Whether a capability this deployment binds may put a question to the chat and wait for its answer."""
+        self.fires_later = any((definition := registry.get(capability_id)) is not None and definition.fires_later
+                               for capability_id in bound)
+        """Whether a capability this deployment binds stores posts and runs for later (`CapabilityDef.fires_later`)."""
         self.secrets = secrets
         self.binding_only = tuple(definition.id for definition in registry if definition.binding_only)
         """The capabilities granted per bot binding rather than in an agent spec."""

@@ -45,4 +45,4 @@ CAPABILITY = CapabilityDef(
            ToolInfo(id="list_schedules", summary="List the reminders and scheduled runs set in this chat."),
            ToolInfo(id="cancel_schedule", summary="Cancel a reminder or scheduled run of this chat.")),
     build=Deferred("capabilities.reminders.build:build"), bind=Deferred("capabilities.reminders.services:bind"),
-    lendable=False)
+    lendable=False, fires_later=True)

@@ -1,10 +1,12 @@
 """Fires what is due: the operator's schedules (`schedules:` in gateway.yaml) and the reminders agents set.
 
-Every replica runs this loop. A firing is committed as an inbox item in the same transaction as the write that moves
-its schedule on, and that write is a compare-and-swap on the time it read: of two replicas reading the same due
-time, one moves it on and stores the firing, the other changes nothing. The item's unique logical id (source and due
-time) holds the same promise on its own, so a firing is stored once whatever the timing. What was due while no
-replica ran is one late firing (its time said), or skipped where the schedule says so.
+Every replica runs this loop where something can fall due: the config has `schedules:`, or an agent binds a
+capability that sets reminders (`CapabilityDef.fires_later`); elsewhere no replica ticks. A firing is committed as an
+inbox item in the same transaction as the write that moves its schedule on, and that write is a compare-and-swap on
+the time it read: of two replicas reading the same due time, one moves it on and stores the firing, the other changes
+nothing. The item's unique logical id (source and due time) holds the same promise on its own, so a firing is stored
+once whatever the timing. What was due while no replica ran is one late firing (its time said), or skipped where the
+schedule says so.
 """
 
 from __future__ import annotations

@@ -264,11 +264,12 @@ class Gateway:
                     name="sweep: approvals")
         self._spawn(_every(3600, lambda: inbox.prune(older_than=INBOX_RETENTION), "pruning the inbox"),
                     name="sweep: inbox")
-        scheduler = Scheduler(db=db, adapters=self.adapters, schedules=self.config.schedules, metrics=self.metrics,
-                              on_fired=self.worker.wake, late_after=tuning.firing_late_after)
-        await scheduler.start()
-        self._spawn(_every(tuning.schedule_tick, scheduler.fire_due, "firing schedules and reminders",
-                           until_due=scheduler.seconds_until_due), name="sweep: schedules")
+        if self.config.schedules or capabilities.fires_later:  # elsewhere nothing can fall due: no tick, no query
+            scheduler = Scheduler(db=db, adapters=self.adapters, schedules=self.config.schedules,
+                                  metrics=self.metrics, on_fired=self.worker.wake, late_after=tuning.firing_late_after)
+            await scheduler.start()
+            self._spawn(_every(tuning.schedule_tick, scheduler.fire_due, "firing schedules and reminders",
+                               until_due=scheduler.seconds_until_due), name="sweep: schedules")
         outbox = OutboxSweep(db, files, claim=tuning.file_claim)
         self._spawn(_every(tuning.file_claim.total_seconds(), outbox.deliver_expired, "posting files left mid-upload",
                            until_due=partial(_seconds_until, outbox.next_expiry)), name="sweep: outbox")

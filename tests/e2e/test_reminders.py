@@ -3,6 +3,7 @@ replicas; a repeating one waits for approval; a chat reaches only its own remind
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from datetime import timedelta
@@ -20,10 +21,11 @@ from tests.conftest import REDIS
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import FAST, TelegramBot, running_gateway
 from tests.support.records import inbox_rows
-from tests.support.scripted import calls_then_answers, last_prompt, stepped, stepped_with_info, user_prompts
+from tests.support.scripted import calls_then_answers, echoes, last_prompt, stepped, stepped_with_info, user_prompts
 
 TICKING = replace(FAST, schedule_tick=0.2)
 REMINDERS = [{"id": "reminders"}]
+SCHEDULER = "sweep: schedules"
 
 
 def sets(when: str, text: str = "Call Anna", **more: Any) -> Any:
@@ -212,3 +214,21 @@ async def test_forget_deletes_the_reminders_a_person_set_and_no_one_elses(telegr
         await telegram.wait_for(lambda: len(posts(telegram, alice_dm)) == 3)
     assert [(r.conversation_key.startswith(f"telegram:{bot.name}:{bob_dm['id']}:"), r.status)
             for r in await reminders(sqlite_url)] == [(True, "active")], "Alice's reminder is gone, Bob's stays"
+
+
+def ticking() -> set[str]:
+    return {task.get_name() for task in asyncio.all_tasks() if not task.done()} & {SCHEDULER}
+
+
+@pytest.mark.parametrize("capabilities", [[], REMINDERS], ids=["nothing-to-fire", "reminders"])
+async def test_only_a_gateway_with_something_to_fire_ticks(telegram: FakeTelegram, sqlite_url: str,
+                                                           capabilities: list[dict[str, Any]]) -> None:
+    """No schedule and no agent that sets reminders: nothing can fall due, so no replica reads the schedules every
+    tick."""
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=echoes(),
+                               tuning=TICKING, capabilities=capabilities):
+        await telegram.user_says(bot.token, telegram.private_chat(alice), alice, "hi")
+        await telegram.wait_for(lambda: bool(telegram.bot_messages(1001)))
+        assert ticking() == ({SCHEDULER} if capabilities else set())

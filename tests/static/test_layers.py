@@ -23,6 +23,8 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     "capabilities/__init__.py": "`from capabilities import default_registry` loads the catalog (every capability, "
                                 "pydantic-ai and the SDKs behind them) when asked for, not when a light module of "
                                 "the package (config_errors, for the config schema) is imported",
+    "storage/recurrence.py": "croniter and dateutil (~1 MB) load at the first cron read; a gateway with no "
+                             "schedule and no agent setting reminders reads none, yet checks time zones here",
     "capabilities/charts/render.py": "matplotlib takes most of a second to import; the first chart loads it, so "
                                      "`gateway check`, the CLI and a replica's start do not wait for it",
     "gateway/server/platforms.py": "a platform's adapter and SDK load with its first bot: a gateway of Telegram bots "
