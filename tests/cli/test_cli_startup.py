@@ -116,10 +116,12 @@ def test_check_of_a_config_binding_many_capabilities_loads_no_builder_nor_sdk(we
 def test_the_server_stack_loads_no_console_and_no_cron_reader_until_asked(tmp_path: Path) -> None:
     """The console (Jinja2, argon2 and its pages, ~15 MB, and one argon2 hash's 64 MiB) is not paid for by every
     replica: `gateway serve` imports it when `console.enabled` says so. Nor croniter (~1 MB): the first cron read
-    loads it, and a gateway with no schedule and no agent setting reminders has none to read."""
+    loads it, and a gateway with no schedule and no agent setting reminders has none to read. Nor the harness's
+    compaction package (~1.7 MB), whose context-window table only `/status` reads, and an agent binding
+    `compaction`."""
     script = ("import json, sys\nimport gateway.server.app\n"
               "print(json.dumps(sorted(n for n in sys.modules if n.split('.')[0] in ('jinja2', 'argon2', 'croniter') "
-              "or n.startswith('gateway.server.console'))))")
+              "or n.startswith(('gateway.server.console', 'pydantic_ai_harness.compaction')))))")
     run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=gateway_env(), capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]

@@ -23,6 +23,9 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     "capabilities/__init__.py": "`from capabilities import default_registry` loads the catalog (every capability, "
                                 "pydantic-ai and the SDKs behind them) when asked for, not when a light module of "
                                 "the package (config_errors, for the config schema) is imported",
+    "gateway/pipeline/steps/commands/status.py": "the harness's compaction package (~1.7 MB, 40 modules) loads for "
+                                                 "its context-window table when `/status` first asks, not in every "
+                                                 "replica at start",
     "storage/recurrence.py": "croniter and dateutil (~1 MB) load at the first cron read; a gateway with no "
                              "schedule and no agent setting reminders reads none, yet checks time zones here",
     "capabilities/charts/render.py": "matplotlib takes most of a second to import; the first chart loads it, so "

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from functools import partial
 
-from pydantic_ai_harness.compaction import resolve_context_window
-
 from gateway.pipeline.conversations import history_size
 from gateway.pipeline.steps.commands.call import ChatCommand, CommandCall, Handler, say
 from gateway.pipeline.steps.commands.help import bound_capabilities
@@ -40,6 +38,8 @@ def _context(delivery: Delivery, turns: int, characters: int) -> str:
     said = (f"{turns} earlier message(s) (the history reads up to {delivery.binding.spec.history_turns}) and the "
             f"instructions, about {tokens:,} tokens (estimated at {CHARACTERS_PER_TOKEN} characters a token; tools and "
             "files not counted)")
+    from pydantic_ai_harness.compaction import resolve_context_window  # see tests/static/test_layers.py
+
     window = resolve_context_window(spec.model)
     if window is None:
         return f"{said}; this model's context window is not known here"
