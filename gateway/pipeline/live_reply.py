@@ -3,8 +3,9 @@
 Where a retry can find a stray first post again (Slack, Mattermost), the message is a "…" placeholder posted at
 once; on Slack it is a native stream the text is appended to (`StreamsReplies`), and what the run is doing shows in
 the thread's status line instead of in the message (`ShowsStatus`). Where it cannot (Telegram), nothing is posted
-until there is text: the chat shows the platform's typing, refreshed until then, and the first post's id is stored
-right after it is posted; in a private chat the text shows as a draft (`ShowsDrafts`) and the answer is sent once,
+until there is text: the chat shows the platform's typing, refreshed until then, the first text is due one edit
+interval after the turn began (an answer done by then is sent once, whole), and the first post's id is stored right
+after it is posted; in a private chat the text shows as a draft (`ShowsDrafts`) and the answer is sent once,
 when it is done, so no message is ever edited or left half-written.
 """
 
