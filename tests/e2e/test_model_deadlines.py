@@ -61,7 +61,9 @@ async def test_a_stalled_model_ends_a_telegram_turn_at_its_first_token_deadline(
             await telegram.user_says(bot.token, chat, alice, "hi")
             await telegram.wait_for(lambda: said_by(telegram, chat, bot) not in ([], [PLACEHOLDER]), timeout=WAIT)
         assert said_by(telegram, chat, bot) == [TOO_LONG]
-        assert model.held == model.requests == 1  # one attempt: a deadline is not retried
+        # One attempt at most: a deadline is not retried. On a loaded machine the first-token deadline (1 s, which
+        # counts from the request's start) can pass before the client's request reaches the server at all.
+        assert model.held == model.requests <= 1
     one_deadline_line(caplog, "sent no output within 1 seconds (the first-token deadline)")
 
 
