@@ -4,7 +4,7 @@ each on by a compare-and-swap so that of two replicas only one commits its firin
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -17,8 +17,9 @@ REMINDERS = table_of(ReminderRow)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Reminder:
-    id: int
+class ReminderSpec:
+    """What the agent's tool call sets: where it posts, for whom, what, and how often."""
+
     bot_name: str
     conversation_key: str
     address: Mapping[str, Any]
@@ -30,24 +31,22 @@ class Reminder:
     text: str
     recurrence: str | None
     timezone: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewReminder(ReminderSpec):
+    first_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reminder(ReminderSpec):
+    """A stored reminder: its spec, and where the scheduler has it."""
+
+    id: int
     next_fire_at: datetime | None
     status: str
     fired: int
     created_at: datetime
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NewReminder:
-    bot_name: str
-    conversation_key: str
-    address: Mapping[str, Any]
-    speaker: Mapping[str, Any]
-    owner_key: str
-    mode: str
-    text: str
-    recurrence: str | None
-    timezone: str
-    first_at: datetime
 
 
 class Reminders:
@@ -58,10 +57,9 @@ class Reminders:
 
     async def add(self, new: NewReminder) -> Reminder:
         def work(connection: Connection) -> Reminder:
-            row_id = connection.execute(insert(REMINDERS).returning(REMINDERS.c.id), {
-                "bot_name": new.bot_name, "conversation_key": new.conversation_key, "address": dict(new.address),
-                "speaker": dict(new.speaker), "owner_key": new.owner_key, "mode": new.mode, "text": new.text,
-                "recurrence": new.recurrence, "timezone": new.timezone, "next_fire_at": new.first_at,
+            spec = {field.name: getattr(new, field.name) for field in fields(ReminderSpec)}
+            row_id = connection.execute(insert(REMINDERS).returning(REMINDERS.c.id), spec | {
+                "address": dict(new.address), "speaker": dict(new.speaker), "next_fire_at": new.first_at,
                 "status": "active", "fired": 0, "created_at": utcnow()}).scalar_one()
             return _reminder(connection.execute(select(REMINDERS).where(REMINDERS.c.id == row_id)).one())
         return await self._db.run(work)
@@ -134,7 +132,4 @@ def move_on(connection: Connection, reminder: Reminder, next_at: datetime | None
 
 
 def _reminder(row: Any) -> Reminder:
-    return Reminder(id=row.id, bot_name=row.bot_name, conversation_key=row.conversation_key, address=row.address,
-                    speaker=row.speaker, owner_key=row.owner_key, mode=row.mode, text=row.text,
-                    recurrence=row.recurrence, timezone=row.timezone, next_fire_at=row.next_fire_at,
-                    status=row.status, fired=row.fired, created_at=row.created_at)
+    return Reminder(**{field.name: row._mapping[field.name] for field in fields(Reminder)})
