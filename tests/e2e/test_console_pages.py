@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -89,8 +90,19 @@ async def posted_card(telegram: FakeTelegram, chat: dict[str, Any]) -> dict[str,
     return card
 
 
-async def test_an_approval_decided_in_the_console_resumes_the_run_on_another_replica_and_edits_the_card(
-        telegram: FakeTelegram, database_url: str) -> None:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParkedDeploy:
+    """Alice asked for `deploy web` in her DM on a bot whose approvals the console may decide; the card is posted."""
+
+    executed: list[str]
+    bot: TelegramBot
+    chat: dict[str, Any]
+    card: dict[str, Any]
+    replica: Callable[[], Any]
+    """Another replica of the same deployment (the first one has stopped)."""
+
+
+async def parked_deploy(telegram: FakeTelegram, database_url: str) -> ParkedDeploy:
     executed: list[str] = []
     bot = TelegramBot(binding={"approvals": {"console": True}}).register(telegram)
     alice = telegram.add_user(1001, "Alice")
@@ -102,6 +114,13 @@ async def test_an_approval_decided_in_the_console_resumes_the_run_on_another_rep
     async with replica():
         await telegram.user_says(bot.token, chat, alice, "deploy web")
         card = await posted_card(telegram, chat)
+    return ParkedDeploy(executed=executed, bot=bot, chat=chat, card=card, replica=replica)
+
+
+async def test_an_approval_decided_in_the_console_resumes_the_run_on_another_replica_and_edits_the_card(
+        telegram: FakeTelegram, database_url: str) -> None:
+    parked = await parked_deploy(telegram, database_url)
+    executed, chat, card, replica = parked.executed, parked.chat, parked.card, parked.replica
     async with replica() as other, console_client(other, "lead") as (lead, token):
         page = (await lead.get("/console/approvals")).text
         [approval_id] = re.findall(r'data-approval="([^"]+)"', page)
@@ -287,17 +306,8 @@ async def test_a_console_decision_cut_short_by_a_crash_is_finished_by_its_retry(
                                                                                 database_url: str) -> None:
     """The decision's first attempt won the compare-and-swap, then its process died before the card or the resume:
     the item's lapsed lease brings it back, and the retry closes the card and resumes the run, once."""
-    executed: list[str] = []
-    bot = TelegramBot(binding={"approvals": {"console": True}}).register(telegram)
-    alice = telegram.add_user(1001, "Alice")
-    chat = telegram.private_chat(alice)
-
-    def replica() -> Any:
-        return deploying(telegram, bot, database_url, executed)
-
-    async with replica():
-        await telegram.user_says(bot.token, chat, alice, "deploy web")
-        card = await posted_card(telegram, chat)
+    parked = await parked_deploy(telegram, database_url)
+    executed, bot, chat, card, replica = parked.executed, parked.bot, parked.chat, parked.card, parked.replica
     db = Database(database_url)
     try:
         [pending] = [a for a in await Approvals(db).recent() if a.status == "pending"]
