@@ -481,11 +481,10 @@ class BoundRegistry:
         """`bound`: the capabilities this deployment's agents and bindings use (`Registry.used_by`)."""
         self.registry = registry
         self._services = dict(services)
-        self.asks_in_chat = any((definition := registry.get(capability_id)) is not None and definition.asks_in_chat
-                                for capability_id in bound)
+        used = [definition for capability_id in bound if (definition := registry.get(capability_id)) is not None]
+        self.asks_in_chat = any(definition.asks_in_chat for definition in used)
         """Whether a capability this deployment binds may put a question to the chat and wait for its answer."""
-        self.fires_later = any((definition := registry.get(capability_id)) is not None and definition.fires_later
-                               for capability_id in bound)
+        self.fires_later = any(definition.fires_later for definition in used)
         """Whether a capability this deployment binds stores posts and runs for later (`CapabilityDef.fires_later`)."""
         self.secrets = secrets
         self.binding_only = tuple(definition.id for definition in registry if definition.binding_only)
