@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import sys
+import tracemalloc
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,11 @@ async def serve(args: argparse.Namespace) -> None:
     async with Gateway(gateway_config, settings, secrets=secrets, models=models, tuning=tuning):
         print("ready", flush=True)
         spy = await sampled(os.environ.get("BENCH_PYSPY"))
+        ready = memory()
         await stop.wait()
+        if os.environ.get("BENCH_MEMORY"):
+            print(f"memory: VmRSS at ready {ready['VmRSS']}, VmHWM at stop {memory()['VmHWM']}", file=sys.stderr)
+            allocations(sys.stderr)
         if spy is not None:  # py-spy writes its stacks when interrupted
             spy.send_signal(signal.SIGINT)
             await spy.wait()
@@ -85,6 +90,19 @@ async def sampled(folder: str | None) -> asyncio.subprocess.Process | None:
         str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(os.getpid()), "--rate", "250",
         "--format", "raw", "--nonblocking", *os.environ.get("BENCH_PYSPY_FLAGS", "").split(), "-o", str(out),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+
+
+def memory() -> dict[str, str]:
+    """This process's memory lines of `/proc/self/status` (VmRSS, VmHWM, …)."""
+    lines = Path("/proc/self/status").read_text().splitlines()
+    return {key: value.strip() for key, _, value in (line.partition(":") for line in lines)}
+
+
+def allocations(out: Any) -> None:
+    """With `PYTHONTRACEMALLOC=1` as well: the 25 source lines holding the most memory still allocated."""
+    if tracemalloc.is_tracing():
+        for stat in tracemalloc.take_snapshot().statistics("lineno")[:25]:
+            print(f"  {stat}", file=out)
 
 
 def main() -> None:
