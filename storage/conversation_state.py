@@ -8,7 +8,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.db import Database, insert_for
-from storage.models import ConversationStateRow, utcnow
+from storage.models import ConversationStateRow
+from storage.tables import utcnow
 
 
 class StoredConversationState:

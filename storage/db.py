@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
-from storage.models import Base
+from storage.tables import metadata
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -145,7 +145,7 @@ class Database:
     async def create_all(self) -> None:
         """Create the tables directly (tests); deployments run the Alembic migrations."""
         async with self.engine.begin() as conn:
-            await conn.run_sync(Base.metadata.create_all)
+            await conn.run_sync(metadata.create_all)
 
     async def close(self) -> None:
         await self.engine.dispose()

@@ -1,556 +1,399 @@
-"""The tables. Constraints carry contracts: the inbox's unique logical key is the dedupe."""
+"""The ORM classes, mapped onto the Core tables of `storage/tables.py`: for the tests, the CLI and Alembic, which read
+and write whole rows. The serving path builds its statements on the tables themselves and never imports this
+module (`tests/cli/test_cli_startup.py`)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
-from typing import Any, TypeGuard
+from typing import Any
 
-from sqlalchemy import (
-    DDL,
-    JSON,
-    BigInteger,
-    DateTime,
-    ForeignKey,
-    Index,
-    Integer,
-    LargeBinary,
-    Numeric,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
-    event,
-)
 from sqlalchemy.ext.asyncio import AsyncAttrs
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.orm import DeclarativeBase, Mapped
 
-from storage.fulltext import FULL_TEXT_INDEXES
+from storage.tables import (
+    AGENT_VERSIONS,
+    AGENTS,
+    APPROVAL_VOTES,
+    APPROVALS,
+    BINDINGS,
+    BOTS,
+    CONSOLE_AUDIT,
+    CONSOLE_SESSIONS,
+    CONVERSATION_STATE,
+    CONVERSATIONS,
+    DELEGATE_QUESTIONS,
+    IDENTITIES,
+    INBOX,
+    KNOWLEDGE_CHUNKS,
+    KNOWLEDGE_DOCUMENTS,
+    LINK_CODES,
+    MEMORY_NOTES,
+    MESSAGES,
+    OUTBOX_FILES,
+    PARKED_RUNS,
+    PERSONS,
+    REMINDERS,
+    REPLICAS,
+    RUN_FEEDBACK,
+    RUNS,
+    SANDBOX_WORKSPACES,
+    SCHEDULE_MARKS,
+    Id,
+    UTCDateTime,
+    metadata,
+    utcnow,
+)
 
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """Timezone-aware UTC on both dialects (SQLite hands back naive values otherwise)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
-        return value.astimezone(UTC) if value is not None else None
-
-    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-Id = BigInteger().with_variant(Integer, "sqlite")
+__all__ = ["Id", "UTCDateTime", "utcnow"]
+"""Re-exported: the migrations name the column types here."""
 
 
 class Base(AsyncAttrs, DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: UTCDateTime}
-
-
-def table_of(row: type[Base]) -> Table:
-    """A mapped class's table for Core statements: `__table__` is declared as any `FromClause`, which
-    `update`/`delete`/`insert` do not take."""
-    table = row.__table__
-    if not _is_table(table):
-        raise TypeError(f"{row.__name__} is mapped to {type(table).__name__}, not a table")
-    return table
-
-
-def _is_table(clause: object) -> TypeGuard[Table]:
-    """`isinstance` alone would leave the table's column types unknown: `Table` types them apart from `FromClause`."""
-    return isinstance(clause, Table)
+    metadata = metadata
 
 
 class AgentRow(Base):
-    __tablename__ = "agents"
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    name: Mapped[str] = mapped_column(String(128), unique=True)
-    version: Mapped[int] = mapped_column(default=1)
+    __table__ = AGENTS
+    id: Mapped[int]
+    name: Mapped[str]
+    version: Mapped[int]
     spec: Mapped[dict[str, Any]]
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime]
 
 
 class AgentVersionRow(Base):
-    """Every version an agent has had, never rewritten: what a delegating agent's pins resolve to."""
-
-    __tablename__ = "agent_versions"
-    __table_args__ = (UniqueConstraint("agent_name", "version"),)
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    agent_name: Mapped[str] = mapped_column(ForeignKey("agents.name", ondelete="CASCADE"))
+    __table__ = AGENT_VERSIONS
+    id: Mapped[int]
+    agent_name: Mapped[str]
     version: Mapped[int]
     spec: Mapped[dict[str, Any]]
     pins: Mapped[dict[str, Any]]
-    """Delegate name → that delegate's version, resolved when this version was applied (`subagents`)."""
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime]
 
 
 class BotRow(Base):
-    __tablename__ = "bots"
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    name: Mapped[str] = mapped_column(String(128), unique=True)
-    platform: Mapped[str] = mapped_column(String(16))
+    __table__ = BOTS
+    id: Mapped[int]
+    name: Mapped[str]
+    platform: Mapped[str]
     settings: Mapped[dict[str, Any]]
-    """Transport and endpoint settings; credentials appear only as `${ENV_VAR}` references."""
-    webhook_secret: Mapped[str | None] = mapped_column(String(256))
-    """Generated by the gateway and registered with the platform; shared by every replica."""
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    webhook_secret: Mapped[str | None]
+    updated_at: Mapped[datetime]
 
 
 class BindingRow(Base):
-    __tablename__ = "bindings"
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    bot_name: Mapped[str] = mapped_column(ForeignKey("bots.name", ondelete="CASCADE"), unique=True)
-    agent_name: Mapped[str] = mapped_column(ForeignKey("agents.name"))
+    __table__ = BINDINGS
+    id: Mapped[int]
+    bot_name: Mapped[str]
+    agent_name: Mapped[str]
     spec: Mapped[dict[str, Any]]
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime]
 
 
 class PersonRow(Base):
-    __tablename__ = "persons"
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    display_name: Mapped[str] = mapped_column(String(256))
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    __table__ = PERSONS
+    id: Mapped[int]
+    display_name: Mapped[str]
+    created_at: Mapped[datetime]
 
 
 class IdentityRow(Base):
-    __tablename__ = "identities"
-    __table_args__ = (UniqueConstraint("platform", "workspace", "platform_user_id"),)
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    platform: Mapped[str] = mapped_column(String(16))
-    workspace: Mapped[str] = mapped_column(String(256), default="")
-    """Slack team, Mattermost server; empty on Telegram, whose user ids are global."""
-    platform_user_id: Mapped[str] = mapped_column(String(128))
-    handle: Mapped[str | None] = mapped_column(String(256))
-    display_name: Mapped[str] = mapped_column(String(256))
-    is_bot: Mapped[bool] = mapped_column(default=False)
-    person_id: Mapped[int | None] = mapped_column(ForeignKey("persons.id", ondelete="SET NULL"))
-    failed_link_attempts: Mapped[int] = mapped_column(default=0)
+    __table__ = IDENTITIES
+    id: Mapped[int]
+    platform: Mapped[str]
+    workspace: Mapped[str]
+    platform_user_id: Mapped[str]
+    handle: Mapped[str | None]
+    display_name: Mapped[str]
+    is_bot: Mapped[bool]
+    person_id: Mapped[int | None]
+    failed_link_attempts: Mapped[int]
     link_locked_until: Mapped[datetime | None]
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime]
 
 
 class ConversationRow(Base):
-    __tablename__ = "conversations"
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    key: Mapped[str] = mapped_column(String(512), unique=True)
-    bot_name: Mapped[str] = mapped_column(String(128))
-    platform: Mapped[str] = mapped_column(String(16))
-    channel_id: Mapped[str] = mapped_column(String(128))
-    thread_id: Mapped[str | None] = mapped_column(String(128))
+    __table__ = CONVERSATIONS
+    id: Mapped[int]
+    key: Mapped[str]
+    bot_name: Mapped[str]
+    platform: Mapped[str]
+    channel_id: Mapped[str]
+    thread_id: Mapped[str | None]
     is_direct: Mapped[bool]
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    history_from: Mapped[int | None] = mapped_column(Id, default=None)
-    """The first message id the agent's history reads (`new` starts it afresh); None: from the first turn. Earlier
-    turns stay, for conversation search and the record."""
+    created_at: Mapped[datetime]
+    history_from: Mapped[int | None]
 
 
 class MessageRow(Base):
-    """One turn of a conversation, with who said it; its words are indexed by the database (`storage/fulltext.py`)."""
-
-    __tablename__ = "messages"
-    __table_args__ = (Index("ix_messages_conversation_newest", "conversation_id", "id"),
-                      Index("ix_messages_platform_message", "conversation_id", "platform_message_id"))
-    """The newest turns of a conversation (history), and one turn by its platform id (a retried turn's own): both
-    cost the same in a conversation of ten thousand turns as in one of ten."""
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
-    role: Mapped[str] = mapped_column(String(16))
-    identity_id: Mapped[int | None] = mapped_column(ForeignKey("identities.id", ondelete="SET NULL"))
-    speaker_name: Mapped[str] = mapped_column(String(256))
-    text: Mapped[str] = mapped_column(Text)
-    platform_message_id: Mapped[str | None] = mapped_column(String(128))
-    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    __table__ = MESSAGES
+    id: Mapped[int]
+    conversation_id: Mapped[int]
+    role: Mapped[str]
+    identity_id: Mapped[int | None]
+    speaker_name: Mapped[str]
+    text: Mapped[str]
+    platform_message_id: Mapped[str | None]
+    run_id: Mapped[int | None]
+    created_at: Mapped[datetime]
 
 
 class RunRow(Base):
-    __tablename__ = "runs"
-    __table_args__ = (Index("ix_runs_bot_started", "bot_name", "started_at"),
-                      Index("ix_runs_bot_identity_started", "bot_name", "identity_id", "started_at"))
-    """What a bot, or one person in its chats, spent since a day's or a month's start (budgets, the usage report):
-    read over that period's runs alone, however many came before."""
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
-    inbox_id: Mapped[int | None] = mapped_column(ForeignKey("inbox.id", ondelete="SET NULL"))
-    bot_name: Mapped[str] = mapped_column(String(128))
-    agent_name: Mapped[str] = mapped_column(String(128))
+    __table__ = RUNS
+    id: Mapped[int]
+    conversation_id: Mapped[int]
+    inbox_id: Mapped[int | None]
+    bot_name: Mapped[str]
+    agent_name: Mapped[str]
     agent_version: Mapped[int]
-    model: Mapped[str] = mapped_column(String(256))
-    identity_id: Mapped[int | None] = mapped_column(ForeignKey("identities.id", ondelete="SET NULL"))
-    status: Mapped[str] = mapped_column(String(32))
-    requests: Mapped[int] = mapped_column(default=0)
-    input_tokens: Mapped[int] = mapped_column(default=0)
-    output_tokens: Mapped[int] = mapped_column(default=0)
-    cost_usd: Mapped[Decimal | None] = mapped_column(Numeric(18, 10))
-    """What the run cost in US dollars, its delegates' requests included, as genai-prices prices each model response
-    (through pydantic-ai); None while it runs, or when no response could be priced (a model the table lacks)."""
-    error: Mapped[str | None] = mapped_column(Text)
-    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    model: Mapped[str]
+    identity_id: Mapped[int | None]
+    status: Mapped[str]
+    requests: Mapped[int]
+    input_tokens: Mapped[int]
+    output_tokens: Mapped[int]
+    cost_usd: Mapped[Decimal | None]
+    error: Mapped[str | None]
+    started_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
     first_shown_at: Mapped[datetime | None]
-    """When the person first saw the answer's text (a draft, the placeholder's first words, or the answer)."""
     steps: Mapped[list[Any] | None]
-    """An answered run's model responses and tool returns in order, `{at, what, detail}` each (the console's
-    timeline); the arguments and results are not kept."""
 
 
 class RunFeedbackRow(Base):
-    """One person's 👍 or 👎 on a run's answer: a second click by the same person replaces the first."""
-
-    __tablename__ = "run_feedback"
-    __table_args__ = (UniqueConstraint("run_id", "voter_id"),)
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    voter_id: Mapped[str] = mapped_column(String(256))
-    """`platform:workspace:user id`, as the platform verified the click."""
-    voter_name: Mapped[str] = mapped_column(String(256))
-    rating: Mapped[str] = mapped_column(String(8))
-    """`good` (👍) or `bad` (👎)."""
-    rated_at: Mapped[datetime] = mapped_column(default=utcnow)
-    """When the person last clicked."""
+    __table__ = RUN_FEEDBACK
+    id: Mapped[int]
+    run_id: Mapped[int]
+    voter_id: Mapped[str]
+    voter_name: Mapped[str]
+    rating: Mapped[str]
+    rated_at: Mapped[datetime]
 
 
 class InboxRow(Base):
-    """Every accepted platform event, committed before the platform is acknowledged."""
-
-    __tablename__ = "inbox"
-    __table_args__ = (Index("ix_inbox_claimable", "status", "conversation_key", "id"),)
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    logical_id: Mapped[str] = mapped_column(String(512), unique=True)
-    bot_name: Mapped[str] = mapped_column(String(128))
-    conversation_key: Mapped[str] = mapped_column(String(512))
+    __table__ = INBOX
+    id: Mapped[int]
+    logical_id: Mapped[str]
+    bot_name: Mapped[str]
+    conversation_key: Mapped[str]
     payload: Mapped[dict[str, Any]]
-    status: Mapped[str] = mapped_column(String(16), default="pending")
-    """pending → running → done | failed; `waiting` (until `lease_until`) after a dependency fault; `rejected` for
-    payloads no parser could read."""
-    attempts: Mapped[int] = mapped_column(default=0)
-    """Claims so far: above 1, an earlier attempt may have done part of the turn."""
-    failures: Mapped[int] = mapped_column(default=0, server_default="0")
-    """The turn's own failures; a dependency fault (Redis, the database, a platform's network) is not one."""
-    lease_owner: Mapped[str | None] = mapped_column(String(128))
+    status: Mapped[str]
+    attempts: Mapped[int]
+    failures: Mapped[int]
+    lease_owner: Mapped[str | None]
     lease_until: Mapped[datetime | None]
-    reply_message_id: Mapped[str | None] = mapped_column(String(128))
-    """The live reply's placeholder: a retried turn edits it instead of posting again."""
-    error: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    reply_message_id: Mapped[str | None]
+    error: Mapped[str | None]
+    created_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
-    stop_requested_by: Mapped[str | None] = mapped_column(String(256))
-    """Who asked to stop this running turn (`TurnControl.stop`); the replica running it notices within a second."""
-    taken_by: Mapped[int | None] = mapped_column(Id)
-    """The running turn's item that took this message mid-turn (`while_busy: steer`): done, answered there."""
+    stop_requested_by: Mapped[str | None]
+    taken_by: Mapped[int | None]
 
 
 class ScheduleMarkRow(Base):
-    """When an operator's schedule (`schedules:` in gateway.yaml) fires next: every replica reads it, and the one
-    that moves it on (compare-and-swap on `next_fire_at`) commits the firing's inbox item in the same transaction."""
-
-    __tablename__ = "schedule_marks"
-    name: Mapped[str] = mapped_column(String(128), primary_key=True)
-    cron: Mapped[str] = mapped_column(String(128))
-    """The expression and time zone `next_fire_at` was computed from: a changed schedule starts again from now."""
-    timezone: Mapped[str] = mapped_column(String(64))
+    __table__ = SCHEDULE_MARKS
+    name: Mapped[str]
+    cron: Mapped[str]
+    timezone: Mapped[str]
     next_fire_at: Mapped[datetime]
 
 
 class ReminderRow(Base):
-    """A reminder an agent set for the conversation it ran in (`schedules` capability): one firing, or recurring."""
-
-    __tablename__ = "reminders"
-    __table_args__ = (Index("ix_reminders_due", "status", "next_fire_at"),
-                      Index("ix_reminders_conversation", "conversation_key", "status"))
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    bot_name: Mapped[str] = mapped_column(String(128))
-    conversation_key: Mapped[str] = mapped_column(String(512))
-    """Where it was set and where it posts; the only conversation that lists or cancels it."""
+    __table__ = REMINDERS
+    id: Mapped[int]
+    bot_name: Mapped[str]
+    conversation_key: Mapped[str]
     address: Mapped[dict[str, Any]]
     speaker: Mapped[dict[str, Any]]
-    """Who set it: the firing's speaker (their notes in a DM, the room's in a group)."""
-    owner_key: Mapped[str] = mapped_column(String(64))
-    """`person:<id>` or `identity:<id>`: whose reminders count toward the per-person limit."""
-    mode: Mapped[str] = mapped_column(String(8))
-    """`message` (the text is posted) or `run` (the agent runs with the text as its instructions)."""
-    text: Mapped[str] = mapped_column(Text)
-    recurrence: Mapped[str | None] = mapped_column(String(128))
-    """A cron expression for a recurring reminder; None: it fires once."""
-    timezone: Mapped[str] = mapped_column(String(64))
+    owner_key: Mapped[str]
+    mode: Mapped[str]
+    text: Mapped[str]
+    recurrence: Mapped[str | None]
+    timezone: Mapped[str]
     next_fire_at: Mapped[datetime | None]
-    status: Mapped[str] = mapped_column(String(16), default="active")
-    """active → done (a one-off that fired) | cancelled."""
-    fired: Mapped[int] = mapped_column(default=0)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    status: Mapped[str]
+    fired: Mapped[int]
+    created_at: Mapped[datetime]
 
 
 class ParkedRunRow(Base):
-    """A run waiting for human decisions: everything needed to resume it on any replica."""
-
-    __tablename__ = "parked_runs"
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
-    conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
-    bot_name: Mapped[str] = mapped_column(String(128))
+    __table__ = PARKED_RUNS
+    id: Mapped[int]
+    run_id: Mapped[int]
+    conversation_id: Mapped[int]
+    bot_name: Mapped[str]
     turn: Mapped[dict[str, Any]]
-    """Address, speaker, identity and the binding snapshot (agent spec and version) of the admitting turn."""
-    state: Mapped[str] = mapped_column(Text)
-    """The pydantic-ai conversation (messages, usage, pending requests) as JSON."""
-    status: Mapped[str] = mapped_column(String(16), default="parked")
-    """parked → resuming → resumed."""
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    state: Mapped[str]
+    status: Mapped[str]
+    created_at: Mapped[datetime]
     resumed_at: Mapped[datetime | None]
 
 
 class ApprovalRow(Base):
-    __tablename__ = "approvals"
-    __table_args__ = (Index("ix_approvals_pending_expiry", "status", "expires_at"),
-                      Index("ix_approvals_grants", "conversation_key", "tool_id", "args_hash"))
-    id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    """Opaque and unguessable: it travels in button payloads."""
-    parked_run_id: Mapped[int] = mapped_column(ForeignKey("parked_runs.id", ondelete="CASCADE"))
-    conversation_key: Mapped[str] = mapped_column(String(512))
-    tool_call_id: Mapped[str] = mapped_column(String(128))
-    tool_id: Mapped[str] = mapped_column(String(128))
-    """The stable tool id the gate is keyed on."""
-    tool_name: Mapped[str] = mapped_column(String(128))
-    """The name the model called it by."""
+    __table__ = APPROVALS
+    id: Mapped[str]
+    parked_run_id: Mapped[int]
+    conversation_key: Mapped[str]
+    tool_call_id: Mapped[str]
+    tool_id: Mapped[str]
+    tool_name: Mapped[str]
     args: Mapped[dict[str, Any]]
-    args_hash: Mapped[str] = mapped_column(String(64))
-    requester_id: Mapped[str] = mapped_column(String(128))
-    requester_name: Mapped[str] = mapped_column(String(256))
+    args_hash: Mapped[str]
+    requester_id: Mapped[str]
+    requester_name: Mapped[str]
     policy: Mapped[dict[str, Any]]
-    status: Mapped[str] = mapped_column(String(16), default="pending")
-    """pending → approved | denied | expired; changed only by compare-and-swap."""
-    decided_by: Mapped[str | None] = mapped_column(String(256))
+    status: Mapped[str]
+    decided_by: Mapped[str | None]
     decided_at: Mapped[datetime | None]
     expires_at: Mapped[datetime]
-    card_message_id: Mapped[str | None] = mapped_column(String(128))
+    card_message_id: Mapped[str | None]
     card_closed_at: Mapped[datetime | None]
-    """When the card was edited to its outcome; a decided card still open gets another edit."""
     options: Mapped[list[Any] | None]
-    """What the card offers (`once`, `conversation`, `deny`), from the binding when it was parked; null: once, deny."""
-    scope: Mapped[str | None] = mapped_column(String(16))
-    """`conversation` when approved for the conversation: until `grant_until`, the same tool with the same
-    arguments runs there without a card. Set by the compare-and-swap that decides."""
+    scope: Mapped[str | None]
     grant_until: Mapped[datetime | None]
-    reason: Mapped[str | None] = mapped_column(Text)
-    """A denier's own words, passed to the model as the denied call's result."""
-    reason_prompt_id: Mapped[str | None] = mapped_column(String(128))
-    """Where a reply gives the reason (Telegram): the bot's prompt, put to `reason_from` until `reason_until`."""
-    reason_from: Mapped[str | None] = mapped_column(String(128))
+    reason: Mapped[str | None]
+    reason_prompt_id: Mapped[str | None]
+    reason_from: Mapped[str | None]
     reason_until: Mapped[datetime | None]
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime]
 
 
 class ApprovalVoteRow(Base):
-    """One approver's yes, for approvals that need more than one."""
-
-    __tablename__ = "approval_votes"
-    __table_args__ = (UniqueConstraint("approval_id", "voter_id"),)
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    approval_id: Mapped[str] = mapped_column(ForeignKey("approvals.id", ondelete="CASCADE"))
-    voter_id: Mapped[str] = mapped_column(String(128))
-    voter_name: Mapped[str] = mapped_column(String(256))
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    __table__ = APPROVAL_VOTES
+    id: Mapped[int]
+    approval_id: Mapped[str]
+    voter_id: Mapped[str]
+    voter_name: Mapped[str]
+    created_at: Mapped[datetime]
 
 
 class DelegateQuestionRow(Base):
-    """A synchronous delegate's question to the person whose run it is, answered by their next message there."""
-
-    __tablename__ = "delegate_questions"
-    __table_args__ = (Index("ix_delegate_questions_open", "conversation_key", "requester_id", "status"),
-                      Index("ix_delegate_questions_expiry", "status", "expires_at"))
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    parked_run_id: Mapped[int] = mapped_column(ForeignKey("parked_runs.id", ondelete="CASCADE"), index=True)
-    conversation_key: Mapped[str] = mapped_column(String(512))
-    tool_call_id: Mapped[str] = mapped_column(String(128))
-    """The parked call (the `task` that reached the delegate) the answer resumes."""
-    specialist: Mapped[str] = mapped_column(String(128))
-    question: Mapped[str] = mapped_column(Text)
-    requester_id: Mapped[str] = mapped_column(String(128))
-    requester_name: Mapped[str] = mapped_column(String(256))
-    status: Mapped[str] = mapped_column(String(16), default="pending")
-    """pending → answered | expired; changed only by compare-and-swap."""
+    __table__ = DELEGATE_QUESTIONS
+    id: Mapped[int]
+    parked_run_id: Mapped[int]
+    conversation_key: Mapped[str]
+    tool_call_id: Mapped[str]
+    specialist: Mapped[str]
+    question: Mapped[str]
+    requester_id: Mapped[str]
+    requester_name: Mapped[str]
+    status: Mapped[str]
     choices: Mapped[list[Any] | None]
-    """The options the delegate offered (short texts), shown as buttons; None: a question answered in words."""
-    answer: Mapped[str | None] = mapped_column(Text)
-    answer_message_id: Mapped[str | None] = mapped_column(String(128))
-    """The message (or the button click) that answered: a retried inbox item finds the resume it started."""
-    answered_by: Mapped[str | None] = mapped_column(String(256))
+    answer: Mapped[str | None]
+    answer_message_id: Mapped[str | None]
+    answered_by: Mapped[str | None]
     answered_at: Mapped[datetime | None]
     expires_at: Mapped[datetime]
-    message_id: Mapped[str | None] = mapped_column(String(128))
-    """The chat message that asked."""
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    message_id: Mapped[str | None]
+    created_at: Mapped[datetime]
 
 
 class LinkCodeRow(Base):
-    """A one-time code that links the identity that asked for it to the identity that sends it back."""
-
-    __tablename__ = "link_codes"
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    identity_id: Mapped[int] = mapped_column(ForeignKey("identities.id", ondelete="CASCADE"), index=True)
-    code_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    """Only a hash is stored; the code itself is shown once, in a DM."""
+    __table__ = LINK_CODES
+    id: Mapped[int]
+    identity_id: Mapped[int]
+    code_hash: Mapped[str]
     expires_at: Mapped[datetime]
     used_at: Mapped[datetime | None]
     retired_at: Mapped[datetime | None]
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime]
 
 
 class MemoryNoteRow(Base):
-    """A memory file of one agent, owned by a person (one-to-one chats) or a room (groups)."""
-
-    __tablename__ = "memory_notes"
-    __table_args__ = (UniqueConstraint("agent_name", "owner_kind", "owner_key", "path"),)
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    agent_name: Mapped[str] = mapped_column(String(128))
-    owner_kind: Mapped[str] = mapped_column(String(16))
-    """person | identity | room — decided server-side from who will hear the answer."""
-    owner_key: Mapped[str] = mapped_column(String(512))
-    path: Mapped[str] = mapped_column(String(256))
-    content: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    __table__ = MEMORY_NOTES
+    id: Mapped[int]
+    agent_name: Mapped[str]
+    owner_kind: Mapped[str]
+    owner_key: Mapped[str]
+    path: Mapped[str]
+    content: Mapped[str]
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
 
 
 class ConversationStateRow(Base):
-    """Per-conversation state a capability keeps between turns (a plan, reminder counters)."""
-
-    __tablename__ = "conversation_state"
-    __table_args__ = (UniqueConstraint("conversation_key", "capability"),)
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    conversation_key: Mapped[str] = mapped_column(String(512))
-    capability: Mapped[str] = mapped_column(String(64))
+    __table__ = CONVERSATION_STATE
+    id: Mapped[int]
+    conversation_key: Mapped[str]
+    capability: Mapped[str]
     data: Mapped[dict[str, Any]]
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime]
 
 
 class KnowledgeDocumentRow(Base):
-    """A document added to a knowledge collection (`gateway knowledge add`); adding it again replaces it."""
-
-    __tablename__ = "knowledge_documents"
-    __table_args__ = (UniqueConstraint("collection", "source"),)
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    collection: Mapped[str] = mapped_column(String(64))
-    source: Mapped[str] = mapped_column(String(1024))
-    """The path it was added from: what an answer cites beside the title."""
-    title: Mapped[str] = mapped_column(String(512))
-    chunks: Mapped[int] = mapped_column(Integer)
-    characters: Mapped[int] = mapped_column(Integer)
-    added_at: Mapped[datetime] = mapped_column(default=utcnow)
+    __table__ = KNOWLEDGE_DOCUMENTS
+    id: Mapped[int]
+    collection: Mapped[str]
+    source: Mapped[str]
+    title: Mapped[str]
+    chunks: Mapped[int]
+    characters: Mapped[int]
+    added_at: Mapped[datetime]
 
 
 class KnowledgeChunkRow(Base):
-    """One overlapping chunk of a document: the unit a search ranks and cites.
-
-    The full-text index is the database's own, kept up by it on every write: on PostgreSQL a generated
-    `search` tsvector (`simple` configuration) under a GIN index, on SQLite the FTS5 table
-    `knowledge_chunks_fts` kept by triggers. Neither is mapped here; `storage/fulltext.py` creates them.
-    """
-
-    __tablename__ = "knowledge_chunks"
-    __table_args__ = (Index("ix_knowledge_chunks_collection", "collection"),)
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    document_id: Mapped[int] = mapped_column(ForeignKey("knowledge_documents.id", ondelete="CASCADE"), index=True)
-    collection: Mapped[str] = mapped_column(String(64))
-    """The document's collection, here too so that a search filters before it ranks."""
-    position: Mapped[int] = mapped_column(Integer)
-    """The chunk's place in its document, from 1."""
-    text: Mapped[str] = mapped_column(Text)
+    __table__ = KNOWLEDGE_CHUNKS
+    id: Mapped[int]
+    document_id: Mapped[int]
+    collection: Mapped[str]
+    position: Mapped[int]
+    text: Mapped[str]
 
 
 class OutboxFileRow(Base):
-    """A file a run posts into the chat, stored before it is posted (`gateway/pipeline/outbox.py`).
-
-    One row per file of a turn: the unique `(turn_key, digest)` makes a file stored again by a retried attempt
-    the same file, and `status` moves pending → posting (claimed until `claimed_until`) → posted | failed by
-    compare-and-swap, so each file is posted once whichever replica delivers it."""
-
-    __tablename__ = "outbox_files"
-    __table_args__ = (UniqueConstraint("turn_key", "digest"),
-                      Index("ix_outbox_files_turn_status", "turn_key", "status"))
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    turn_key: Mapped[str] = mapped_column(String(64))
-    """`inbox:<id>` for a turn a message started (its retries share it), else `run:<id>`."""
-    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
-    digest: Mapped[str] = mapped_column(String(64))
-    """SHA-256 of the name and the bytes."""
-    name: Mapped[str] = mapped_column(String(255))
-    mime_type: Mapped[str] = mapped_column(String(128))
-    caption: Mapped[str | None] = mapped_column(Text)
-    data: Mapped[bytes] = mapped_column(LargeBinary)
-    """Emptied once posted: the platform holds the file then."""
+    __table__ = OUTBOX_FILES
+    id: Mapped[int]
+    turn_key: Mapped[str]
+    run_id: Mapped[int | None]
+    digest: Mapped[str]
+    name: Mapped[str]
+    mime_type: Mapped[str]
+    caption: Mapped[str | None]
+    data: Mapped[bytes]
     size: Mapped[int]
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status: Mapped[str]
     claimed_until: Mapped[datetime | None]
-    posted_id: Mapped[str | None] = mapped_column(String(128))
-    error: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    posted_id: Mapped[str | None]
+    error: Mapped[str | None]
+    created_at: Mapped[datetime]
     posted_at: Mapped[datetime | None]
 
 
 class SandboxWorkspaceRow(Base):
-    """A `state` workspace of the `sandbox` capability: its files as one `StateBackend` document."""
-
-    __tablename__ = "sandbox_workspaces"
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    workspace_key: Mapped[str] = mapped_column(String(64), unique=True)
-    """A hash of the key the server decided (agent, backend, scope and the scope's own key)."""
-    label: Mapped[str] = mapped_column(Text)
-    """The key itself, for whoever inspects the table: whose workspace this is."""
+    __table__ = SANDBOX_WORKSPACES
+    id: Mapped[int]
+    workspace_key: Mapped[str]
+    label: Mapped[str]
     files: Mapped[dict[str, Any]]
     directories: Mapped[list[Any]]
-    size: Mapped[int] = mapped_column(BigInteger, default=0)
-    """Bytes of file content, as stored."""
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    size: Mapped[int]
+    updated_at: Mapped[datetime]
 
 
 class ConsoleSessionRow(Base):
-    """A sign-in to the operator console: the cookie holds the token, this row only its hash, so a copy of the
-    table signs nobody in."""
-
-    __tablename__ = "console_sessions"
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    operator: Mapped[str] = mapped_column(String(64))
-    csrf_token: Mapped[str] = mapped_column(String(64))
-    """Every form of this session carries it; a post without it changes nothing."""
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    __table__ = CONSOLE_SESSIONS
+    id: Mapped[int]
+    token_hash: Mapped[str]
+    operator: Mapped[str]
+    csrf_token: Mapped[str]
+    created_at: Mapped[datetime]
     expires_at: Mapped[datetime]
     ended_at: Mapped[datetime | None]
 
 
 class ConsoleAuditRow(Base):
-    """What an operator did in the console (or tried to: a refused sign-in): who, what, when."""
-
-    __tablename__ = "console_audit"
-    __table_args__ = (Index("ix_console_audit_at", "at"),)
-    id: Mapped[int] = mapped_column(Id, primary_key=True)
-    operator: Mapped[str] = mapped_column(String(64))
-    action: Mapped[str] = mapped_column(String(64))
-    detail: Mapped[str] = mapped_column(Text, default="")
-    at: Mapped[datetime] = mapped_column(default=utcnow)
+    __table__ = CONSOLE_AUDIT
+    id: Mapped[int]
+    operator: Mapped[str]
+    action: Mapped[str]
+    detail: Mapped[str]
+    at: Mapped[datetime]
 
 
 class ReplicaRow(Base):
-    """A running gateway process as the console sees it: written every few seconds by each replica serving the
-    console, with the bots whose transport it holds."""
-
-    __tablename__ = "replicas"
-    id: Mapped[str] = mapped_column(String(128), primary_key=True)
-    started_at: Mapped[datetime] = mapped_column(default=utcnow)
-    seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+    __table__ = REPLICAS
+    id: Mapped[str]
+    started_at: Mapped[datetime]
+    seen_at: Mapped[datetime]
     holding: Mapped[list[Any]]
-
-
-for _index in FULL_TEXT_INDEXES:  # kept by the database itself, created with its table (storage/fulltext.py)
-    for _dialect, _statements in _index.ddl.items():
-        for _statement in _statements:
-            event.listen(Base.metadata.tables[_index.table], "after_create",
-                         DDL(_statement).execute_if(dialect=_dialect))

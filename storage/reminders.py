@@ -11,9 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
 
 from storage.db import Database, rows_changed
-from storage.models import ReminderRow, table_of, utcnow
-
-REMINDERS = table_of(ReminderRow)
+from storage.tables import REMINDERS, utcnow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,7 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from adapters.base import Speaker
 from gateway.config.schema import AgentSpec, BindingSpec, BotSpec, GatewayConfig
 from storage.db import Database, insert_for
-from storage.models import AgentRow, AgentVersionRow, BindingRow, BotRow, table_of, utcnow
+from storage.models import AgentRow, AgentVersionRow, BindingRow, BotRow
+from storage.tables import AGENT_VERSIONS as VERSIONS
+from storage.tables import utcnow
 
 UPSERT_CHUNK = 500
 """Bots per statement: 4 bound values a row stays well under SQLite's 32,766 variables."""
@@ -126,7 +128,6 @@ class BindingStore:
         return await self._db.transaction(work)
 
 
-VERSIONS = table_of(AgentVersionRow)
 _BINDING = (select(BindingRow.spec, AgentRow.name, AgentRow.version, AgentRow.spec, AgentVersionRow.pins)
             .join(AgentRow, AgentRow.name == BindingRow.agent_name)
             .outerjoin(AgentVersionRow, (AgentVersionRow.agent_name == AgentRow.name)

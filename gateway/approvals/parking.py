@@ -52,7 +52,7 @@ from gateway.pipeline.steps.answer import finish_answered
 from gateway.pipeline.steps.services import StoppedWaiting
 from gateway.pipeline.turn_control import NOT_YOURS, StopAnswer
 from gateway.pipeline.worker import Finish
-from storage.models import utcnow
+from storage.tables import utcnow
 
 log = logging.getLogger(__name__)
 

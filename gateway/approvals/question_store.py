@@ -12,7 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import Speaker
 from storage.db import Database
-from storage.models import DelegateQuestionRow, table_of, utcnow
+from storage.models import DelegateQuestionRow
+from storage.tables import DELEGATE_QUESTIONS as QUESTIONS
+from storage.tables import utcnow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,7 +129,6 @@ def _question(row: Any) -> Question:
                     answered_by=row.answered_by, expires_at=row.expires_at, message_id=row.message_id)
 
 
-QUESTIONS = table_of(DelegateQuestionRow)
 _PENDING = (select(QUESTIONS).where(QUESTIONS.c.conversation_key == bindparam("key"),
                                     QUESTIONS.c.requester_id == bindparam("requester"),
                                     QUESTIONS.c.status == "pending", QUESTIONS.c.expires_at > bindparam("now"))

@@ -27,7 +27,7 @@ from gateway.approvals.question_store import (
 )
 from gateway.pipeline.runtime import Parked, TurnDeps
 from gateway.pipeline.steps.services import TakenAnswer
-from storage.models import utcnow
+from storage.tables import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ from adapters.base import ApprovalCard, CardOption, Speaker, Verb
 from gateway.agents.bindings import is_listed
 from gateway.config.schema import ApprovalPolicy
 from storage.db import Database, insert_for
-from storage.models import ApprovalRow, ApprovalVoteRow, ParkedRunRow, table_of, utcnow
+from storage.models import ApprovalRow, ApprovalVoteRow, ParkedRunRow
+from storage.tables import PARKED_RUNS, utcnow
 
 Verdict = Literal["approved", "denied", "expired"]
 Status = Literal["pending", "approved", "denied", "expired"]
@@ -273,7 +274,6 @@ class Approvals:
         return await self._db.transaction(work)
 
 
-PARKED_RUNS = table_of(ParkedRunRow)
 _MARK_RESUMED = (update(PARKED_RUNS).where(PARKED_RUNS.c.id == bindparam("parked_run_id"))
                  .values(status="resumed", resumed_at=bindparam("now")))
 

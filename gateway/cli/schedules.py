@@ -11,9 +11,10 @@ from sqlalchemy import select
 
 from gateway.cli.database import existing_database, sqlite_file
 from gateway.config.schema import ScheduleSpec
-from storage.models import ScheduleMarkRow, utcnow
+from storage.models import ScheduleMarkRow
 from storage.recurrence import next_after, readable
 from storage.reminders import Reminder, Reminders
+from storage.tables import utcnow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,7 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capabilities.memory_files.store import move_notes
 from capabilities.run import MemoryOwner
 from storage.db import Database, rows_changed
-from storage.models import IdentityRow, LinkCodeRow, PersonRow, utcnow
+from storage.models import IdentityRow, LinkCodeRow, PersonRow
+from storage.tables import utcnow
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTVWXYZ23456789"
 """No 0/O, 1/I/L or U: a code is read off one screen and typed into another."""

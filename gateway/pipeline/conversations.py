@@ -11,7 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, HistoryItem, Inbound, Speaker
 from storage.db import Database, insert_for
-from storage.models import ConversationRow, IdentityRow, MessageRow, table_of, utcnow
+from storage.models import ConversationRow
+from storage.tables import CONVERSATIONS, IDENTITIES, MESSAGES, utcnow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,7 +51,6 @@ class Conversations:
 
 # The turn's statements, on the tables' columns (Core: no ORM unit of work), built once; each runs in its caller's
 # transaction (`Database.run`), which the router composes into the turn's start and end.
-MESSAGES, CONVERSATIONS, IDENTITIES = table_of(MessageRow), table_of(ConversationRow), table_of(IdentityRow)
 _CONVERSATION = select(CONVERSATIONS.c.id).where(CONVERSATIONS.c.key == bindparam("key"))
 _IDENTITY_WHERE = ((IDENTITIES.c.platform == bindparam("platform")) & (IDENTITIES.c.workspace == bindparam("workspace"))
                    & (IDENTITIES.c.platform_user_id == bindparam("user_id")))

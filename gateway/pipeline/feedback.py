@@ -18,12 +18,12 @@ from adapters.base import ApprovalClick
 from adapters.protocols import Cards
 from gateway.pipeline.metrics import GatewayMetrics
 from storage.db import Database, insert_for
-from storage.models import ConversationRow, RunFeedbackRow, RunRow, table_of, utcnow
+from storage.tables import CONVERSATIONS, RUNS, utcnow
+from storage.tables import RUN_FEEDBACK as FEEDBACK
 
 log = logging.getLogger(__name__)
 
 Rating = Literal["good", "bad"]
-RUNS, CONVERSATIONS, FEEDBACK = table_of(RunRow), table_of(ConversationRow), table_of(RunFeedbackRow)
 THANKS: dict[Rating, str] = {"good": "Thanks: noted 👍.", "bad": "Thanks: noted 👎."}
 NOT_HERE = "That feedback could not be recorded: the answer is not one of this conversation's."
 

@@ -24,7 +24,7 @@ from gateway.config.schema import HookSpec
 from gateway.pipeline.firings import Firing
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.metrics import GatewayMetrics
-from storage.models import utcnow
+from storage.tables import utcnow
 
 log = logging.getLogger(__name__)
 

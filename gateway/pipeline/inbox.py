@@ -14,7 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ApprovalClick, Inbound
 from storage.db import Database, insert_for, rows_changed
-from storage.models import InboxRow, table_of, utcnow
+from storage.models import InboxRow
+from storage.tables import INBOX, utcnow
 
 MAX_ATTEMPTS = 3
 """The turn's own failures an item may have before it is given up; dependency faults do not count."""
@@ -32,7 +33,6 @@ replica takes theirs), and their claim parses the stored payload."""
 AT_ONCE_LANE = ":at-once"
 """Added to a conversation's key for the commands answered while a turn of it runs (`help`, `status`): they are
 claimed at once, in their order among themselves, and exactly once like every item (the unique logical id)."""
-INBOX = table_of(InboxRow)
 """Statements on the turn's path name the table, not the mapped class: Core statements skip the ORM's bulk
 persistence (its attribute evaluation and synchronisation), which cost more than the statements themselves."""
 

@@ -27,7 +27,8 @@ from adapters.base import ChatAddress, too_large
 from capabilities.run import FileRefused
 from gateway.pipeline.outbox_posting import FileChat, FilePosting
 from storage.db import Database, insert_for
-from storage.models import OutboxFileRow, utcnow
+from storage.models import OutboxFileRow
+from storage.tables import utcnow
 
 CLAIM = timedelta(seconds=10)
 """How long a delivery holds a file it is posting before another may take it over; renewed every quarter of it

@@ -27,12 +27,12 @@ from adapters.base import ChatAddress, FileUnreadable, OutgoingFile, PlatformCon
 from adapters.protocols import ChatOutput, PostsFiles
 from gateway.pipeline.conversations import record_answer
 from storage.db import Database
-from storage.models import OutboxFileRow, RunRow, table_of, utcnow
+from storage.models import OutboxFileRow
+from storage.tables import OUTBOX_FILES as OUTBOX
+from storage.tables import RUNS, utcnow
 
 log = logging.getLogger(__name__)
 
-OUTBOX = table_of(OutboxFileRow)
-RUNS = table_of(RunRow)
 
 
 class FileChat(PostsFiles, ChatOutput, Protocol):

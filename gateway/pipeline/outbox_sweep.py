@@ -19,7 +19,8 @@ from sqlalchemy import Connection, and_, delete, func, or_, select
 from adapters.base import ChatAddress
 from gateway.pipeline.outbox_posting import FileChat, FilePosting
 from storage.db import Database
-from storage.models import ConversationRow, OutboxFileRow, RunRow, table_of, utcnow
+from storage.tables import CONVERSATIONS, RUNS, utcnow
+from storage.tables import OUTBOX_FILES as OUTBOX
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,6 @@ FAILED_RETENTION = timedelta(days=30)
 """As long as the inbox keeps a finished message: an operator may look into why a file was refused."""
 BATCH = 50
 """Expired claims taken over per sweep; the rest at the next one, which comes at once while any is due."""
-OUTBOX, RUNS, CONVERSATIONS = table_of(OutboxFileRow), table_of(RunRow), table_of(ConversationRow)
 _EXPIRED = (select(OUTBOX.c.id, CONVERSATIONS.c.bot_name, CONVERSATIONS.c.platform, CONVERSATIONS.c.channel_id,
                    CONVERSATIONS.c.thread_id, CONVERSATIONS.c.is_direct)
             .join(RUNS, RUNS.c.id == OUTBOX.c.run_id).join(CONVERSATIONS, CONVERSATIONS.c.id == RUNS.c.conversation_id)

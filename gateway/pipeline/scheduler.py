@@ -24,13 +24,13 @@ from gateway.pipeline.firings import Firing, Mode, address_from, late_note, spea
 from gateway.pipeline.inbox import add_item
 from gateway.pipeline.metrics import GatewayMetrics
 from storage.db import Database, insert_for, rows_changed
-from storage.models import ScheduleMarkRow, table_of, utcnow
 from storage.recurrence import latest_until, next_after, readable
 from storage.reminders import Reminder, due, move_on, next_due
+from storage.tables import SCHEDULE_MARKS as MARKS
+from storage.tables import utcnow
 
 log = logging.getLogger(__name__)
 
-MARKS = table_of(ScheduleMarkRow)
 LATE_AFTER = timedelta(minutes=1)
 """A firing found due longer ago than this was missed (no replica ran at its time): delivered late, or skipped."""
 BATCH = 100

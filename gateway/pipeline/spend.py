@@ -18,13 +18,12 @@ from sqlalchemy import ColumnElement, Connection, and_, case, func, select
 
 from adapters.base import Speaker
 from gateway.config.schema import Limits
-from storage.models import IdentityRow, RunRow, table_of
+from storage.tables import IDENTITIES, RUNS
 
 Scope = Literal["person", "binding"]
 Period = Literal["day", "month"]
 Measure = Literal["tokens", "cost"]
 
-RUNS, IDENTITIES = table_of(RunRow), table_of(IdentityRow)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

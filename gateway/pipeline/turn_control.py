@@ -24,7 +24,7 @@ from gateway.pipeline.inbox import INBOX
 from gateway.pipeline.intake import command_word
 from gateway.pipeline.worker import RunningTurns
 from storage.db import Database
-from storage.models import utcnow
+from storage.tables import utcnow
 
 log = logging.getLogger(__name__)
 

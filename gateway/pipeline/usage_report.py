@@ -13,7 +13,7 @@ from adapters.base import Speaker
 from gateway.agents.bindings import Binding
 from gateway.pipeline.spend import Measure, Periods, Spending, Standing, identities_of, spent_per_agent, standings
 from storage.db import Database
-from storage.models import utcnow
+from storage.tables import utcnow
 
 NO_USE = "You have not used any agent of this gateway this month."
 UNPRICED = " ({runs} run(s) on a model without a known price are not in the cost)"

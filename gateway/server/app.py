@@ -62,9 +62,9 @@ from gateway.server.supervisor import Supervisor
 from gateway.server.tracing import build_tracing
 from storage.cache import LocalCache
 from storage.db import Database
-from storage.models import utcnow
 from storage.reminders import Reminders
 from storage.revision import is_current
+from storage.tables import utcnow
 
 if TYPE_CHECKING:
     from storage.redis_cache import FallbackCache

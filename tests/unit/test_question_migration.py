@@ -5,21 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 from alembic import command
-from sqlalchemy import insert, select
+from sqlalchemy import Table, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.db import Database
 from storage.migrate import alembic_config, upgrade
-from storage.models import (
-    ApprovalRow,
-    Base,
-    ConversationRow,
-    DelegateQuestionRow,
-    ParkedRunRow,
-    RunRow,
-    table_of,
-    utcnow,
-)
+from storage.models import ApprovalRow, DelegateQuestionRow
+from storage.tables import APPROVALS, CONVERSATIONS, PARKED_RUNS, RUNS, utcnow
 
 
 def _approval(row_id: str, parked_run_id: int, tool_id: str, args: dict[str, object]) -> dict[str, object]:
@@ -30,8 +22,8 @@ def _approval(row_id: str, parked_run_id: int, tool_id: str, args: dict[str, obj
                 expires_at=utcnow() + timedelta(hours=1), card_message_id="77", created_at=utcnow())
 
 
-async def _inserted(session: AsyncSession, row: type[Base], **values: object) -> int:
-    inserted = await session.execute(insert(table_of(row)).values(**values))
+async def _inserted(session: AsyncSession, table: Table, **values: object) -> int:
+    inserted = await session.execute(insert(table).values(**values))
     return inserted.inserted_primary_key[0]
 
 
@@ -42,13 +34,13 @@ async def test_questions_move_to_their_own_table_and_back(database_url: str) -> 
         async with db.session() as session:
             # Rows as of 0003, each by the columns its table had then: Core inserts name only these (the models
             # have grown since).
-            conversation_id = await _inserted(session, ConversationRow, key="tg:1:42", bot_name="helper",
+            conversation_id = await _inserted(session, CONVERSATIONS, key="tg:1:42", bot_name="helper",
                                               platform="telegram", channel_id="42", thread_id=None, is_direct=True)
-            run_id = await _inserted(session, RunRow, conversation_id=conversation_id, bot_name="helper",
+            run_id = await _inserted(session, RUNS, conversation_id=conversation_id, bot_name="helper",
                                      agent_name="assistant", agent_version=1, model="test", status="parked")
-            parked_id = await _inserted(session, ParkedRunRow, run_id=run_id, conversation_id=conversation_id,
+            parked_id = await _inserted(session, PARKED_RUNS, run_id=run_id, conversation_id=conversation_id,
                                         bot_name="helper", turn={}, state="{}", status="parked")
-            await session.execute(insert(table_of(ApprovalRow)), [
+            await session.execute(insert(APPROVALS), [
                 _approval("q1", parked_id, "ask_parent", {"specialist": "researcher", "question": "Which region?"}),
                 _approval("a1", parked_id, "deploy_service", {"service": "web"})])
         await upgrade(db)

@@ -15,7 +15,7 @@ from gateway.pipeline.spend import Periods, Standing, standings
 from gateway.pipeline.steps.services import StepServices
 from gateway.pipeline.steps.step import Delivery, Handled, refuse
 from gateway.pipeline.usage_report import amount, resets
-from storage.models import utcnow
+from storage.tables import utcnow
 
 log = logging.getLogger(__name__)
 

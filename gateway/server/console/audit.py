@@ -10,7 +10,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.db import Database
-from storage.models import ConsoleAuditRow, utcnow
+from storage.models import ConsoleAuditRow
+from storage.tables import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.db import Database, insert_for
-from storage.models import ReplicaRow, utcnow
+from storage.models import ReplicaRow
+from storage.tables import utcnow
 
 BEAT = 5.0
 """Seconds between two heartbeats of one replica."""

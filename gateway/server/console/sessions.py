@@ -15,7 +15,8 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.db import Database
-from storage.models import ConsoleSessionRow, utcnow
+from storage.models import ConsoleSessionRow
+from storage.tables import utcnow
 
 KEPT = timedelta(days=1)
 """How long a session's row outlives its end; each sign-in deletes those older."""
