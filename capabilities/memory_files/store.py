@@ -9,7 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capabilities.run import MemoryOwner, NoteInfo
 from storage.db import Database, rows_changed
-from storage.models import MemoryNoteRow, utcnow
+from storage.models import MemoryNoteRow
+from storage.tables import utcnow
 
 MERGE_SEPARATOR = "\n\n"
 """Between two notes of the same path when two stores become one (the index lists both halves)."""

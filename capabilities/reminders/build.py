@@ -18,9 +18,9 @@ from capabilities.reminders import RemindersConfig
 from capabilities.reminders.services import RemindersServices
 from capabilities.run import BuildContext
 from capabilities.run.tool_replies import function_toolset, retry_or_text
-from storage.models import utcnow
 from storage.recurrence import cron_problem, next_after, readable
 from storage.reminders import NewReminder, Reminder, Reminders
+from storage.tables import utcnow
 
 MAX_TEXT = 4_000
 """Characters of a reminder's text or instructions."""

@@ -16,7 +16,8 @@ from capabilities.sandbox.facts import (
     StoredWorkspace,
 )
 from storage.db import Database, insert_for
-from storage.models import SandboxWorkspaceRow, utcnow
+from storage.models import SandboxWorkspaceRow
+from storage.tables import utcnow
 
 
 def workspace_keys(address: ChatAddress, speaker: Speaker, *, run_id: int,
