@@ -10,13 +10,13 @@ from storage.db import Database
 
 HEAD = "0019"
 """The newest migration in `storage/migrations/versions/`: change it with every migration added."""
+_STORED = text("SELECT version_num FROM alembic_version")
 
 
 async def is_current(db: Database) -> bool:
     """True when the database stands at `HEAD`; False when it is older, or has never been migrated."""
     try:
-        async with db.engine.connect() as conn:
-            stored = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalars().all()
+        stored = await db.run(lambda connection: list(connection.execute(_STORED).scalars()), single=True)
     except DBAPIError:  # no alembic_version table: never migrated
         return False
     return stored == [HEAD]

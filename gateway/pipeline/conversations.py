@@ -7,11 +7,9 @@ from typing import Any
 
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, HistoryItem, Inbound, Speaker
 from storage.db import Database, insert_for
-from storage.models import ConversationRow
 from storage.tables import CONVERSATIONS, IDENTITIES, MESSAGES, utcnow
 
 
@@ -43,10 +41,9 @@ class Conversations:
 
     async def answered_in(self, conversation_key: str) -> bool:
         """True once the bot has taken part in this conversation (a thread it was addressed in)."""
-        async def work(session: AsyncSession) -> bool:
-            found = await session.execute(select(ConversationRow.id).where(ConversationRow.key == conversation_key))
-            return found.scalar() is not None
-        return await self._db.transaction(work)
+        def work(connection: Connection) -> bool:
+            return connection.execute(_CONVERSATION, {"key": conversation_key}).scalar() is not None
+        return await self._db.run(work, single=True)
 
 
 # The turn's statements, on the tables' columns (Core: no ORM unit of work), built once; each runs in its caller's

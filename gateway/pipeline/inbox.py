@@ -10,11 +10,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, exists, func, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ApprovalClick, Inbound
-from storage.db import Database, insert_for, rows_changed
-from storage.models import InboxRow
+from storage.db import Database, insert_for
 from storage.tables import INBOX, utcnow
 
 MAX_ATTEMPTS = 3
@@ -112,21 +110,21 @@ class Inbox:
 
     async def backlog(self) -> tuple[int, float]:
         """How many items wait to be claimed, and for how many seconds the oldest of them has (two aggregates)."""
-        async def work(session: AsyncSession) -> tuple[int, float]:
+        def work(connection: Connection) -> tuple[int, float]:
             now = utcnow()
-            count, oldest = (await session.execute(
-                select(func.count(INBOX.c.id), func.min(INBOX.c.created_at)).where(_open_or_expired(now)))).one()
+            count, oldest = connection.execute(
+                select(func.count(INBOX.c.id), func.min(INBOX.c.created_at)).where(_open_or_expired(now))).one()
             return int(count or 0), 0.0 if oldest is None else max(0.0, (now - _aware(oldest)).total_seconds())
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
     async def in_line(self, conversation_key: str) -> tuple[int, int]:
         """(running, waiting) items of a conversation: a turn under way, and messages queued behind it."""
-        async def work(session: AsyncSession) -> tuple[int, int]:
-            rows = (await session.execute(select(INBOX.c.status, func.count()).where(
-                INBOX.c.conversation_key == conversation_key, INBOX.c.status.in_(OPEN)).group_by(INBOX.c.status))).all()
+        def work(connection: Connection) -> tuple[int, int]:
+            rows = connection.execute(select(INBOX.c.status, func.count()).where(
+                INBOX.c.conversation_key == conversation_key, INBOX.c.status.in_(OPEN)).group_by(INBOX.c.status)).all()
             counts = {status: int(count) for status, count in rows}
             return counts.get("running", 0), counts.get("pending", 0) + counts.get("waiting", 0)
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
     async def claim(self, worker_id: str, *, lease: timedelta, limit: int,
                     then: Callable[[Connection, list[InboxItem]], None] | None = None) -> list[InboxItem]:
@@ -213,12 +211,11 @@ class Inbox:
         now = utcnow()
         finished_before, rejected_before = now - older_than, now - min(older_than, REJECTED_RETENTION)
 
-        async def work(session: AsyncSession) -> int:
-            result = await session.execute(delete(InboxRow).where(or_(
-                and_(InboxRow.status.in_(("done", "failed")), InboxRow.finished_at < finished_before),
-                and_(InboxRow.status == "rejected", InboxRow.finished_at < rejected_before))))
-            return rows_changed(result)
-        return await self._db.transaction(work)
+        def work(connection: Connection) -> int:
+            return connection.execute(delete(INBOX).where(or_(
+                and_(INBOX.c.status.in_(("done", "failed")), INBOX.c.finished_at < finished_before),
+                and_(INBOX.c.status == "rejected", INBOX.c.finished_at < rejected_before)))).rowcount
+        return await self._db.run(work, single=True)
 
     async def _finish(self, worker_id: str, item_id: int, *, status: str, error: str | None,
                       **counts: int) -> None:

@@ -20,15 +20,13 @@ import hashlib
 import mimetypes
 from datetime import timedelta
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, select
 
 from adapters.base import ChatAddress, too_large
 from capabilities.run import FileRefused
 from gateway.pipeline.outbox_posting import FileChat, FilePosting
 from storage.db import Database, insert_for
-from storage.models import OutboxFileRow
-from storage.tables import utcnow
+from storage.tables import OUTBOX_FILES, utcnow
 
 CLAIM = timedelta(seconds=10)
 """How long a delivery holds a file it is posting before another may take it over; renewed every quarter of it
@@ -69,16 +67,16 @@ class RunOutbox:
         digest = hashlib.sha256(name.encode() + b"\x00" + data).hexdigest()
         insert = insert_for(self._db.dialect)
 
-        async def work(session: AsyncSession) -> str | None:
-            stored = await session.execute(insert(OutboxFileRow).values(
+        def work(connection: Connection) -> str | None:
+            stored = connection.execute(insert(OUTBOX_FILES).values(
                 turn_key=self.key, run_id=self._run_id, digest=digest, name=name, mime_type=kind[:128],
                 caption=caption, data=data, size=len(data), status="pending", created_at=utcnow(),
             ).on_conflict_do_nothing(index_elements=["turn_key", "digest"]))
-            if stored.rowcount == 1:  # type: ignore[attr-defined]
+            if stored.rowcount == 1:
                 return None
-            return await session.scalar(select(OutboxFileRow.status).where(  # an earlier attempt stored it
-                OutboxFileRow.turn_key == self.key, OutboxFileRow.digest == digest))
-        if await self._db.transaction(work) == "failed":
+            return connection.execute(select(OUTBOX_FILES.c.status).where(  # an earlier attempt stored it
+                OUTBOX_FILES.c.turn_key == self.key, OUTBOX_FILES.c.digest == digest)).scalar()
+        if await self._db.run(work) == "failed":
             raise FileRefused(f"an earlier attempt at this answer could not post {name} here (the chat was told "
                               "why); it was not sent again")
         self._pending = True
@@ -97,9 +95,9 @@ class RunOutbox:
         return posted
 
     async def _waiting(self) -> list[int]:
-        async def work(session: AsyncSession) -> list[int]:
-            found = await session.execute(select(OutboxFileRow.id).where(
-                OutboxFileRow.turn_key == self.key, OutboxFileRow.status.in_(("pending", "posting")))
-                .order_by(OutboxFileRow.id))
+        def work(connection: Connection) -> list[int]:
+            found = connection.execute(select(OUTBOX_FILES.c.id).where(
+                OUTBOX_FILES.c.turn_key == self.key, OUTBOX_FILES.c.status.in_(("pending", "posting")))
+                .order_by(OUTBOX_FILES.c.id))
             return list(found.scalars())
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)

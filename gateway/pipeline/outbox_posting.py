@@ -17,26 +17,42 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from sqlalchemy import Connection, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapters.base import ChatAddress, FileUnreadable, OutgoingFile, PlatformConfigError
 from adapters.protocols import ChatOutput, PostsFiles
 from gateway.pipeline.conversations import record_answer
 from storage.db import Database
-from storage.models import OutboxFileRow
 from storage.tables import OUTBOX_FILES as OUTBOX
 from storage.tables import RUNS, utcnow
 
 log = logging.getLogger(__name__)
 
 
-
 class FileChat(PostsFiles, ChatOutput, Protocol):
     """Where a run's files go: posted as files, and a failure said in words."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    """A claimed file, as its row holds it."""
+
+    id: int
+    turn_key: str
+    run_id: int | None
+    digest: str
+    name: str
+    mime_type: str
+    caption: str | None
+    data: bytes
+    size: int
+
+
+_STORED = tuple(OUTBOX.c[field.name] for field in fields(StoredFile))
 
 
 class FilePosting:
@@ -46,25 +62,23 @@ class FilePosting:
         self._db = db
         self._claim = claim
 
-    async def claim(self, file_id: int) -> tuple[OutboxFileRow, datetime] | None:
+    async def claim(self, file_id: int) -> tuple[StoredFile, datetime] | None:
         """Take the file for posting, unless a live delivery holds it or it is settled (compare-and-swap); the
         row and the moment the claim runs out, which is what a renewal compares against."""
         now = utcnow()
         until = now + self._claim
 
-        async def work(session: AsyncSession) -> OutboxFileRow | None:
-            taken = await session.execute(update(OutboxFileRow).where(
-                OutboxFileRow.id == file_id,
-                or_(OutboxFileRow.status == "pending",
-                    (OutboxFileRow.status == "posting") & (OutboxFileRow.claimed_until < now)),
-            ).values(status="posting", claimed_until=until))
-            if taken.rowcount != 1:  # type: ignore[attr-defined]
-                return None
-            return await session.get(OutboxFileRow, file_id)
-        row = await self._db.transaction(work)
-        return None if row is None else (row, until)
+        def work(connection: Connection) -> StoredFile | None:
+            taken = connection.execute(update(OUTBOX).where(
+                OUTBOX.c.id == file_id,
+                or_(OUTBOX.c.status == "pending", (OUTBOX.c.status == "posting") & (OUTBOX.c.claimed_until < now)),
+            ).values(status="posting", claimed_until=until).returning(*_STORED))
+            row = taken.first()
+            return None if row is None else StoredFile(**row._mapping)
+        stored = await self._db.run(work)
+        return None if stored is None else (stored, until)
 
-    async def post(self, chat: FileChat, address: ChatAddress, row: OutboxFileRow, until: datetime) -> bool:
+    async def post(self, chat: FileChat, address: ChatAddress, row: StoredFile, until: datetime) -> bool:
         """Post a claimed file into `address`; True once it is posted. Never raises for the file: one the platform
         refuses is marked failed and said."""
         file = OutgoingFile(name=row.name, data=row.data, mime_type=row.mime_type, caption=row.caption,
@@ -112,7 +126,7 @@ class FilePosting:
             return moved.rowcount == 1
         return await self._db.run(work, single=True)
 
-    async def _failed(self, chat: FileChat, address: ChatAddress, row: OutboxFileRow, exc: Exception) -> None:
+    async def _failed(self, chat: FileChat, address: ChatAddress, row: StoredFile, exc: Exception) -> None:
         """The file is given up on; the conversation is told, in words for people, and its history keeps them."""
         log.warning("could not post %s into %s: %s: %s", row.name, address.conversation_key,
                     type(exc).__name__, exc)
@@ -129,11 +143,11 @@ class FilePosting:
 
     async def _settle(self, file_id: int, *, status: str, posted_id: str | None = None,
                       error: str | None = None) -> None:
-        async def work(session: AsyncSession) -> None:
-            await session.execute(update(OutboxFileRow).where(OutboxFileRow.id == file_id).values(
+        def work(connection: Connection) -> None:
+            connection.execute(update(OUTBOX).where(OUTBOX.c.id == file_id).values(
                 status=status, posted_id=posted_id, error=error, claimed_until=None, data=b"",
                 posted_at=utcnow() if status == "posted" else None))
-        await self._db.transaction(work)
+        await self._db.run(work, single=True)
 
 
 def _why(exc: Exception) -> str:

@@ -36,8 +36,7 @@ from pydantic_ai import (
 from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RunUsage
-from sqlalchemy import Connection, bindparam, insert, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, bindparam, insert, select, update
 
 from adapters.base import ChatAddress, Directory, Speaker
 from adapters.wire import is_object, objects_in
@@ -61,7 +60,6 @@ from gateway.pipeline.turn_control import TurnControl
 from gateway.pipeline.worker import RunningTurns, TurnSignal, TurnStopped
 from storage.conversation_state import StoredConversationState
 from storage.db import Database
-from storage.models import RunRow
 from storage.tables import RUNS, utcnow
 
 log = logging.getLogger(__name__)
@@ -499,14 +497,14 @@ class Runtime:
     async def booked(self, run_id: int) -> Booked:
         """What the run's row books so far, and its turn's inbox item: for a run parked without them in its
         snapshot (`Booked.of_snapshot`)."""
-        async def work(session: AsyncSession) -> Booked:
-            row = await session.get(RunRow, run_id)
+        def work(connection: Connection) -> Booked:
+            row = connection.execute(select(RUNS).where(RUNS.c.id == run_id)).first()
             if row is None:
                 return Booked(usage=RunUsage(), inbox_id=None)
             return Booked(usage=RunUsage(requests=row.requests or 0, input_tokens=row.input_tokens or 0,
                                          output_tokens=row.output_tokens or 0, cost=row.cost_usd),
                           inbox_id=row.inbox_id)
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
     async def open_run(self, turn: Turn) -> int:
         return await self._db.run(lambda connection: open_run(connection, turn))

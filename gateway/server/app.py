@@ -455,7 +455,6 @@ async def _backlog(inbox: Inbox, approvals: Approvals) -> Backlog:
 
 
 async def _database_ok(db: Database) -> bool:
-    async with db.session() as session:
-        await session.execute(text("SELECT 1"))
+    await db.run(lambda connection: connection.execute(text("SELECT 1")), single=True)
     return True
 
