@@ -1,10 +1,11 @@
 """The engines and the two transaction helpers every query goes through.
 
-`transaction()` runs async work on the async engine (AsyncSession): the stores' general path. `run()` runs a
-synchronous function of a plain `Connection` as one transaction on a worker thread, on a synchronous engine to the
-same database: the path of every statement a plain turn makes (intake, claim, the turn's start and end). Measured
-on this code, a one-statement transaction costs 1.3 ms of CPU through the async session (a greenlet switch and a
-driver thread hop per statement) against 0.1 to 0.25 ms with the sync engine on SQLite; a turn makes seventeen.
+`run()` runs a synchronous function of a plain `Connection` as one transaction on a worker thread, on a synchronous
+engine: the path of every statement the serving path makes. Measured on this code, a one-statement transaction
+costs 1.3 ms of CPU through the async session (a greenlet switch and a driver thread hop per statement) against
+0.1 to 0.25 ms with the sync engine on SQLite. `transaction()` runs async work in an `AsyncSession` on the async
+engine, for what only tests, the CLI and a few capability stores still use; that engine, the ORM session, greenlet
+and the async driver (about 10 MB together) load at its first use, so a replica that never asks carries none.
 """
 
 from __future__ import annotations
@@ -18,14 +19,16 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, CursorResult, Result, create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from storage.tables import metadata
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,15 +51,15 @@ class Database:
 
     def __init__(self, url: str, **engine_options: Any) -> None:
         self.url = url
-        self.engine: AsyncEngine = create_async_engine(url, **_defaults(url), **engine_options)
+        self.dialect: str = make_url(url).get_backend_name()
+        self._engine_options = engine_options
+        self._async: tuple[AsyncEngine, async_sessionmaker[AsyncSession]] | None = None
+        """`transaction()`'s engine and sessions, made at its first use."""
         self.sync_engine: Engine | None = _sync_engine(url, engine_options)
         """`run()`'s engine: the same database through the same library's synchronous driver; None for an in-memory
         SQLite database, which a second engine would not see (`run()` then takes the async path)."""
-        if self.dialect == "sqlite":
-            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
-            if self.sync_engine is not None:
-                event.listen(self.sync_engine, "connect", _sqlite_pragmas)
-        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        if self.dialect == "sqlite" and self.sync_engine is not None:
+            event.listen(self.sync_engine, "connect", _sqlite_pragmas)
         self._threads = ThreadPoolExecutor(1 if self.dialect == "sqlite" else _POOL_SIZE,
                                            thread_name_prefix="database")
         """One thread per pooled connection (SQLite has one writer, so one thread)."""
@@ -69,13 +72,24 @@ class Database:
         accept that acks the platform) ahead of the turns'."""
 
     @property
-    def dialect(self) -> str:
-        return self.engine.dialect.name
+    def engine(self) -> AsyncEngine:
+        """The async engine (`transaction()`, `session()`, the migrations), made at first use."""
+        return self._async_side()[0]
+
+    def _async_side(self) -> tuple[AsyncEngine, async_sessionmaker[AsyncSession]]:
+        if self._async is None:
+            from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+
+            engine = create_async_engine(self.url, **_defaults(self.url), **self._engine_options)
+            if self.dialect == "sqlite":
+                event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+            self._async = engine, async_sessionmaker(engine, expire_on_commit=False)
+        return self._async
 
     @asynccontextmanager
     async def session(self) -> AsyncGenerator[AsyncSession, None]:
         """One committed transaction; use `transaction()` when the work can simply be retried."""
-        async with self._sessions() as session, session.begin():
+        async with self._async_side()[1]() as session, session.begin():
             yield session
 
     async def transaction(self, work: Callable[[AsyncSession], Awaitable[T]], *, urgent: bool = False) -> T:
@@ -148,7 +162,8 @@ class Database:
             await conn.run_sync(metadata.create_all)
 
     async def close(self) -> None:
-        await self.engine.dispose()
+        if self._async is not None:
+            await self._async[0].dispose()
         if self.sync_engine is not None:
             self.sync_engine.dispose()
         self._threads.shutdown(wait=False)

@@ -26,6 +26,8 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     "gateway/pipeline/steps/commands/status.py": "the harness's compaction package (~1.7 MB, 40 modules) loads for "
                                                  "its context-window table when `/status` first asks, not in every "
                                                  "replica at start",
+    "storage/db.py": "the async engine, SQLAlchemy's ORM session, greenlet and the async driver (~10 MB) load at the "
+                     "first `transaction()`: the serving path runs every statement through `run()` and never asks",
     "storage/recurrence.py": "croniter and dateutil (~1 MB) load at the first cron read; a gateway with no "
                              "schedule and no agent setting reminders reads none, yet checks time zones here",
     "capabilities/charts/render.py": "matplotlib takes most of a second to import; the first chart loads it, so "
