@@ -7,12 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, bindparam, exists, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import ColumnElement, Connection, Row, bindparam, exists, insert, select, update
 
 from adapters.base import Speaker
 from storage.db import Database
-from storage.models import DelegateQuestionRow
 from storage.tables import DELEGATE_QUESTIONS as QUESTIONS
 from storage.tables import utcnow
 
@@ -54,29 +52,29 @@ class DelegateQuestions:
     async def add(self, *, parked_run_id: int, conversation_key: str, questions: Sequence[NewQuestion],
                   requester: Speaker, expires_at: datetime) -> list[Question]:
         """One pending question per parked call, put to the person whose run it is."""
-        async def work(session: AsyncSession) -> list[Question]:
-            rows = [DelegateQuestionRow(parked_run_id=parked_run_id, conversation_key=conversation_key,
-                                        tool_call_id=new.tool_call_id, specialist=new.specialist,
-                                        question=new.question, choices=list(new.choices) or None,
-                                        requester_id=requester.platform_user_id,
-                                        requester_name=requester.display_name, status="pending",
-                                        expires_at=expires_at) for new in questions]
-            session.add_all(rows)
-            await session.flush()
+        values = [{"parked_run_id": parked_run_id, "conversation_key": conversation_key,
+                   "tool_call_id": new.tool_call_id, "specialist": new.specialist, "question": new.question,
+                   "choices": list(new.choices) or None, "requester_id": requester.platform_user_id,
+                   "requester_name": requester.display_name, "status": "pending", "expires_at": expires_at}
+                  for new in questions]
+        if not values:
+            return []
+
+        def work(connection: Connection) -> list[Question]:
+            rows = connection.execute(insert(QUESTIONS).returning(QUESTIONS, sort_by_parameter_order=True), values)
             return [_question(row) for row in rows]
-        return await self._db.transaction(work)
+        return await self._db.run(work)
 
     async def attach_message(self, question_id: int, message_id: str) -> None:
-        async def work(session: AsyncSession) -> None:
-            await session.execute(update(DelegateQuestionRow).where(DelegateQuestionRow.id == question_id)
-                                  .values(message_id=message_id))
-        await self._db.transaction(work)
+        def work(connection: Connection) -> None:
+            connection.execute(update(QUESTIONS).where(QUESTIONS.c.id == question_id).values(message_id=message_id))
+        await self._db.run(work, single=True)
 
     async def get(self, question_id: int) -> Question | None:
-        async def work(session: AsyncSession) -> Question | None:
-            row = await session.get(DelegateQuestionRow, question_id)
+        def work(connection: Connection) -> Question | None:
+            row = connection.execute(select(QUESTIONS).where(QUESTIONS.c.id == question_id)).first()
             return _question(row) if row is not None else None
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
     async def pending(self, conversation_key: str, requester_id: str) -> Question | None:
         """The oldest open question this person is asked in this conversation."""
@@ -85,18 +83,16 @@ class DelegateQuestions:
     async def answer(self, question_id: int, text: str, speaker: Speaker, message_id: str) -> Question | None:
         """Compare-and-swap a pending question to `answered`, keeping the answer and the message that gave it;
         None when it was answered or expired already."""
-        async def work(session: AsyncSession) -> Question | None:
+        def work(connection: Connection) -> Question | None:
             now = utcnow()
-            result = await session.execute(
-                update(DelegateQuestionRow).where(DelegateQuestionRow.id == question_id,
-                                                  DelegateQuestionRow.status == "pending",
-                                                  DelegateQuestionRow.expires_at > now)
+            row = connection.execute(
+                update(QUESTIONS).where(QUESTIONS.c.id == question_id, QUESTIONS.c.status == "pending",
+                                        QUESTIONS.c.expires_at > now)
                 .values(status="answered", answer=text, answer_message_id=message_id,
                         answered_by=speaker.display_name, answered_at=now)
-                .returning(DelegateQuestionRow))
-            row = result.scalar_one_or_none()
+                .returning(QUESTIONS)).one_or_none()
             return _question(row) if row is not None else None
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
     async def answered_with(self, conversation_key: str, message_id: str) -> Question | None:
         """The question a given message already answered (an inbox item retried after a crash)."""
@@ -104,24 +100,22 @@ class DelegateQuestions:
 
     async def expire_due(self) -> list[Question]:
         """Compare-and-swap every question nobody answered in time to `expired`."""
-        async def work(session: AsyncSession) -> list[Question]:
-            result = await session.execute(
-                update(DelegateQuestionRow).where(DelegateQuestionRow.status == "pending",
-                                                  DelegateQuestionRow.expires_at <= utcnow())
-                .values(status="expired", answered_at=utcnow()).returning(DelegateQuestionRow))
-            return [_question(row) for row in result.scalars()]
-        return await self._db.transaction(work)
+        def work(connection: Connection) -> list[Question]:
+            result = connection.execute(
+                update(QUESTIONS).where(QUESTIONS.c.status == "pending", QUESTIONS.c.expires_at <= utcnow())
+                .values(status="expired", answered_at=utcnow()).returning(QUESTIONS))
+            return [_question(row) for row in result]
+        return await self._db.run(work, single=True)
 
     async def of_run(self, parked_run_id: int) -> list[Question]:
-        async def work(session: AsyncSession) -> list[Question]:
-            rows = await session.execute(select(DelegateQuestionRow)
-                                         .where(DelegateQuestionRow.parked_run_id == parked_run_id))
-            return [_question(row) for row in rows.scalars()]
-        return await self._db.transaction(work)
+        def work(connection: Connection) -> list[Question]:
+            rows = connection.execute(select(QUESTIONS).where(QUESTIONS.c.parked_run_id == parked_run_id))
+            return [_question(row) for row in rows]
+        return await self._db.run(work, single=True)
 
 
-def _question(row: Any) -> Question:
-    """From a mapped row or a Core row of the table: the same attribute names."""
+def _question(row: Row[Any]) -> Question:
+    """From a Core row of the table."""
     return Question(id=row.id, parked_run_id=row.parked_run_id, conversation_key=row.conversation_key,
                     tool_call_id=row.tool_call_id, specialist=row.specialist, question=row.question,
                     choices=tuple(str(choice) for choice in row.choices or ()), requester_id=row.requester_id,

@@ -11,15 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, exists, func, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import ColumnElement, Connection, Row, and_, bindparam, exists, func, insert, or_, select, update
 
 from adapters.base import ApprovalCard, CardOption, Speaker, Verb
 from gateway.agents.bindings import is_listed
 from gateway.config.schema import ApprovalPolicy
 from storage.db import Database, insert_for
-from storage.models import ApprovalRow, ApprovalVoteRow, ParkedRunRow
-from storage.tables import PARKED_RUNS, utcnow
+from storage.tables import APPROVAL_VOTES, APPROVALS, PARKED_RUNS, utcnow
 
 Verdict = Literal["approved", "denied", "expired"]
 Status = Literal["pending", "approved", "denied", "expired"]
@@ -104,128 +102,123 @@ class Approvals:
         now = utcnow()
         expires_at = now + policy.expires_after
 
-        async def work(session: AsyncSession) -> tuple[int, list[Approval]]:
-            parked = ParkedRunRow(run_id=run_id, conversation_id=conversation_id, bot_name=bot_name,
-                                  turn=dict(turn), state=state, status="parked")
-            session.add(parked)
-            await session.flush()
-            granted = await _granted(session, conversation_key, calls) if standing else {}
-            rows: list[ApprovalRow] = []
+        def work(connection: Connection) -> tuple[int, list[Approval]]:
+            parked_id: int = connection.execute(insert(PARKED_RUNS).values(
+                run_id=run_id, conversation_id=conversation_id, bot_name=bot_name, turn=dict(turn), state=state,
+                status="parked").returning(PARKED_RUNS.c.id)).scalar_one()
+            granted = _granted(connection, conversation_key, calls) if standing else {}
+            values: list[dict[str, Any]] = []
             for call in calls:
                 digest = args_hash(call.args)
                 grant = granted.get((call.tool_id, digest))
-                rows.append(ApprovalRow(
-                    id=secrets.token_urlsafe(12), parked_run_id=parked.id, conversation_key=conversation_key,
+                values.append(dict(
+                    id=secrets.token_urlsafe(12), parked_run_id=parked_id, conversation_key=conversation_key,
                     tool_call_id=call.tool_call_id, tool_id=call.tool_id, tool_name=call.tool_name, args=call.args,
                     args_hash=digest, requester_id=requester.platform_user_id, requester_name=named(requester),
                     policy=policy.model_dump(mode="json"), options=list(options), expires_at=expires_at,
                     status="pending" if grant is None else "approved",
                     decided_by=None if grant is None else f"{grant}, for this conversation",
                     decided_at=None if grant is None else now))
-            session.add_all(rows)
-            await session.flush()
-            return parked.id, [_approval(row) for row in rows]
-        parked = await self._db.transaction(work)
+            if not values:
+                return parked_id, []
+            rows = connection.execute(insert(APPROVALS).returning(APPROVALS, sort_by_parameter_order=True), values)
+            return parked_id, [_approval(row) for row in rows]
+        parked = await self._db.run(work)
         self.added.set()
         return parked
 
     async def attach_card(self, approval_id: str, conversation_key: str, message_id: str) -> None:
         """The message that shows this approval's card. A message shows one card: an earlier approval whose card
         it was (a retried turn's, whose placeholder took the new card) no longer has one."""
-        async def work(session: AsyncSession) -> None:
-            await session.execute(update(ApprovalRow).where(ApprovalRow.conversation_key == conversation_key,
-                                                            ApprovalRow.card_message_id == message_id)
-                                  .values(card_message_id=None))
-            await session.execute(update(ApprovalRow).where(ApprovalRow.id == approval_id)
-                                  .values(card_message_id=message_id))
-        await self._db.transaction(work)
+        def work(connection: Connection) -> None:
+            connection.execute(update(APPROVALS).where(APPROVALS.c.conversation_key == conversation_key,
+                                                       APPROVALS.c.card_message_id == message_id)
+                               .values(card_message_id=None))
+            connection.execute(update(APPROVALS).where(APPROVALS.c.id == approval_id)
+                               .values(card_message_id=message_id))
+        await self._db.run(work)
 
     async def mark_card_closed(self, approval_id: str) -> None:
-        async def work(session: AsyncSession) -> None:
-            await session.execute(update(ApprovalRow).where(ApprovalRow.id == approval_id)
-                                  .values(card_closed_at=utcnow()))
-        await self._db.transaction(work)
+        def work(connection: Connection) -> None:
+            connection.execute(update(APPROVALS).where(APPROVALS.c.id == approval_id).values(card_closed_at=utcnow()))
+        await self._db.run(work, single=True)
 
     async def get(self, approval_id: str) -> Approval | None:
-        async def work(session: AsyncSession) -> Approval | None:
-            row = await session.get(ApprovalRow, approval_id)
-            return _approval(row, await _voters(session, approval_id)) if row is not None else None
-        return await self._db.transaction(work)
+        def work(connection: Connection) -> Approval | None:
+            row = connection.execute(select(APPROVALS).where(APPROVALS.c.id == approval_id)).first()
+            return _approval(row, _voters(connection, approval_id)) if row is not None else None
+        return await self._db.run(work)
 
     async def vote(self, approval_id: str, voter: Speaker) -> tuple[str, ...]:
         """Record one approver's yes (once per person); returns every distinct approver so far, in order."""
-        insert = insert_for(self._db.dialect)
-
-        async def work(session: AsyncSession) -> tuple[str, ...]:
-            await session.execute(insert(ApprovalVoteRow).values(
+        def work(connection: Connection) -> tuple[str, ...]:
+            upsert = insert_for(connection.dialect.name)
+            connection.execute(upsert(APPROVAL_VOTES).values(
                 approval_id=approval_id, voter_id=voter.platform_user_id, voter_name=named(voter),
                 created_at=utcnow()).on_conflict_do_nothing(index_elements=["approval_id", "voter_id"]))
-            return await _voters(session, approval_id)
-        return await self._db.transaction(work)
+            return _voters(connection, approval_id)
+        return await self._db.run(work)
 
     async def decide(self, approval_id: str, verdict: Verdict, decided_by: str | None, *,
                      grant_until: datetime | None = None, reason: str | None = None) -> Approval | None:
         """Compare-and-swap from pending; returns the decided approval, or None when it was already decided.
         `grant_until`: approved for the conversation until then (the swap itself records it, so only the decision
         that wins makes one); `reason`: a denier's words."""
-        async def work(session: AsyncSession) -> Approval | None:
+        def work(connection: Connection) -> Approval | None:
             now = utcnow()
-            still_open = ApprovalRow.expires_at > now if verdict != "expired" else ApprovalRow.expires_at <= now
+            still_open = APPROVALS.c.expires_at > now if verdict != "expired" else APPROVALS.c.expires_at <= now
             standing = {"scope": "conversation", "grant_until": grant_until} if grant_until is not None else {}
-            result = await session.execute(
-                update(ApprovalRow).where(ApprovalRow.id == approval_id, ApprovalRow.status == "pending", still_open)
+            row = connection.execute(
+                update(APPROVALS).where(APPROVALS.c.id == approval_id, APPROVALS.c.status == "pending", still_open)
                 .values(status=verdict, decided_by=decided_by, decided_at=now, reason=reason, **standing)
-                .returning(ApprovalRow))
-            row = result.scalar_one_or_none()
-            return _approval(row, await _voters(session, approval_id)) if row is not None else None
-        return await self._db.transaction(work)
+                .returning(APPROVALS)).one_or_none()
+            return _approval(row, _voters(connection, approval_id)) if row is not None else None
+        return await self._db.run(work)
 
     async def pending_in(self, conversation_key: str) -> list[Approval]:
         """The conversation's approvals still pending and not yet past their expiry, oldest first."""
-        async def work(session: AsyncSession) -> list[Approval]:
-            rows = await session.execute(select(ApprovalRow).where(
-                ApprovalRow.conversation_key == conversation_key, ApprovalRow.status == "pending",
-                ApprovalRow.expires_at > utcnow()).order_by(ApprovalRow.parked_run_id, ApprovalRow.id))
-            return [_approval(row) for row in rows.scalars()]
-        return await self._db.transaction(work)
+        def work(connection: Connection) -> list[Approval]:
+            rows = connection.execute(select(APPROVALS).where(
+                APPROVALS.c.conversation_key == conversation_key, APPROVALS.c.status == "pending",
+                APPROVALS.c.expires_at > utcnow()).order_by(APPROVALS.c.parked_run_id, APPROVALS.c.id))
+            return [_approval(row) for row in rows]
+        return await self._db.run(work, single=True)
 
     async def await_reason(self, approval_id: str, *, prompt_id: str, person_id: str, until: datetime) -> None:
         """The prompt whose reply, by `person_id` before `until`, gives the reason for denying this pending call."""
-        async def work(session: AsyncSession) -> None:
-            await session.execute(update(ApprovalRow).where(ApprovalRow.id == approval_id,
-                                                            ApprovalRow.status == "pending")
-                                  .values(reason_prompt_id=prompt_id, reason_from=person_id, reason_until=until))
-        await self._db.transaction(work)
+        def work(connection: Connection) -> None:
+            connection.execute(update(APPROVALS).where(APPROVALS.c.id == approval_id, APPROVALS.c.status == "pending")
+                               .values(reason_prompt_id=prompt_id, reason_from=person_id, reason_until=until))
+        await self._db.run(work, single=True)
 
     async def prompted(self, conversation_key: str, prompt_id: str) -> Approval | None:
         """The approval whose reason the bot's prompt `prompt_id` in this conversation asks for, decided or not."""
-        async def work(session: AsyncSession) -> Approval | None:
-            row = (await session.execute(select(ApprovalRow).where(
-                ApprovalRow.conversation_key == conversation_key,
-                ApprovalRow.reason_prompt_id == prompt_id).limit(1))).scalar_one_or_none()
-            return _approval(row, await _voters(session, row.id)) if row is not None else None
-        return await self._db.transaction(work)
+        def work(connection: Connection) -> Approval | None:
+            row = connection.execute(select(APPROVALS).where(
+                APPROVALS.c.conversation_key == conversation_key,
+                APPROVALS.c.reason_prompt_id == prompt_id).limit(1)).one_or_none()
+            return _approval(row, _voters(connection, row.id)) if row is not None else None
+        return await self._db.run(work)
 
     async def by_status(self) -> dict[str, int]:
         """How many approvals are in each status (pending, approved, denied, expired)."""
-        async def work(session: AsyncSession) -> dict[str, int]:
-            rows = await session.execute(select(ApprovalRow.status, func.count()).group_by(ApprovalRow.status))
+        def work(connection: Connection) -> dict[str, int]:
+            rows = connection.execute(select(APPROVALS.c.status, func.count()).group_by(APPROVALS.c.status))
             return {status: int(count) for status, count in rows.all()}
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
     async def next_expiry(self) -> datetime | None:
         """When the earliest pending approval expires; None when nothing is pending."""
-        async def work(session: AsyncSession) -> datetime | None:
-            due = await session.scalar(select(func.min(ApprovalRow.expires_at)).where(ApprovalRow.status == "pending"))
-            return due
-        return await self._db.transaction(work)
+        def work(connection: Connection) -> datetime | None:
+            return connection.scalar(select(func.min(APPROVALS.c.expires_at)).where(APPROVALS.c.status == "pending"))
+        return await self._db.run(work, single=True)
 
     async def due_for_expiry(self, *, limit: int = 50) -> list[str]:
-        async def work(session: AsyncSession) -> list[str]:
-            rows = await session.execute(select(ApprovalRow.id).where(
-                ApprovalRow.status == "pending", ApprovalRow.expires_at <= utcnow()).limit(limit))
+        def work(connection: Connection) -> list[str]:
+            rows = connection.execute(select(APPROVALS.c.id).where(
+                APPROVALS.c.status == "pending", APPROVALS.c.expires_at <= utcnow()).limit(limit))
             return list(rows.scalars())
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
     async def claim_resume(self, parked_run_id: int, *, reclaim: bool = False,
                            unless: Sequence[ColumnElement[bool]] = ()) -> ParkedRun | None:
@@ -236,29 +229,28 @@ class Approvals:
         """
         states = ("parked", "resuming") if reclaim else ("parked",)
 
-        async def work(session: AsyncSession) -> ParkedRun | None:
-            pending = exists().where(ApprovalRow.parked_run_id == parked_run_id, ApprovalRow.status == "pending")
-            result = await session.execute(
-                update(ParkedRunRow).where(and_(ParkedRunRow.id == parked_run_id, ParkedRunRow.status.in_(states),
-                                                ~pending, *(~condition for condition in unless)))
-                .values(status="resuming").returning(ParkedRunRow))
-            row = result.scalar_one_or_none()
+        def work(connection: Connection) -> ParkedRun | None:
+            pending = exists().where(APPROVALS.c.parked_run_id == parked_run_id, APPROVALS.c.status == "pending")
+            row = connection.execute(
+                update(PARKED_RUNS).where(and_(PARKED_RUNS.c.id == parked_run_id, PARKED_RUNS.c.status.in_(states),
+                                               ~pending, *(~condition for condition in unless)))
+                .values(status="resuming").returning(PARKED_RUNS)).one_or_none()
             return _parked(row) if row is not None else None
-        return await self._db.transaction(work)
+        return await self._db.run(work)
 
     async def parked(self, parked_run_id: int) -> ParkedRun:
-        async def work(session: AsyncSession) -> ParkedRun:
-            row = await session.get(ParkedRunRow, parked_run_id)
+        def work(connection: Connection) -> ParkedRun:
+            row = connection.execute(select(PARKED_RUNS).where(PARKED_RUNS.c.id == parked_run_id)).first()
             if row is None:
                 raise LookupError(f"no parked run {parked_run_id}")
             return _parked(row)
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
     async def of_run(self, parked_run_id: int) -> list[Approval]:
-        async def work(session: AsyncSession) -> list[Approval]:
-            rows = await session.execute(select(ApprovalRow).where(ApprovalRow.parked_run_id == parked_run_id))
-            return [_approval(row) for row in rows.scalars()]
-        return await self._db.transaction(work)
+        def work(connection: Connection) -> list[Approval]:
+            rows = connection.execute(select(APPROVALS).where(APPROVALS.c.parked_run_id == parked_run_id))
+            return [_approval(row) for row in rows]
+        return await self._db.run(work, single=True)
 
     async def commit(self, writes: Callable[[Connection], None]) -> None:
         """A resume's last writes (`mark_resumed` among them), by themselves: where no inbox item's completion
@@ -267,11 +259,11 @@ class Approvals:
 
     async def recent(self, *, limit: int = 50) -> list[Approval]:
         """Pending first, then the latest decisions: the audit view."""
-        async def work(session: AsyncSession) -> list[Approval]:
-            rows = await session.execute(select(ApprovalRow).order_by(
-                (ApprovalRow.status != "pending"), ApprovalRow.created_at.desc()).limit(limit))
-            return [_approval(row) for row in rows.scalars()]
-        return await self._db.transaction(work)
+        def work(connection: Connection) -> list[Approval]:
+            rows = connection.execute(select(APPROVALS).order_by(
+                (APPROVALS.c.status != "pending"), APPROVALS.c.created_at.desc()).limit(limit))
+            return [_approval(row) for row in rows]
+        return await self._db.run(work, single=True)
 
 
 _MARK_RESUMED = (update(PARKED_RUNS).where(PARKED_RUNS.c.id == bindparam("parked_run_id"))
@@ -328,35 +320,35 @@ def console_refusal(approval: Approval | None) -> str | None:
     return None
 
 
-async def _granted(session: AsyncSession, conversation_key: str,
-                   calls: Sequence[NewCall]) -> dict[tuple[str, str], str]:
+def _granted(connection: Connection, conversation_key: str,
+             calls: Sequence[NewCall]) -> dict[tuple[str, str], str]:
     """(tool id, arguments' hash) → who approved it for this conversation, for each call such an approval, still in
     force, covers."""
-    wanted = [and_(ApprovalRow.tool_id == tool_id, ApprovalRow.args_hash == digest)
+    wanted = [and_(APPROVALS.c.tool_id == tool_id, APPROVALS.c.args_hash == digest)
               for tool_id, digest in {(call.tool_id, args_hash(call.args)) for call in calls}]
     if not wanted:
         return {}
-    rows = await session.execute(
-        select(ApprovalRow.tool_id, ApprovalRow.args_hash, ApprovalRow.decided_by)
-        .where(ApprovalRow.conversation_key == conversation_key, ApprovalRow.scope == "conversation",
-               ApprovalRow.status == "approved", ApprovalRow.grant_until > utcnow(),
+    rows = connection.execute(
+        select(APPROVALS.c.tool_id, APPROVALS.c.args_hash, APPROVALS.c.decided_by)
+        .where(APPROVALS.c.conversation_key == conversation_key, APPROVALS.c.scope == "conversation",
+               APPROVALS.c.status == "approved", APPROVALS.c.grant_until > utcnow(),
                or_(*wanted))
-        .order_by(ApprovalRow.decided_at))
+        .order_by(APPROVALS.c.decided_at))
     return {(tool_id, digest): decided_by or "someone" for tool_id, digest, decided_by in rows.all()}
 
 
-def _parked(row: ParkedRunRow) -> ParkedRun:
+def _parked(row: Row[Any]) -> ParkedRun:
     return ParkedRun(id=row.id, run_id=row.run_id, conversation_id=row.conversation_id, bot_name=row.bot_name,
                      turn=row.turn, state=row.state)
 
 
-async def _voters(session: AsyncSession, approval_id: str) -> tuple[str, ...]:
-    rows = await session.execute(select(ApprovalVoteRow.voter_name).where(ApprovalVoteRow.approval_id == approval_id)
-                                 .order_by(ApprovalVoteRow.id))
+def _voters(connection: Connection, approval_id: str) -> tuple[str, ...]:
+    rows = connection.execute(select(APPROVAL_VOTES.c.voter_name).where(APPROVAL_VOTES.c.approval_id == approval_id)
+                              .order_by(APPROVAL_VOTES.c.id))
     return tuple(rows.scalars())
 
 
-def _approval(row: ApprovalRow, approved_by: tuple[str, ...] = ()) -> Approval:
+def _approval(row: Row[Any], approved_by: tuple[str, ...] = ()) -> Approval:
     return Approval(id=row.id, parked_run_id=row.parked_run_id, conversation_key=row.conversation_key,
                     tool_call_id=row.tool_call_id, tool_id=row.tool_id, tool_name=row.tool_name, args=row.args,
                     args_hash=row.args_hash, requester_id=row.requester_id, requester_name=row.requester_name,
