@@ -74,7 +74,7 @@ class FilePosting:
                 or_(OUTBOX.c.status == "pending", (OUTBOX.c.status == "posting") & (OUTBOX.c.claimed_until < now)),
             ).values(status="posting", claimed_until=until).returning(*_STORED))
             row = taken.first()
-            return None if row is None else StoredFile(**row._mapping)
+            return None if row is None else StoredFile(*row)
         stored = await self._db.run(work)
         return None if stored is None else (stored, until)
 
