@@ -6,16 +6,14 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
-from sqlalchemy import delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, Row, delete, func, insert, select, update
 
 from capabilities.memory_files.store import move_notes
 from capabilities.run import MemoryOwner
-from storage.db import Database, rows_changed
-from storage.models import IdentityRow, LinkCodeRow, PersonRow
-from storage.tables import utcnow
+from storage.db import Database
+from storage.tables import IDENTITIES, LINK_CODES, PERSONS, utcnow
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTVWXYZ23456789"
 """No 0/O, 1/I/L or U: a code is read off one screen and typed into another."""
@@ -75,88 +73,86 @@ class Identities:
         self._db = db
 
     async def get(self, identity_id: int) -> Identity:
-        async def work(session: AsyncSession) -> Identity:
-            return _identity(await _row(session, identity_id))
-        return await self._db.transaction(work)
+        return await self._db.run(lambda connection: _identity(_row(connection, identity_id)), single=True)
 
     async def all(self) -> list[Identity]:
-        async def work(session: AsyncSession) -> list[Identity]:
-            rows = (await session.execute(select(IdentityRow).where(IdentityRow.is_bot.is_(False))
-                                          .order_by(IdentityRow.person_id, IdentityRow.id))).scalars().all()
+        def work(connection: Connection) -> list[Identity]:
+            rows = connection.execute(select(IDENTITIES).where(IDENTITIES.c.is_bot.is_(False))
+                                      .order_by(IDENTITIES.c.person_id, IDENTITIES.c.id))
             return [_identity(row) for row in rows]
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
     async def issue_code(self, identity_id: int) -> IssuedCode:
         """A fresh code for this identity; any code it was given before stops working."""
-        code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-        now = utcnow()
-
-        async def work(session: AsyncSession) -> IssuedCode:
-            await session.execute(update(LinkCodeRow).where(
-                LinkCodeRow.identity_id == identity_id, LinkCodeRow.used_at.is_(None),
-                LinkCodeRow.retired_at.is_(None)).values(retired_at=now))
-            row = LinkCodeRow(identity_id=identity_id, code_hash=code_hash(code), created_at=now,
-                              expires_at=now + CODE_LIFETIME)
-            session.add(row)
-            return IssuedCode(code=code, expires_at=row.expires_at)
-        return await self._db.transaction(work)
+        def work(connection: Connection) -> IssuedCode:
+            # Drawn afresh on each try: a retry after a lost COMMIT that had landed retires the first code.
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+            now = utcnow()
+            expires_at = now + CODE_LIFETIME
+            connection.execute(update(LINK_CODES).where(
+                LINK_CODES.c.identity_id == identity_id, LINK_CODES.c.used_at.is_(None),
+                LINK_CODES.c.retired_at.is_(None)).values(retired_at=now))
+            connection.execute(insert(LINK_CODES).values(identity_id=identity_id, code_hash=code_hash(code),
+                                                         created_at=now, expires_at=expires_at))
+            return IssuedCode(code=code, expires_at=expires_at)
+        return await self._db.run(work)
 
     async def redeem(self, identity_id: int, code: str) -> Redemption:
         """Link this identity with the one that was given `code`; wrong codes count towards a lockout."""
-        async def work(session: AsyncSession) -> Redemption:
+        def work(connection: Connection) -> Redemption:
             now = utcnow()
-            redeemer = await _row(session, identity_id, lock=True)
+            redeemer = _row(connection, identity_id, lock=True)
             if redeemer.link_locked_until is not None and redeemer.link_locked_until > now:
                 return Refused(reason="locked", locked_until=redeemer.link_locked_until)
-            issued = await _live_code(session, normalize_code(code), now)
+            issued = _live_code(connection, normalize_code(code), now)
             if issued is not None and issued.identity_id == identity_id:
                 return Refused(reason="own_code")
-            used = issued is not None and rows_changed(await session.execute(
-                update(LinkCodeRow).where(LinkCodeRow.id == issued.id, LinkCodeRow.used_at.is_(None))
-                .values(used_at=now))) == 1
+            # Claimed by compare-and-swap: of two redeemers of one code, only one sees its row change.
+            used = issued is not None and connection.execute(
+                update(LINK_CODES).where(LINK_CODES.c.id == issued.id, LINK_CODES.c.used_at.is_(None))
+                .values(used_at=now)).rowcount == 1
             if issued is None or not used:
-                return _count_failure(redeemer, now)
-            redeemer.failed_link_attempts, redeemer.link_locked_until = 0, None
-            person_id = await _link(session, issued.identity_id, identity_id)
-            return Linked(person_id=person_id, other=_identity(await _row(session, issued.identity_id)))
-        return await self._db.transaction(work)
+                return _count_failure(connection, identity_id, now)
+            connection.execute(update(IDENTITIES).where(IDENTITIES.c.id == identity_id)
+                               .values(failed_link_attempts=0, link_locked_until=None))
+            person_id = _link(connection, issued.identity_id, identity_id)
+            return Linked(person_id=person_id, other=_identity(_row(connection, issued.identity_id)))
+        return await self._db.run(work)
 
     async def retire_code(self, code: str) -> bool:
         """Stop a live code from working (it was shown where others could read it); False when none matched."""
-        async def work(session: AsyncSession) -> bool:
+        def work(connection: Connection) -> bool:
             now = utcnow()
-            issued = await _live_code(session, normalize_code(code), now)
+            issued = _live_code(connection, normalize_code(code), now)
             if issued is None:
                 return False
-            issued.retired_at = now
+            connection.execute(update(LINK_CODES).where(LINK_CODES.c.id == issued.id).values(retired_at=now))
             return True
-        return await self._db.transaction(work)
+        return await self._db.run(work)
 
     async def link(self, first_id: int, second_id: int) -> int:
         """Make two identities one person (an admin's shortcut for a code); returns the person id."""
         if first_id == second_id:
             raise ValueError(f"identity {first_id} cannot be linked to itself")
-
-        async def work(session: AsyncSession) -> int:
-            return await _link(session, first_id, second_id)
-        return await self._db.transaction(work)
+        return await self._db.run(lambda connection: _link(connection, first_id, second_id))
 
     async def unlink(self, identity_id: int) -> bool:
         """Detach this identity from its person; False when no other identity shares that person.
 
         The person's notes stay with the identities still linked; this one starts an empty store.
         """
-        async def work(session: AsyncSession) -> bool:
-            row = await _row(session, identity_id, lock=True)
+        def work(connection: Connection) -> bool:
+            row = _row(connection, identity_id, lock=True)
             if row.person_id is None:
                 return False
-            others = (await session.execute(select(func.count()).select_from(IdentityRow).where(
-                IdentityRow.person_id == row.person_id, IdentityRow.id != identity_id))).scalar_one()
+            others = connection.execute(select(func.count()).select_from(IDENTITIES).where(
+                IDENTITIES.c.person_id == row.person_id, IDENTITIES.c.id != identity_id)).scalar_one()
             if not others:
                 return False
-            row.person_id, row.updated_at = None, utcnow()
+            connection.execute(update(IDENTITIES).where(IDENTITIES.c.id == identity_id)
+                               .values(person_id=None, updated_at=utcnow()))
             return True
-        return await self._db.transaction(work)
+        return await self._db.run(work)
 
     async def owners_of_identity(self, identity_id: int) -> list[MemoryOwner]:
         """Every store that holds notes about the human behind this identity."""
@@ -166,13 +162,13 @@ class Identities:
         return await self.owners_of_person(identity.person_id)
 
     async def owners_of_person(self, person_id: int) -> list[MemoryOwner]:
-        async def work(session: AsyncSession) -> list[MemoryOwner]:
-            if await session.get(PersonRow, person_id) is None:
+        def work(connection: Connection) -> list[MemoryOwner]:
+            if connection.execute(select(PERSONS.c.id).where(PERSONS.c.id == person_id)).first() is None:
                 raise UnknownIdentity(f"no person with id {person_id}; `gateway identities` lists them")
-            ids = (await session.execute(select(IdentityRow.id).where(IdentityRow.person_id == person_id))).scalars()
+            ids = connection.execute(select(IDENTITIES.c.id).where(IDENTITIES.c.person_id == person_id)).scalars()
             return [MemoryOwner(kind="person", key=str(person_id)),
                     *(MemoryOwner(kind="identity", key=str(i)) for i in ids)]
-        return await self._db.transaction(work)
+        return await self._db.run(work)
 
 
 def code_hash(code: str) -> str:
@@ -184,55 +180,57 @@ def normalize_code(text: str) -> str:
     return "".join(text.split()).replace("-", "").upper()
 
 
-async def _live_code(session: AsyncSession, code: str, now: datetime) -> LinkCodeRow | None:
+def _live_code(connection: Connection, code: str, now: datetime) -> Row[Any] | None:
     if len(code) != CODE_LENGTH:
         return None
-    found = await session.execute(select(LinkCodeRow).where(
-        LinkCodeRow.code_hash == code_hash(code), LinkCodeRow.used_at.is_(None),
-        LinkCodeRow.retired_at.is_(None), LinkCodeRow.expires_at > now))
-    return found.scalar_one_or_none()
+    return connection.execute(select(LINK_CODES).where(
+        LINK_CODES.c.code_hash == code_hash(code), LINK_CODES.c.used_at.is_(None),
+        LINK_CODES.c.retired_at.is_(None), LINK_CODES.c.expires_at > now)).one_or_none()
 
 
-def _count_failure(redeemer: IdentityRow, now: datetime) -> Refused:
-    redeemer.failed_link_attempts += 1
-    if redeemer.failed_link_attempts >= MAX_FAILED_ATTEMPTS:
-        redeemer.failed_link_attempts, redeemer.link_locked_until = 0, now + LOCKOUT
-        return Refused(reason="locked", locked_until=redeemer.link_locked_until)
-    return Refused(reason="invalid", attempts_left=MAX_FAILED_ATTEMPTS - redeemer.failed_link_attempts)
+def _count_failure(connection: Connection, identity_id: int, now: datetime) -> Refused:
+    """One more wrong code (counted in the statement, on the row `redeem` holds locked); the last one allowed locks
+    linking for `LOCKOUT` and starts the count again."""
+    failed: int = connection.execute(update(IDENTITIES).where(IDENTITIES.c.id == identity_id)
+                                     .values(failed_link_attempts=IDENTITIES.c.failed_link_attempts + 1)
+                                     .returning(IDENTITIES.c.failed_link_attempts)).scalar_one()
+    if failed >= MAX_FAILED_ATTEMPTS:
+        locked_until = now + LOCKOUT
+        connection.execute(update(IDENTITIES).where(IDENTITIES.c.id == identity_id)
+                           .values(failed_link_attempts=0, link_locked_until=locked_until))
+        return Refused(reason="locked", locked_until=locked_until)
+    return Refused(reason="invalid", attempts_left=MAX_FAILED_ATTEMPTS - failed)
 
 
-async def _link(session: AsyncSession, first_id: int, second_id: int) -> int:
+def _link(connection: Connection, first_id: int, second_id: int) -> int:
     """One person for both; notes they kept apart move into it, and two persons merge into the first's."""
-    first, second = await _row(session, first_id, lock=True), await _row(session, second_id, lock=True)
-    person_id = first.person_id or second.person_id
-    if person_id is None:
-        person = PersonRow(display_name=first.display_name)
-        session.add(person)
-        await session.flush()
-        person_id = person.id
+    first, second = _row(connection, first_id, lock=True), _row(connection, second_id, lock=True)
+    person_id: int = first.person_id or second.person_id or connection.execute(
+        insert(PERSONS).values(display_name=first.display_name).returning(PERSONS.c.id)).scalar_one()
     target = MemoryOwner(kind="person", key=str(person_id))
     for row in (first, second):
         if row.person_id is None:
-            await move_notes(session, MemoryOwner(kind="identity", key=str(row.id)), target)
-            row.person_id, row.updated_at = person_id, utcnow()
+            move_notes(connection, MemoryOwner(kind="identity", key=str(row.id)), target)
+            connection.execute(update(IDENTITIES).where(IDENTITIES.c.id == row.id)
+                               .values(person_id=person_id, updated_at=utcnow()))
         elif row.person_id != person_id:
             merged = row.person_id
-            await move_notes(session, MemoryOwner(kind="person", key=str(merged)), target)
-            await session.execute(update(IdentityRow).where(IdentityRow.person_id == merged)
-                                  .values(person_id=person_id, updated_at=utcnow()))
-            await session.execute(delete(PersonRow).where(PersonRow.id == merged))
+            move_notes(connection, MemoryOwner(kind="person", key=str(merged)), target)
+            connection.execute(update(IDENTITIES).where(IDENTITIES.c.person_id == merged)
+                               .values(person_id=person_id, updated_at=utcnow()))
+            connection.execute(delete(PERSONS).where(PERSONS.c.id == merged))
     return person_id
 
 
-async def _row(session: AsyncSession, identity_id: int, *, lock: bool = False) -> IdentityRow:
-    query = select(IdentityRow).where(IdentityRow.id == identity_id)
-    row = (await session.execute(query.with_for_update() if lock else query)).scalar_one_or_none()
+def _row(connection: Connection, identity_id: int, *, lock: bool = False) -> Row[Any]:
+    query = select(IDENTITIES).where(IDENTITIES.c.id == identity_id)
+    row = connection.execute(query.with_for_update() if lock else query).one_or_none()
     if row is None:
         raise UnknownIdentity(f"no identity with id {identity_id}; `gateway identities` lists them")
     return row
 
 
-def _identity(row: IdentityRow) -> Identity:
+def _identity(row: Row[Any]) -> Identity:
     return Identity(id=row.id, platform=row.platform, workspace=row.workspace, platform_user_id=row.platform_user_id,
                     handle=row.handle, display_name=row.display_name, person_id=row.person_id,
                     link_locked_until=row.link_locked_until)
