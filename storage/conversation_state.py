@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, bindparam, select
 
 from storage.db import Database, insert_for
-from storage.models import ConversationStateRow
-from storage.tables import utcnow
+from storage.tables import CONVERSATION_STATE, utcnow
+
+_STATE = CONVERSATION_STATE.c
+_LOAD = select(_STATE.data).where(_STATE.conversation_key == bindparam("conversation_key"),
+                                  _STATE.capability == bindparam("capability"))
+"""Read by the capabilities that keep state, on their turns: built once."""
 
 
 class StoredConversationState:
@@ -20,19 +23,18 @@ class StoredConversationState:
         self.conversation_key = conversation_key
 
     async def load(self, capability: str) -> dict[str, Any] | None:
-        async def work(session: AsyncSession) -> dict[str, Any] | None:
-            found = await session.execute(select(ConversationStateRow.data).where(
-                ConversationStateRow.conversation_key == self.conversation_key,
-                ConversationStateRow.capability == capability))
-            return found.scalar()
-        return await self._db.transaction(work)
+        def work(connection: Connection) -> dict[str, Any] | None:
+            return connection.execute(_LOAD, {"conversation_key": self.conversation_key,
+                                              "capability": capability}).scalar()
+        return await self._db.run(work, single=True)
 
     async def save(self, capability: str, data: dict[str, Any]) -> None:
         insert = insert_for(self._db.dialect)
 
-        async def work(session: AsyncSession) -> None:
-            statement = insert(ConversationStateRow).values(conversation_key=self.conversation_key,
-                                                            capability=capability, data=data, updated_at=utcnow())
-            await session.execute(statement.on_conflict_do_update(
-                index_elements=["conversation_key", "capability"], set_={"data": data, "updated_at": utcnow()}))
-        await self._db.transaction(work)
+        def work(connection: Connection) -> None:
+            now = utcnow()
+            statement = insert(CONVERSATION_STATE).values(conversation_key=self.conversation_key,
+                                                          capability=capability, data=data, updated_at=now)
+            connection.execute(statement.on_conflict_do_update(
+                index_elements=["conversation_key", "capability"], set_={"data": data, "updated_at": now}))
+        await self._db.run(work, single=True)
