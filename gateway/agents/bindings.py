@@ -7,15 +7,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, bindparam, insert, select, update
 
 from adapters.base import Speaker
 from gateway.config.schema import AgentSpec, BindingSpec, BotSpec, GatewayConfig
 from storage.db import Database, insert_for
-from storage.models import AgentRow, AgentVersionRow, BindingRow, BotRow
 from storage.tables import AGENT_VERSIONS as VERSIONS
-from storage.tables import utcnow
+from storage.tables import AGENTS, BINDINGS, BOTS, utcnow
 
 UPSERT_CHUNK = 500
 """Bots per statement: 4 bound values a row stays well under SQLite's 32,766 variables."""
@@ -79,14 +77,13 @@ class BindingStore:
         re-publishing never changes what an already-published caller runs; the caller's author moves to the new
         delegate by applying a changed spec of their own (which re-pins every delegate it names).
         """
-        async def work(session: AsyncSession) -> ApplyReport:
-            versions = {agent.name: await _upsert_agent(session, agent) for agent in config.agents}
-            await session.flush()
+        def work(connection: Connection) -> ApplyReport:
+            versions = {agent.name: _upsert_agent(connection, agent) for agent in config.agents}
             for agent in config.agents:
-                await _record_version(session, agent, versions[agent.name])
-            await _upsert_bots(session, config.bots, self._db.dialect)
+                _record_version(connection, agent, versions[agent.name])
+            _upsert_bots(connection, config.bots)
             return ApplyReport(agents=versions, bots=[b.name for b in config.bots])
-        return await self._db.transaction(work)
+        return await self._db.run(work)
 
     async def load(self, bot_name: str) -> Binding:
         return await self._db.run(lambda connection: self.read(connection, bot_name))
@@ -117,22 +114,23 @@ class BindingStore:
 
     async def webhook_secret(self, bot_name: str) -> str:
         """The bot's webhook secret, generated once and shared by every replica."""
-        async def work(session: AsyncSession) -> str:
-            bot = (await session.execute(select(BotRow).where(BotRow.name == bot_name)
-                                         .with_for_update())).scalar_one_or_none()
+        def work(connection: Connection) -> str:
+            bot = connection.execute(select(BOTS.c.webhook_secret).where(BOTS.c.name == bot_name)
+                                     .with_for_update()).one_or_none()
             if bot is None:
                 raise UnknownBot(f"no bot {bot_name!r}; run `gateway apply`")
-            if not bot.webhook_secret:
-                bot.webhook_secret = secrets.token_urlsafe(48)
-            return bot.webhook_secret
-        return await self._db.transaction(work)
+            if bot.webhook_secret:
+                return bot.webhook_secret
+            secret = secrets.token_urlsafe(48)
+            connection.execute(update(BOTS).where(BOTS.c.name == bot_name).values(webhook_secret=secret))
+            return secret
+        return await self._db.run(work)
 
 
-_BINDING = (select(BindingRow.spec, AgentRow.name, AgentRow.version, AgentRow.spec, AgentVersionRow.pins)
-            .join(AgentRow, AgentRow.name == BindingRow.agent_name)
-            .outerjoin(AgentVersionRow, (AgentVersionRow.agent_name == AgentRow.name)
-                       & (AgentVersionRow.version == AgentRow.version))
-            .where(BindingRow.bot_name == bindparam("bot_name")))
+_BINDING = (select(BINDINGS.c.spec, AGENTS.c.name, AGENTS.c.version, AGENTS.c.spec, VERSIONS.c.pins)
+            .join(AGENTS, AGENTS.c.name == BINDINGS.c.agent_name)
+            .outerjoin(VERSIONS, (VERSIONS.c.agent_name == AGENTS.c.name) & (VERSIONS.c.version == AGENTS.c.version))
+            .where(BINDINGS.c.bot_name == bindparam("bot_name")))
 
 
 def _reachable(connection: Connection, pins: Mapping[str, int]) -> dict[tuple[str, int], AgentDefinition]:
@@ -153,48 +151,49 @@ def _reachable(connection: Connection, pins: Mapping[str, int]) -> dict[tuple[st
     return found
 
 
-async def _upsert_agent(session: AsyncSession, agent: AgentSpec) -> int:
+def _upsert_agent(connection: Connection, agent: AgentSpec) -> int:
+    """Store the agent's spec; a changed spec is its next version. Returns the version it has now."""
     spec = agent.model_dump(mode="json")
-    row = (await session.execute(select(AgentRow).where(AgentRow.name == agent.name))).scalar_one_or_none()
+    row = connection.execute(select(AGENTS.c.version, AGENTS.c.spec).where(AGENTS.c.name == agent.name)).first()
     if row is None:
-        session.add(AgentRow(name=agent.name, spec=spec, version=1))
-        await session.flush()
+        connection.execute(insert(AGENTS).values(name=agent.name, spec=spec, version=1))
         return 1
-    if row.spec != spec:
-        row.spec, row.version, row.updated_at = spec, row.version + 1, utcnow()
-    return row.version
+    if row.spec == spec:
+        return row.version
+    connection.execute(update(AGENTS).where(AGENTS.c.name == agent.name)
+                       .values(spec=spec, version=row.version + 1, updated_at=utcnow()))
+    return row.version + 1
 
 
-async def _record_version(session: AsyncSession, agent: AgentSpec, version: int) -> None:
+def _record_version(connection: Connection, agent: AgentSpec, version: int) -> None:
     """Write the agent's current version to the history once, pinning its delegates as they stand now."""
-    exists = (await session.execute(select(AgentVersionRow.id).where(
-        AgentVersionRow.agent_name == agent.name, AgentVersionRow.version == version))).scalar()
+    exists = connection.execute(select(VERSIONS.c.id).where(
+        VERSIONS.c.agent_name == agent.name, VERSIONS.c.version == version)).scalar()
     if exists is not None:
         return
-    current = dict((await session.execute(select(AgentRow.name, AgentRow.version)
-                                          .where(AgentRow.name.in_(agent.subagents)))).all())
+    current = {name: number for name, number in connection.execute(
+        select(AGENTS.c.name, AGENTS.c.version).where(AGENTS.c.name.in_(agent.subagents)))}
     pins = {name: current[name] for name in agent.subagents if name in current}
-    session.add(AgentVersionRow(agent_name=agent.name, version=version, spec=agent.model_dump(mode="json"),
-                                pins=pins))
-    await session.flush()
+    connection.execute(insert(VERSIONS).values(agent_name=agent.name, version=version,
+                                               spec=agent.model_dump(mode="json"), pins=pins))
 
 
-async def _upsert_bots(session: AsyncSession, bots: Sequence[BotSpec], dialect: str) -> None:
+def _upsert_bots(connection: Connection, bots: Sequence[BotSpec]) -> None:
     """Every bot and its binding in two statements per `UPSERT_CHUNK` bots, however many bots there are."""
-    insert = insert_for(dialect)
+    insert_or_update = insert_for(connection.dialect.name)
     now = utcnow()
     for start in range(0, len(bots), UPSERT_CHUNK):
         chunk = bots[start:start + UPSERT_CHUNK]
-        rows = insert(BotRow).values([
+        rows = insert_or_update(BOTS).values([
             {"name": bot.name, "platform": bot.platform, "updated_at": now,
              "settings": bot.model_dump(mode="json", exclude={"name", "platform", "agent", "binding"})}
             for bot in chunk])
-        await session.execute(rows.on_conflict_do_update(
+        connection.execute(rows.on_conflict_do_update(
             index_elements=["name"],
             set_={"platform": rows.excluded.platform, "settings": rows.excluded.settings, "updated_at": now}))
-        bindings = insert(BindingRow).values([
+        bindings = insert_or_update(BINDINGS).values([
             {"bot_name": bot.name, "agent_name": bot.agent, "spec": bot.binding.model_dump(mode="json"),
              "updated_at": now} for bot in chunk])
-        await session.execute(bindings.on_conflict_do_update(
+        connection.execute(bindings.on_conflict_do_update(
             index_elements=["bot_name"],
             set_={"agent_name": bindings.excluded.agent_name, "spec": bindings.excluded.spec, "updated_at": now}))
