@@ -6,12 +6,11 @@ from __future__ import annotations
 import base64
 import hashlib
 
-from sqlalchemy import delete, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, delete, select
 
 from storage.conversation_state import StoredConversationState
 from storage.db import Database
-from storage.models import ConversationStateRow
+from storage.tables import CONVERSATION_STATE
 
 
 class RunSpills:
@@ -47,13 +46,13 @@ class RunSpills:
         return found["text"].encode() if "text" in found else base64.b64decode(found["base64"])
 
     async def handles(self) -> list[str]:
-        async def work(session: AsyncSession) -> list[str]:
-            found = await session.execute(select(ConversationStateRow.data).where(
-                ConversationStateRow.conversation_key == self.key))
+        def work(connection: Connection) -> list[str]:
+            found = connection.execute(select(CONVERSATION_STATE.c.data).where(
+                CONVERSATION_STATE.c.conversation_key == self.key))
             return sorted(data["handle"] for data in found.scalars())
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
     async def discard(self) -> None:
-        async def work(session: AsyncSession) -> None:
-            await session.execute(delete(ConversationStateRow).where(ConversationStateRow.conversation_key == self.key))
-        await self._db.transaction(work)
+        def work(connection: Connection) -> None:
+            connection.execute(delete(CONVERSATION_STATE).where(CONVERSATION_STATE.c.conversation_key == self.key))
+        await self._db.run(work, single=True)
