@@ -7,8 +7,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import delete, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, delete, select, update
 
 from adapters.base import ChatAddress, Speaker
 from capabilities.sandbox.facts import (
@@ -16,8 +15,9 @@ from capabilities.sandbox.facts import (
     StoredWorkspace,
 )
 from storage.db import Database, insert_for
-from storage.models import SandboxWorkspaceRow
-from storage.tables import utcnow
+from storage.tables import SANDBOX_WORKSPACES, utcnow
+
+_WORKSPACE = SANDBOX_WORKSPACES.c
 
 
 def workspace_keys(address: ChatAddress, speaker: Speaker, *, run_id: int,
@@ -48,31 +48,30 @@ class StoredWorkspaces:
         self._db = db
 
     async def load(self, key: str) -> StoredWorkspace | None:
-        async def work(session: AsyncSession) -> StoredWorkspace | None:
-            found = await session.execute(select(SandboxWorkspaceRow).where(
-                SandboxWorkspaceRow.workspace_key == _hashed(key)))
-            row = found.scalar()
+        def work(connection: Connection) -> StoredWorkspace | None:
+            row = connection.execute(select(_WORKSPACE.files, _WORKSPACE.directories)
+                                     .where(_WORKSPACE.workspace_key == _hashed(key))).first()
             return None if row is None else StoredWorkspace(files=dict(row.files), directories=tuple(row.directories))
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
     async def save(self, key: str, *, label: str, changed: Mapping[str, Any | None],
                    directories: Sequence[str]) -> None:
         insert = insert_for(self._db.dialect)
 
-        async def work(session: AsyncSession) -> None:
-            await session.execute(insert(SandboxWorkspaceRow).values(
+        def work(connection: Connection) -> None:
+            # The row exists first, so that two savers of one workspace queue on its lock and merge in turn.
+            connection.execute(insert(SANDBOX_WORKSPACES).values(
                 workspace_key=_hashed(key), label=label, files={}, directories=[], size=0,
                 updated_at=utcnow()).on_conflict_do_nothing(index_elements=["workspace_key"]))
-            found = await session.execute(select(SandboxWorkspaceRow).where(
-                SandboxWorkspaceRow.workspace_key == _hashed(key)).with_for_update())
-            row = found.scalar_one()
-            files = {**row.files, **{path: data for path, data in changed.items() if data is not None}}
+            stored: dict[str, Any] = connection.execute(select(_WORKSPACE.files).where(
+                _WORKSPACE.workspace_key == _hashed(key)).with_for_update()).scalar_one()
+            files = {**stored, **{path: data for path, data in changed.items() if data is not None}}
             files = {path: data for path, data in files.items() if changed.get(path, data) is not None}
-            row.files, row.directories = files, sorted(set(directories))
-            row.size, row.updated_at = _size(files), utcnow()
-        await self._db.transaction(work)
+            connection.execute(update(SANDBOX_WORKSPACES).where(_WORKSPACE.workspace_key == _hashed(key)).values(
+                files=files, directories=sorted(set(directories)), size=_size(files), updated_at=utcnow()))
+        await self._db.run(work)
 
     async def delete(self, key: str) -> None:
-        async def work(session: AsyncSession) -> None:
-            await session.execute(delete(SandboxWorkspaceRow).where(SandboxWorkspaceRow.workspace_key == _hashed(key)))
-        await self._db.transaction(work)
+        def work(connection: Connection) -> None:
+            connection.execute(delete(SANDBOX_WORKSPACES).where(_WORKSPACE.workspace_key == _hashed(key)))
+        await self._db.run(work, single=True)
