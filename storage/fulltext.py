@@ -8,7 +8,7 @@ A query that can match nothing is refused on both, with one text (`QueryProblem`
 `simple` configuration and the `unicode61` tokenizer lower-case whole words and nothing more, so every
 language is treated alike (`meeting` ≠ `meetings`).
 
-The indexes are not models: `create_all` gets them from the DDL of `FULL_TEXT_INDEXES` (`storage/models.py`),
+The indexes are not models: `create_all` gets them from the DDL of `FULL_TEXT_INDEXES` (`storage/tables.py`),
 deployments from migrations 0006 and 0007, and `modelled` keeps what they create out of the schema comparison.
 """
 
@@ -18,8 +18,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Integer, bindparam, text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, Integer, bindparam, text
 
 
 def fts5_tables(name: str) -> frozenset[str]:
@@ -181,21 +180,15 @@ class Match:
     """Higher is better, on either dialect."""
 
 
-def _dialect(session: AsyncSession) -> str:
-    """The database the session talks to; every session of the product is bound to its engine."""
-    if session.bind is None:
-        raise RuntimeError("a full-text search needs a session bound to an engine")
-    return session.bind.dialect.name
-
-
-async def matching_messages(session: AsyncSession, query: str, conversation_ids: Collection[int], *,
-                            limit: int = 2000) -> list[Match]:
+def matching_messages(connection: Connection, query: str, conversation_ids: Collection[int], *,
+                      limit: int = 2000) -> list[Match]:
     """Turns of these conversations whose words match `query`, best first (raises `QueryProblem`)."""
-    match = match_query(_dialect(session), query)
+    dialect = connection.dialect.name
+    match = match_query(dialect, query)
     if not conversation_ids:
         return []
     ids = bindparam("ids", list(conversation_ids), type_=Integer(), expanding=True)
-    if _dialect(session) == "postgresql":
+    if dialect == "postgresql":
         statement = text(
             "SELECT m.id, m.conversation_id, ts_rank_cd(to_tsvector('simple', m.text), q.query) AS rank "
             "FROM messages m, websearch_to_tsquery('simple', :query) AS q(query) "
@@ -207,16 +200,17 @@ async def matching_messages(session: AsyncSession, query: str, conversation_ids:
             "JOIN messages m ON m.id = messages_fts.rowid "
             "WHERE messages_fts MATCH :query AND m.conversation_id IN :ids "
             "ORDER BY rank DESC, m.id DESC LIMIT :limit").bindparams(ids)
-    rows = await session.execute(statement, {"query": match, "limit": limit})
+    rows = connection.execute(statement, {"query": match, "limit": limit})
     return [Match(message_id=int(r[0]), conversation_id=int(r[1]), rank=float(r[2])) for r in rows]
 
 
-async def passages(session: AsyncSession, query: str, message_ids: Collection[int]) -> dict[int, str]:
+def passages(connection: Connection, query: str, message_ids: Collection[int]) -> dict[int, str]:
     """The part of each message that matches `query`, the matched words between `**`."""
     if not message_ids:
         return {}
+    dialect = connection.dialect.name
     ids = bindparam("ids", list(message_ids), type_=Integer(), expanding=True)
-    if _dialect(session) == "postgresql":
+    if dialect == "postgresql":
         statement = text(
             "SELECT m.id, ts_headline('simple', m.text, websearch_to_tsquery('simple', :query), "
             "'StartSel=**, StopSel=**, MaxWords=35, MinWords=12') "
@@ -225,5 +219,5 @@ async def passages(session: AsyncSession, query: str, message_ids: Collection[in
         statement = text(
             "SELECT rowid, snippet(messages_fts, 0, '**', '**', '…', 32) FROM messages_fts "
             "WHERE messages_fts MATCH :query AND rowid IN :ids").bindparams(ids)
-    rows = await session.execute(statement, {"query": match_query(_dialect(session), query)})
+    rows = connection.execute(statement, {"query": match_query(dialect, query)})
     return {int(r[0]): str(r[1]) for r in rows}

@@ -15,15 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, func, select
 
 from adapters.base import Directory, DirectoryRefused, Speaker
 from capabilities.channel_tools import flatten
 from capabilities.conversation_search.corpus import CorpusUnavailable, Found, ThreadHit, ThreadTurn, ThreadWindow
 from storage.db import Database
 from storage.fulltext import Match, matching_messages, passages
-from storage.models import ConversationRow, IdentityRow, MessageRow
+from storage.tables import CONVERSATIONS, IDENTITIES, MESSAGES
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +60,12 @@ class PersonalConversations:
         """The conversation asking: its newest user turn (the question itself) is not a search result."""
 
     async def search(self, query: str, *, limit: int) -> Found:
-        async def work(session: AsyncSession) -> tuple[dict[int, _Thread], list[Match]]:
-            threads = await self._threads(session)
-            asking = await self._asking_turn(session)
-            found = await matching_messages(session, query, threads.keys())
+        def work(connection: Connection) -> tuple[dict[int, _Thread], list[Match]]:
+            threads = self._threads(connection)
+            asking = self._asking_turn(connection)
+            found = matching_messages(connection, query, threads.keys())
             return threads, [m for m in found if m.message_id != asking]
-        threads, matches = await self._db.transaction(work)
+        threads, matches = await self._db.run(work)
         by_thread: dict[int, list[Match]] = {}
         for match in matches:  # best first, so each thread's first match is its strongest
             by_thread.setdefault(match.conversation_id, []).append(match)
@@ -91,9 +90,7 @@ class PersonalConversations:
         return Found(hits=await self._hits(query, chosen), unchecked=unchecked)
 
     async def read(self, thread: int, *, start: int, count: int) -> ThreadWindow | None:
-        async def threads(session: AsyncSession) -> dict[int, _Thread]:
-            return await self._threads(session, only=thread)
-        found = (await self._db.transaction(threads)).get(thread)
+        found = (await self._db.run(lambda connection: self._threads(connection, only=thread))).get(thread)
         if found is None:
             return None
         readable = await self._readable(found, {})
@@ -102,11 +99,11 @@ class PersonalConversations:
         if not readable:
             return None
 
-        async def window(session: AsyncSession) -> ThreadWindow:
-            rows = (await session.execute(
-                select(MessageRow.role, MessageRow.speaker_name, MessageRow.text, MessageRow.identity_id,
-                       MessageRow.created_at).where(MessageRow.conversation_id == thread)
-                .order_by(MessageRow.id))).all()
+        def window(connection: Connection) -> ThreadWindow:
+            rows = connection.execute(
+                select(MESSAGES.c.role, MESSAGES.c.speaker_name, MESSAGES.c.text, MESSAGES.c.identity_id,
+                       MESSAGES.c.created_at).where(MESSAGES.c.conversation_id == thread)
+                .order_by(MESSAGES.c.id)).all()
             people = {row.identity_id for row in rows if row.role == "user" and row.identity_id is not None}
             turns = tuple(ThreadTurn(role="assistant" if row.role == "assistant" else "user",
                                      speaker=row.speaker_name, text=row.text)
@@ -115,46 +112,46 @@ class PersonalConversations:
             return ThreadWindow(thread=thread, title=flatten(title, limit=TITLE_LIMIT), where=found.where,
                                 last_activity=rows[-1].created_at, total=len(rows), start=start, turns=turns,
                                 several_people=not found.is_direct and len(people) > 1)
-        return await self._db.transaction(window)
+        return await self._db.run(window, single=True)
 
-    async def _threads(self, session: AsyncSession, *, only: int | None = None) -> dict[int, _Thread]:
+    def _threads(self, connection: Connection, *, only: int | None = None) -> dict[int, _Thread]:
         """Every conversation one of this person's identities spoke in."""
-        identities = await self._identities(session)
+        identities = self._identities(connection)
         if not identities:
             return {}
-        query = (select(ConversationRow.id, ConversationRow.is_direct, ConversationRow.bot_name,
-                        ConversationRow.platform, ConversationRow.channel_id, IdentityRow.platform_user_id)
-                 .join(MessageRow, MessageRow.conversation_id == ConversationRow.id)
-                 .join(IdentityRow, IdentityRow.id == MessageRow.identity_id)
-                 .where(MessageRow.identity_id.in_(identities)).distinct())
+        query = (select(CONVERSATIONS.c.id, CONVERSATIONS.c.is_direct, CONVERSATIONS.c.bot_name,
+                        CONVERSATIONS.c.platform, CONVERSATIONS.c.channel_id, IDENTITIES.c.platform_user_id)
+                 .join(MESSAGES, MESSAGES.c.conversation_id == CONVERSATIONS.c.id)
+                 .join(IDENTITIES, IDENTITIES.c.id == MESSAGES.c.identity_id)
+                 .where(MESSAGES.c.identity_id.in_(identities)).distinct())
         if only is not None:
-            query = query.where(ConversationRow.id == only)
+            query = query.where(CONVERSATIONS.c.id == only)
         speakers: dict[int, set[str]] = {}
-        rows = (await session.execute(query)).all()
+        rows = connection.execute(query).all()
         for row in rows:
             speakers.setdefault(row.id, set()).add(row.platform_user_id)
         return {row.id: _Thread(id=row.id, is_direct=row.is_direct, bot_name=row.bot_name, platform=row.platform,
                                 channel_id=row.channel_id, speakers=frozenset(speakers[row.id])) for row in rows}
 
-    async def _identities(self, session: AsyncSession) -> list[int]:
+    def _identities(self, connection: Connection) -> list[int]:
         """The speaker's identity and every identity linked to the same person."""
         speaker = self._speaker
-        own = (await session.execute(select(IdentityRow.id, IdentityRow.person_id).where(
-            IdentityRow.platform == speaker.platform, IdentityRow.workspace == speaker.workspace,
-            IdentityRow.platform_user_id == speaker.platform_user_id))).first()
+        own = connection.execute(select(IDENTITIES.c.id, IDENTITIES.c.person_id).where(
+            IDENTITIES.c.platform == speaker.platform, IDENTITIES.c.workspace == speaker.workspace,
+            IDENTITIES.c.platform_user_id == speaker.platform_user_id)).first()
         if own is None:
             return []
         if own.person_id is None:
             return [own.id]
-        linked = await session.execute(select(IdentityRow.id).where(IdentityRow.person_id == own.person_id))
+        linked = connection.execute(select(IDENTITIES.c.id).where(IDENTITIES.c.person_id == own.person_id))
         return [int(identity_id) for identity_id in linked.scalars()]
 
-    async def _asking_turn(self, session: AsyncSession) -> int | None:
+    def _asking_turn(self, connection: Connection) -> int | None:
         if self._current is None:
             return None
-        return (await session.execute(
-            select(func.max(MessageRow.id)).join(ConversationRow, ConversationRow.id == MessageRow.conversation_id)
-            .where(ConversationRow.key == self._current, MessageRow.role == "user"))).scalar()
+        return connection.execute(
+            select(func.max(MESSAGES.c.id)).join(CONVERSATIONS, CONVERSATIONS.c.id == MESSAGES.c.conversation_id)
+            .where(CONVERSATIONS.c.key == self._current, MESSAGES.c.role == "user")).scalar()
 
     async def _readable(self, thread: _Thread, checked: dict[tuple[str, str, str], bool | None]) -> bool | None:
         """A direct message stays its person's; a group thread while they are a member (None: cannot tell now)."""
@@ -178,26 +175,26 @@ class PersonalConversations:
             return []
         ids = [thread.id for thread, _ in chosen]
 
-        async def work(session: AsyncSession) -> list[ThreadHit]:
-            shown = await passages(session, query, [matches[0].message_id for _, matches in chosen])
-            last = dict((await session.execute(
-                select(MessageRow.conversation_id, func.max(MessageRow.created_at))
-                .where(MessageRow.conversation_id.in_(ids)).group_by(MessageRow.conversation_id))).all())
-            firsts = select(func.min(MessageRow.id)).where(MessageRow.conversation_id.in_(ids),
-                                                           MessageRow.role == "user").group_by(
-                MessageRow.conversation_id)
-            titles = dict((await session.execute(select(MessageRow.conversation_id, MessageRow.text)
-                                                 .where(MessageRow.id.in_(firsts)))).all())
-            positions = {thread.id: int((await session.execute(
-                select(func.count()).select_from(MessageRow).where(
-                    MessageRow.conversation_id == thread.id, MessageRow.id <= matches[0].message_id))).scalar_one())
+        def work(connection: Connection) -> list[ThreadHit]:
+            shown = passages(connection, query, [matches[0].message_id for _, matches in chosen])
+            last: dict[int, datetime] = {conversation_id: at for conversation_id, at in connection.execute(
+                select(MESSAGES.c.conversation_id, func.max(MESSAGES.c.created_at))
+                .where(MESSAGES.c.conversation_id.in_(ids)).group_by(MESSAGES.c.conversation_id))}
+            firsts = select(func.min(MESSAGES.c.id)).where(MESSAGES.c.conversation_id.in_(ids),
+                                                           MESSAGES.c.role == "user").group_by(
+                MESSAGES.c.conversation_id)
+            titles: dict[int, str] = {conversation_id: text for conversation_id, text in connection.execute(
+                select(MESSAGES.c.conversation_id, MESSAGES.c.text).where(MESSAGES.c.id.in_(firsts)))}
+            positions = {thread.id: int(connection.execute(
+                select(func.count()).select_from(MESSAGES).where(
+                    MESSAGES.c.conversation_id == thread.id, MESSAGES.c.id <= matches[0].message_id)).scalar_one())
                 for thread, matches in chosen}
             return [ThreadHit(thread=thread.id, title=flatten(titles.get(thread.id, ""), limit=TITLE_LIMIT),
                               where=thread.where, last_activity=_aware(last[thread.id]),
                               matching_turns=len(matches), position=positions[thread.id],
                               passage=flatten(shown.get(matches[0].message_id, ""), limit=400))
                     for thread, matches in chosen]
-        return await self._db.transaction(work)
+        return await self._db.run(work)
 
 
 async def _member(directory: Directory, thread: _Thread, user_id: str) -> bool | None:
