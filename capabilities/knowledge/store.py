@@ -16,16 +16,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from sqlalchemy import bindparam, delete, func, select, text
+from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, text
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from capabilities.run import Passage, SearchUnavailable
 from storage.db import Database
 from storage.fulltext import match_query
-from storage.models import KnowledgeChunkRow, KnowledgeDocumentRow
+from storage.tables import KNOWLEDGE_CHUNKS as CHUNKS
+from storage.tables import KNOWLEDGE_DOCUMENTS as DOCUMENTS
 
 CHUNK_SIZE = 1_200
 """Characters per chunk, about a screen of prose: big enough to carry an answer, small enough to rank."""
@@ -85,11 +85,11 @@ class FullTextRanker:
         statement = _POSTGRES if self.db.dialect == "postgresql" else _SQLITE
         params = {"query": match, "collections": list(collections), "limit": limit}
 
-        async def work(session: AsyncSession) -> list[Passage]:
-            rows = (await session.execute(statement, params)).all()
+        def work(connection: Connection) -> list[Passage]:
+            rows = connection.execute(statement, params).all()
             return [Passage(collection=r.collection, document=r.title, source=r.source, chunk=r.position,
                             chunks=r.chunks, text=r.passage) for r in rows]
-        return await self.db.transaction(work)
+        return await self.db.run(work, single=True)
 
 
 _POSTGRES = text("""
@@ -215,54 +215,58 @@ class KnowledgeStore:
         """Store a document as chunks, replacing one already added from the same source."""
         pieces = chunk(content)
 
-        async def work(session: AsyncSession) -> DocumentInfo:
-            await _delete(session, collection, source)
-            document = KnowledgeDocumentRow(collection=collection, source=source, title=title, chunks=len(pieces),
-                                            characters=len(content))
-            session.add(document)
-            await session.flush()
-            session.add_all(KnowledgeChunkRow(document_id=document.id, collection=collection, position=i,
-                                              text=piece) for i, piece in enumerate(pieces, start=1))
-            return _info(document)
-        return await self._db.transaction(work)
+        info = DocumentInfo(collection=collection, source=source, title=title, chunks=len(pieces),
+                            characters=len(content))
+
+        def work(connection: Connection) -> DocumentInfo:
+            _delete(connection, collection, source)
+            document_id = connection.execute(insert(DOCUMENTS).values(
+                collection=collection, source=source, title=title, chunks=info.chunks, characters=info.characters)
+                .returning(DOCUMENTS.c.id)).scalar_one()
+            if pieces:
+                connection.execute(insert(CHUNKS), [
+                    {"document_id": document_id, "collection": collection, "position": i, "text": piece}
+                    for i, piece in enumerate(pieces, start=1)])
+            return info
+        return await self._db.run(work)
 
     async def documents(self, collection: str | None = None) -> list[DocumentInfo]:
-        async def work(session: AsyncSession) -> list[DocumentInfo]:
-            query = select(KnowledgeDocumentRow).order_by(KnowledgeDocumentRow.collection, KnowledgeDocumentRow.source)
+        def work(connection: Connection) -> list[DocumentInfo]:
+            query = select(DOCUMENTS).order_by(DOCUMENTS.c.collection, DOCUMENTS.c.source)
             if collection is not None:
-                query = query.where(KnowledgeDocumentRow.collection == collection)
-            return [_info(row) for row in (await session.execute(query)).scalars()]
-        return await self._db.transaction(work)
+                query = query.where(DOCUMENTS.c.collection == collection)
+            return [_info(row) for row in connection.execute(query)]
+        return await self._db.run(work, single=True)
 
     async def remove(self, collection: str, source: str | None = None) -> int:
         """Delete one document of a collection (by its source), or every document of it; the count deleted."""
-        return await self._db.transaction(lambda session: _delete(session, collection, source))
+        return await self._db.run(lambda connection: _delete(connection, collection, source))
 
     async def searchable(self, collections: Sequence[str]) -> frozenset[str]:
         """Those of `collections` that hold at least one chunk."""
         if not collections:
             return frozenset()
 
-        async def work(session: AsyncSession) -> frozenset[str]:
-            rows = await session.execute(select(KnowledgeChunkRow.collection, func.count()).where(
-                KnowledgeChunkRow.collection.in_(list(collections))).group_by(KnowledgeChunkRow.collection))
+        def work(connection: Connection) -> frozenset[str]:
+            rows = connection.execute(select(CHUNKS.c.collection, func.count()).where(
+                CHUNKS.c.collection.in_(list(collections))).group_by(CHUNKS.c.collection))
             return frozenset(name for name, count in rows.all() if count)
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
 
-async def _delete(session: AsyncSession, collection: str, source: str | None) -> int:
+def _delete(connection: Connection, collection: str, source: str | None) -> int:
     """Delete a collection's documents (one, when `source` names it) with their chunks; the count deleted.
     Chunks go first and explicitly, so SQLite's FTS5 triggers see every row that leaves."""
-    documents = select(KnowledgeDocumentRow.id).where(KnowledgeDocumentRow.collection == collection)
+    documents = select(DOCUMENTS.c.id).where(DOCUMENTS.c.collection == collection)
     if source is not None:
-        documents = documents.where(KnowledgeDocumentRow.source == source)
-    ids = list((await session.execute(documents)).scalars())
+        documents = documents.where(DOCUMENTS.c.source == source)
+    ids = list(connection.execute(documents).scalars())
     if ids:
-        await session.execute(delete(KnowledgeChunkRow).where(KnowledgeChunkRow.document_id.in_(ids)))
-        await session.execute(delete(KnowledgeDocumentRow).where(KnowledgeDocumentRow.id.in_(ids)))
+        connection.execute(delete(CHUNKS).where(CHUNKS.c.document_id.in_(ids)))
+        connection.execute(delete(DOCUMENTS).where(DOCUMENTS.c.id.in_(ids)))
     return len(ids)
 
 
-def _info(row: KnowledgeDocumentRow) -> DocumentInfo:
+def _info(row: Row[Any]) -> DocumentInfo:
     return DocumentInfo(collection=row.collection, source=row.source, title=row.title, chunks=row.chunks,
                         characters=row.characters)
