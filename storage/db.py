@@ -150,12 +150,6 @@ class Database:
     def _turn(self, urgent: bool) -> contextlib.AbstractAsyncContextManager[None]:
         return self._turnstile.turn(urgent) if self._turnstile is not None else contextlib.nullcontext()
 
-    async def together(self, work: Callable[[], Awaitable[T]]) -> T:
-        """Run `work`, whose stores each call `transaction()`, as one transaction (retried as a whole)."""
-        async def joined(_session: AsyncSession) -> T:
-            return await work()
-        return await self.transaction(joined)
-
     async def create_all(self) -> None:
         """Create the tables directly (tests); deployments run the Alembic migrations."""
         async with self.engine.begin() as conn:
