@@ -6,12 +6,10 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, insert, select
 
 from storage.db import Database
-from storage.models import ConsoleAuditRow
-from storage.tables import utcnow
+from storage.tables import CONSOLE_AUDIT, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -34,14 +32,14 @@ class ConsoleAudit:
         """Write one entry (and one log line without the detail, which may name a document or a tool's arguments)."""
         log.info("console: %s %s", operator, action)
 
-        async def work(session: AsyncSession) -> None:
-            session.add(ConsoleAuditRow(operator=operator[:64], action=action[:64], detail=detail[:DETAIL_LIMIT],
-                                        at=utcnow()))
-        await self._db.transaction(work)
+        def work(connection: Connection) -> None:
+            connection.execute(insert(CONSOLE_AUDIT).values(operator=operator[:64], action=action[:64],
+                                                            detail=detail[:DETAIL_LIMIT], at=utcnow()))
+        await self._db.run(work, single=True)
 
     async def recent(self, *, limit: int = 100) -> list[AuditEntry]:
-        async def work(session: AsyncSession) -> list[AuditEntry]:
-            rows = await session.execute(select(ConsoleAuditRow).order_by(ConsoleAuditRow.id.desc()).limit(limit))
+        def work(connection: Connection) -> list[AuditEntry]:
+            rows = connection.execute(select(CONSOLE_AUDIT).order_by(CONSOLE_AUDIT.c.id.desc()).limit(limit))
             return [AuditEntry(operator=row.operator, action=row.action, detail=row.detail, at=row.at)
-                    for row in rows.scalars()]
-        return await self._db.transaction(work)
+                    for row in rows]
+        return await self._db.run(work, single=True)

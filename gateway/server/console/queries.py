@@ -7,21 +7,21 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, Row, func, select
 
 from storage.db import Database
-from storage.models import (
-    AgentRow,
-    AgentVersionRow,
-    ApprovalRow,
-    IdentityRow,
-    InboxRow,
-    MessageRow,
-    ParkedRunRow,
-    RunFeedbackRow,
-    RunRow,
+from storage.tables import (
+    AGENT_VERSIONS,
+    AGENTS,
+    APPROVALS,
+    IDENTITIES,
+    INBOX,
+    MESSAGES,
+    PARKED_RUNS,
+    RUN_FEEDBACK,
+    RUNS,
     utcnow,
 )
 
@@ -91,59 +91,65 @@ def person_hash(identity_id: int | None) -> str:
     return "" if identity_id is None else hashlib.sha256(f"person:{identity_id}".encode()).hexdigest()[:10]
 
 
+_RUN_AND_SPEAKER = select(RUNS, IDENTITIES.c.display_name.label("speaker_name"),
+                          IDENTITIES.c.handle.label("speaker_handle")).outerjoin(
+    IDENTITIES, IDENTITIES.c.id == RUNS.c.identity_id)
+"""A run with the name and handle of who spoke (None for both when no identity is known)."""
+
+
 class ConsoleQueries:
     def __init__(self, db: Database) -> None:
         self._db = db
 
     async def last_hour(self) -> LastHour:
-        async def work(session: AsyncSession) -> LastHour:
+        def work(connection: Connection) -> LastHour:
             since = utcnow() - timedelta(hours=1)
-            turns, failures, spend = (await session.execute(select(
-                func.count(RunRow.id), func.count(RunRow.id).filter(RunRow.status == "failed"),
-                func.sum(RunRow.cost_usd)).where(RunRow.started_at >= since))).one()
+            turns, failures, spend = connection.execute(select(
+                func.count(RUNS.c.id), func.count(RUNS.c.id).filter(RUNS.c.status == "failed"),
+                func.sum(RUNS.c.cost_usd)).where(RUNS.c.started_at >= since)).one()
             return LastHour(turns=turns or 0, failures=failures or 0,
                             spend=None if spend is None else Decimal(spend))
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
     async def runs(self, wanted: RunFilter, *, named: bool, limit: int = PAGE) -> list[RunSummary]:
-        async def work(session: AsyncSession) -> list[RunSummary]:
-            query = select(RunRow, IdentityRow).outerjoin(IdentityRow, IdentityRow.id == RunRow.identity_id)
+        def work(connection: Connection) -> list[RunSummary]:
+            query = _RUN_AND_SPEAKER
             if wanted.bot:
-                query = query.where(RunRow.bot_name == wanted.bot)
+                query = query.where(RUNS.c.bot_name == wanted.bot)
             if wanted.agent:
-                query = query.where(RunRow.agent_name == wanted.agent)
+                query = query.where(RUNS.c.agent_name == wanted.agent)
             if wanted.status:
-                query = query.where(RunRow.status == wanted.status)
+                query = query.where(RUNS.c.status == wanted.status)
             if wanted.person:
-                query = query.where(RunRow.identity_id == await _identity_of(session, wanted.person))
-            rows = (await session.execute(query.order_by(RunRow.id.desc()).limit(limit))).all()
-            return [_summary(run, identity, named=named) for run, identity in rows]
-        return await self._db.transaction(work)
+                query = query.where(RUNS.c.identity_id == _identity_of(connection, wanted.person))
+            rows = connection.execute(query.order_by(RUNS.c.id.desc()).limit(limit))
+            return [_summary(row, named=named) for row in rows]
+        return await self._db.run(work, single=not wanted.person)
 
     async def run(self, run_id: int, *, named: bool) -> RunDetail | None:
-        async def work(session: AsyncSession) -> RunDetail | None:
-            found = (await session.execute(select(RunRow, IdentityRow).outerjoin(
-                IdentityRow, IdentityRow.id == RunRow.identity_id).where(RunRow.id == run_id))).one_or_none()
+        def work(connection: Connection) -> RunDetail | None:
+            found = connection.execute(_RUN_AND_SPEAKER.where(RUNS.c.id == run_id)).one_or_none()
             if found is None:
                 return None
-            run = _summary(found[0], found[1], named=named)
-            return RunDetail(run=run, timeline=await _timeline(session, found[0], run),
-                             feedback=await _feedback(session, run_id, named=named),
-                             turns=await _turns(session, run_id) if named else [])
-        return await self._db.transaction(work)
+            run = _summary(found, named=named)
+            return RunDetail(run=run, timeline=_timeline(connection, found, run),
+                             feedback=_feedback(connection, run_id, named=named),
+                             turns=_turns(connection, run_id) if named else [])
+        return await self._db.run(work)
 
 
-async def _identity_of(session: AsyncSession, hashed: str) -> int:
+def _identity_of(connection: Connection, hashed: str) -> int:
     """The identity a person's hash stands for (-1: none), found by hashing every identity's id: ids alone are read,
     so a hundred thousand identities cost one narrow scan."""
-    ids = await session.execute(select(IdentityRow.id))
-    return next((identity for identity in ids.scalars() if person_hash(identity) == hashed), -1)
+    ids = connection.execute(select(IDENTITIES.c.id)).scalars()
+    return next((identity for identity in ids if person_hash(identity) == hashed), -1)
 
 
-def _summary(run: RunRow, identity: IdentityRow | None, *, named: bool) -> RunSummary:
+def _summary(run: Row[Any], *, named: bool) -> RunSummary:
+    """`run`: a row of `_RUN_AND_SPEAKER`."""
     hashed = person_hash(run.identity_id)
-    if identity is not None and named:
-        person = f"{identity.display_name} (@{identity.handle})" if identity.handle else identity.display_name
+    if run.speaker_name is not None and named:
+        person = f"{run.speaker_name} (@{run.speaker_handle})" if run.speaker_handle else run.speaker_name
     else:
         person = f"person {hashed}" if hashed else "—"
     return RunSummary(id=run.id, bot=run.bot_name, agent=run.agent_name, agent_version=run.agent_version,
@@ -152,20 +158,21 @@ def _summary(run: RunRow, identity: IdentityRow | None, *, named: bool) -> RunSu
                       started_at=run.started_at, finished_at=run.finished_at, error=run.error)
 
 
-async def _timeline(session: AsyncSession, row: RunRow, run: RunSummary) -> list[Moment]:
+def _timeline(connection: Connection, row: Row[Any], run: RunSummary) -> list[Moment]:
     """Accepted, started, the first text shown, each model response and tool return, each gated call asked and
     decided, the end: what the tables record, in time order."""
     moments: list[Moment] = []
     if row.inbox_id is not None:
-        item = await session.get(InboxRow, row.inbox_id)
+        item = connection.execute(select(INBOX.c.id, INBOX.c.created_at, INBOX.c.attempts)
+                                  .where(INBOX.c.id == row.inbox_id)).first()
         if item is not None:
             moments.append(Moment(at=item.created_at, what="accepted",
                                   detail=f"inbox item {item.id}, attempt {item.attempts}"))
     moments.append(Moment(at=row.started_at, what="started", detail=f"{run.agent} v{run.agent_version} on {run.model}"))
-    approvals = await session.execute(
-        select(ApprovalRow).join(ParkedRunRow, ParkedRunRow.id == ApprovalRow.parked_run_id)
-        .where(ParkedRunRow.run_id == row.id).order_by(ApprovalRow.created_at))
-    for approval in approvals.scalars():
+    approvals = connection.execute(
+        select(APPROVALS).join(PARKED_RUNS, PARKED_RUNS.c.id == APPROVALS.c.parked_run_id)
+        .where(PARKED_RUNS.c.run_id == row.id).order_by(APPROVALS.c.created_at))
+    for approval in approvals:
         moments.append(Moment(at=approval.created_at, what="tool asked for approval", detail=approval.tool_name))
         if approval.decided_at is not None:
             by = f" by {approval.decided_by}" if approval.decided_by else ""
@@ -181,15 +188,16 @@ async def _timeline(session: AsyncSession, row: RunRow, run: RunSummary) -> list
     return sorted(moments, key=lambda moment: moment.at)
 
 
-async def _feedback(session: AsyncSession, run_id: int, *, named: bool) -> list[str]:
-    rows = await session.execute(select(RunFeedbackRow).where(RunFeedbackRow.run_id == run_id))
-    return [f"{'👍' if row.rating == 'good' else '👎'} {row.voter_name if named else 'someone'}"
-            for row in rows.scalars()]
+def _feedback(connection: Connection, run_id: int, *, named: bool) -> list[str]:
+    rows = connection.execute(select(RUN_FEEDBACK.c.rating, RUN_FEEDBACK.c.voter_name)
+                              .where(RUN_FEEDBACK.c.run_id == run_id))
+    return [f"{'👍' if row.rating == 'good' else '👎'} {row.voter_name if named else 'someone'}" for row in rows]
 
 
-async def _turns(session: AsyncSession, run_id: int) -> list[tuple[str, str]]:
-    rows = await session.execute(select(MessageRow).where(MessageRow.run_id == run_id).order_by(MessageRow.id))
-    return [(row.speaker_name, row.text) for row in rows.scalars()]
+def _turns(connection: Connection, run_id: int) -> list[tuple[str, str]]:
+    rows = connection.execute(select(MESSAGES.c.speaker_name, MESSAGES.c.text).where(MESSAGES.c.run_id == run_id)
+                              .order_by(MESSAGES.c.id))
+    return [(row.speaker_name, row.text) for row in rows]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,12 +211,12 @@ class AgentVersion:
 
 async def agent_versions(db: Database) -> list[AgentVersion]:
     """Every applied version of every agent, newest first within an agent, with the ids of what it binds."""
-    async def work(session: AsyncSession) -> list[AgentVersion]:
-        current = {name: version for name, version in (await session.execute(select(AgentRow.name,
-                                                                                      AgentRow.version))).all()}
-        rows = await session.execute(select(AgentVersionRow).order_by(AgentVersionRow.agent_name,
-                                                                      AgentVersionRow.version.desc()))
+    def work(connection: Connection) -> list[AgentVersion]:
+        current = {name: version for name, version in connection.execute(select(AGENTS.c.name, AGENTS.c.version))}
+        rows = connection.execute(select(AGENT_VERSIONS.c.agent_name, AGENT_VERSIONS.c.version,
+                                         AGENT_VERSIONS.c.created_at, AGENT_VERSIONS.c.spec)
+                                  .order_by(AGENT_VERSIONS.c.agent_name, AGENT_VERSIONS.c.version.desc()))
         return [AgentVersion(name=row.agent_name, version=row.version, created_at=row.created_at,
                              capabilities=[str(entry.get("id")) for entry in row.spec.get("capabilities", [])],
-                             current=current.get(row.agent_name) == row.version) for row in rows.scalars()]
-    return await db.transaction(work)
+                             current=current.get(row.agent_name) == row.version) for row in rows]
+    return await db.run(work)

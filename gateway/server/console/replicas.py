@@ -7,12 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, delete, select
 
 from storage.db import Database, insert_for
-from storage.models import ReplicaRow
-from storage.tables import utcnow
+from storage.tables import REPLICAS, utcnow
 
 BEAT = 5.0
 """Seconds between two heartbeats of one replica."""
@@ -48,20 +46,21 @@ class Replicas:
 
     async def beat(self) -> None:
         """Say this replica is alive, with what it holds; forget replicas gone for a day."""
-        async def work(session: AsyncSession) -> None:
+        holding = self._holding()
+
+        def work(connection: Connection) -> None:
             now = utcnow()
-            insert = insert_for(self._db.dialect)
-            holding = self._holding()
+            insert = insert_for(connection.dialect.name)
             values = {"id": self.replica_id, "started_at": self._started, "seen_at": now, "holding": holding}
-            await session.execute(insert(ReplicaRow).values(**values).on_conflict_do_update(
-                index_elements=["id"], set_={"seen_at": now, "holding": values["holding"]}))
-            await session.execute(delete(ReplicaRow).where(ReplicaRow.seen_at < now - FORGOTTEN))
-            self._told = holding
-        await self._db.transaction(work)
+            connection.execute(insert(REPLICAS).values(**values).on_conflict_do_update(
+                index_elements=["id"], set_={"seen_at": now, "holding": holding}))
+            connection.execute(delete(REPLICAS).where(REPLICAS.c.seen_at < now - FORGOTTEN))
+        await self._db.run(work)
+        self._told = holding
 
     async def seen(self) -> list[Replica]:
-        async def work(session: AsyncSession) -> list[Replica]:
-            rows = await session.execute(select(ReplicaRow).order_by(ReplicaRow.started_at))
+        def work(connection: Connection) -> list[Replica]:
+            rows = connection.execute(select(REPLICAS).order_by(REPLICAS.c.started_at))
             return [Replica(id=row.id, started_at=row.started_at, seen_at=row.seen_at,
-                            holding=tuple(str(bot) for bot in row.holding)) for row in rows.scalars()]
-        return await self._db.transaction(work)
+                            holding=tuple(str(bot) for bot in row.holding)) for row in rows]
+        return await self._db.run(work, single=True)

@@ -11,12 +11,10 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, delete, insert, select, update
 
 from storage.db import Database
-from storage.models import ConsoleSessionRow
-from storage.tables import utcnow
+from storage.tables import CONSOLE_SESSIONS, utcnow
 
 KEPT = timedelta(days=1)
 """How long a session's row outlives its end; each sign-in deletes those older."""
@@ -41,13 +39,15 @@ class ConsoleSessions:
         """A new session for `operator`; returns the token for the cookie (stored only as its hash)."""
         token = secrets.token_urlsafe(32)
 
-        async def work(session: AsyncSession) -> None:
+        csrf_token = secrets.token_urlsafe(32)
+
+        def work(connection: Connection) -> None:
             now = utcnow()
-            await session.execute(delete(ConsoleSessionRow).where(ConsoleSessionRow.expires_at < now - KEPT))
-            session.add(ConsoleSessionRow(token_hash=_digest(token), operator=operator,
-                                          csrf_token=secrets.token_urlsafe(32), created_at=now,
-                                          expires_at=now + lasts))
-        await self._db.transaction(work)
+            connection.execute(delete(CONSOLE_SESSIONS).where(CONSOLE_SESSIONS.c.expires_at < now - KEPT))
+            connection.execute(insert(CONSOLE_SESSIONS).values(
+                token_hash=_digest(token), operator=operator, csrf_token=csrf_token, created_at=now,
+                expires_at=now + lasts))
+        await self._db.run(work)
         return token
 
     async def find(self, token: str | None) -> ConsoleSession | None:
@@ -55,19 +55,19 @@ class ConsoleSessions:
         if not token:
             return None
 
-        async def work(session: AsyncSession) -> ConsoleSession | None:
-            row = (await session.execute(select(ConsoleSessionRow).where(
-                ConsoleSessionRow.token_hash == _digest(token), ConsoleSessionRow.ended_at.is_(None),
-                ConsoleSessionRow.expires_at > utcnow()))).scalar_one_or_none()
+        def work(connection: Connection) -> ConsoleSession | None:
+            row = connection.execute(select(CONSOLE_SESSIONS).where(
+                CONSOLE_SESSIONS.c.token_hash == _digest(token), CONSOLE_SESSIONS.c.ended_at.is_(None),
+                CONSOLE_SESSIONS.c.expires_at > utcnow())).one_or_none()
             return None if row is None else ConsoleSession(operator=row.operator, csrf_token=row.csrf_token,
                                                            expires_at=row.expires_at)
-        return await self._db.transaction(work)
+        return await self._db.run(work, single=True)
 
     async def end(self, token: str) -> None:
-        async def work(session: AsyncSession) -> None:
-            await session.execute(update(ConsoleSessionRow).where(ConsoleSessionRow.token_hash == _digest(token))
-                                  .values(ended_at=utcnow()))
-        await self._db.transaction(work)
+        def work(connection: Connection) -> None:
+            connection.execute(update(CONSOLE_SESSIONS).where(CONSOLE_SESSIONS.c.token_hash == _digest(token))
+                               .values(ended_at=utcnow()))
+        await self._db.run(work, single=True)
 
 
 def _digest(token: str) -> str:
