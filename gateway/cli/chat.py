@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 
 from capabilities.registry import Registry
 from gateway.agents.models import ModelResolver
@@ -25,8 +25,10 @@ from gateway.config.secrets import SecretSource
 from gateway.server.app import Gateway
 from local_platforms.telegram import LocalTelegram
 from storage.db import Database
-from storage.models import InboxRow
+from storage.tables import INBOX
 
+FINISHED = select(func.count()).select_from(INBOX).where(INBOX.c.status.in_(("done", "failed", "rejected")))
+"""How many inbox items have ended, however they ended."""
 TOKEN = "700000002:chat-token-for-the-local-telegram-server"
 SETTLE_POLL = 0.05
 """Seconds between looks at the inbox while a turn runs (the worker records its end only there)."""
@@ -127,7 +129,6 @@ class _Conversation:
                 self._shown.add(message["message_id"])
 
     async def _finished(self) -> int:
-        async with self._db.session() as session:
-            done = select(func.count()).select_from(InboxRow).where(
-                InboxRow.status.in_(("done", "failed", "rejected")))
-            return (await session.execute(done)).scalar_one()
+        def work(connection: Connection) -> int:
+            return connection.execute(FINISHED).scalar_one()
+        return await self._db.run(work, single=True)

@@ -22,7 +22,7 @@ from pydantic_ai import (
 )
 from pydantic_ai.capabilities import Capability
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 
 from capabilities import default_registry
 from capabilities.registry import CapabilityDef, ToolInfo
@@ -33,7 +33,7 @@ from gateway.config.schema import GatewayConfig, Settings
 from gateway.config.secrets import SecretSource
 from gateway.server.app import Gateway, Tuning
 from storage.db import Database
-from storage.models import ConversationRow, InboxRow, MessageRow, RunRow
+from storage.tables import CONVERSATIONS, INBOX, MESSAGES, RUNS
 
 DEMO_TUNING = Tuning(poll_timeout=1, idle_poll=0.2, shutdown_grace=2.0, transport_first_delay=0.5)
 
@@ -155,12 +155,14 @@ async def _settled(db: Database) -> None:
     """Every message's turn has ended: a turn is counted in the metrics just before its inbox row is finished,
     a moment after its last edit reaches the chat."""
     open_statuses = ("pending", "waiting", "running")
-    unfinished = select(func.count()).select_from(InboxRow).where(InboxRow.status.in_(open_statuses))
+    unfinished = select(func.count()).select_from(INBOX).where(INBOX.c.status.in_(open_statuses))
+
+    def work(connection: Connection) -> int:
+        return connection.execute(unfinished).scalar_one()
     async with asyncio.timeout(15):
         while True:
-            async with db.session() as session:
-                if not (await session.execute(unfinished)).scalar_one():
-                    return
+            if not await db.run(work, single=True):
+                return
             await asyncio.sleep(0.05)
 
 
@@ -201,11 +203,12 @@ def _print_metrics(say: Callable[[str], None], url: str, text: str) -> None:
 
 
 async def _report(database_url: str, say: Callable[[str], None]) -> None:
+    def work(connection: Connection) -> list[int]:
+        return [connection.execute(select(func.count()).select_from(table)).scalar_one()
+                for table in (CONVERSATIONS, MESSAGES, RUNS)]
     db = Database(database_url)
     try:
-        async with db.session() as session:
-            counts = [(await session.execute(select(func.count()).select_from(table))).scalar_one()
-                      for table in (ConversationRow, MessageRow, RunRow)]
+        counts = await db.run(work)
     finally:
         await db.close()
     say("Stored in SQLite: {} conversations, {} turns, {} runs.".format(*counts))

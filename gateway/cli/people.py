@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -117,22 +117,23 @@ def clear(agent: Annotated[str, typer.Option(help="The agent's name, as in gatew
 
 async def _mem0_forgetting(db: Database) -> Mem0Forgetting:
     """The agents applied to this database that bind `memory_mem0`, with their keys from this environment."""
-    from sqlalchemy import select
+    from sqlalchemy import Connection, select
 
     from capabilities.memory_mem0.forget import Mem0Forgetting, mem0_bindings
     from gateway.config.schema import Settings
-    from storage.models import AgentRow
+    from storage.tables import AGENTS
 
+    def applied(connection: Connection) -> list[tuple[str, list[Any]]]:
+        rows = connection.execute(select(AGENTS.c.name, AGENTS.c.spec))
+        return [(name, list(spec.get("capabilities") or [])) for name, spec in rows]
     settings = Settings()
-    async with db.session() as session:
-        rows = (await session.execute(select(AgentRow.name, AgentRow.spec))).all()
-    agents = [(name, list(spec.get("capabilities") or [])) for name, spec in rows]
+    agents = await db.run(applied, single=True)
     secrets = SecretSource.load(settings.secrets_file)
     return Mem0Forgetting(mem0_bindings(agents, secrets.get), settings.mem0_access)
 
 
 def _line(identity: Identity) -> str:
-    from storage.models import utcnow
+    from storage.tables import utcnow
 
     handle = f"@{identity.handle}" if identity.handle else "-"
     person = f"person {identity.person_id}" if identity.person_id is not None else "unlinked"

@@ -7,14 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from gateway.cli.database import existing_database, sqlite_file
 from gateway.config.schema import ScheduleSpec
-from storage.models import ScheduleMarkRow
 from storage.recurrence import next_after, readable
 from storage.reminders import Reminder, Reminders
-from storage.tables import utcnow
+from storage.tables import SCHEDULE_MARKS, utcnow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,11 +28,11 @@ async def read(database_url: str) -> Listing | None:
     path = sqlite_file(database_url)
     if path is not None and not path.exists():
         return None
+    def stored_marks(connection: Connection) -> dict[str, tuple[str, str, datetime]]:
+        rows = connection.execute(select(SCHEDULE_MARKS))
+        return {row.name: (row.cron, row.timezone, row.next_fire_at) for row in rows}
     async with existing_database(database_url) as db:
-        async with db.session() as session:
-            rows = (await session.execute(select(ScheduleMarkRow))).scalars().all()
-        marks = {row.name: (row.cron, row.timezone, row.next_fire_at) for row in rows}
-        return Listing(marks=marks, reminders=await Reminders(db).active())
+        return Listing(marks=await db.run(stored_marks, single=True), reminders=await Reminders(db).active())
 
 
 def lines(schedules: Sequence[ScheduleSpec], listing: Listing | None) -> list[str]:
