@@ -3,9 +3,9 @@
 `run()` runs a synchronous function of a plain `Connection` as one transaction on a worker thread, on a synchronous
 engine: the path of every statement the serving path makes. Measured on this code, a one-statement transaction
 costs 1.3 ms of CPU through the async session (a greenlet switch and a driver thread hop per statement) against
-0.1 to 0.25 ms with the sync engine on SQLite. `transaction()` runs async work in an `AsyncSession` on the async
-engine, for what only tests, the CLI and a few capability stores still use; that engine, the ORM session, greenlet
-and the async driver (about 10 MB together) load at its first use, so a replica that never asks carries none.
+0.1 to 0.25 ms with the sync engine on SQLite. `transaction()` and `session()` run async work in an `AsyncSession`
+on the async engine: the tests' way to read and write rows, and the migrations' engine. That engine, the ORM
+session, greenlet and the async driver (about 10 MB together) load at first use, so a replica carries none.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The ORM classes, mapped onto the Core tables of `storage/tables.py`: for the tests, the CLI and Alembic, which read
-and write whole rows. The serving path builds its statements on the tables themselves and never imports this
-module (`tests/cli/test_cli_startup.py`)."""
+"""The ORM classes, mapped onto the Core tables of `storage/tables.py`: for the tests, which read and write whole
+rows, and Alembic's schema comparison. The product builds its statements on the tables themselves and never
+imports this module (`tests/process/test_serving_imports_process.py`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The tables, as SQLAlchemy Core `Table`s: every statement the gateway runs is built on these. Constraints carry
 contracts: the inbox's unique logical key is the dedupe.
 
-The ORM classes of `storage/models.py` map onto these same tables for the tests and the CLI; the serving path
-never imports them (the ORM, its async session and their drivers are about 10 MB of a replica's memory).
+The ORM classes of `storage/models.py` map onto these same tables for the tests and Alembic's schema comparison;
+the product never imports them (the ORM, its async session and their drivers are about 10 MB of a replica's memory).
 """
 
 from __future__ import annotations
