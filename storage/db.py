@@ -18,10 +18,9 @@ from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Connection, CursorResult, Result, create_engine, event
+from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
@@ -63,9 +62,6 @@ class Database:
         self._threads = ThreadPoolExecutor(1 if self.dialect == "sqlite" else _POOL_SIZE,
                                            thread_name_prefix="database")
         """One thread per pooled connection (SQLite has one writer, so one thread)."""
-        self._open: ContextVar[tuple[asyncio.Task[Any] | None, AsyncSession] | None] = ContextVar(
-            f"open-transaction-{id(self)}", default=None)
-        """The transaction `transaction()` is running in this task, which nested calls join."""
         self._turnstile = Turnstile() if self.dialect == "sqlite" else None
         """SQLite takes one writer at a time; in-process transactions queue here instead of meeting the file lock and
         sleeping in SQLite's busy handler (whose backoff grows to 100 ms a try: seconds under load), urgent ones (the
@@ -96,33 +92,17 @@ class Database:
         """Run `work` in one transaction, again after a conflict or a lost connection (a restart, a failover).
 
         `work` must be safe to run twice: a connection lost at COMMIT leaves unknown whether it landed.
-        Called inside another `transaction()` of the same task, `work` joins it: several stores' writes then
-        commit (and are retried) as one transaction, which is how a turn keeps to a few (`gateway/pipeline/`).
         """
-        joined = self._open.get()
-        if joined is not None and joined[0] is asyncio.current_task():
-            return await work(joined[1])
-
         async def once() -> T:
             async with self._turn(urgent), self.session() as session:
-                token = self._open.set((asyncio.current_task(), session))
-                try:
-                    return await work(session)
-                finally:
-                    self._open.reset(token)
+                return await work(session)
         return await _retried(once)
 
     async def run(self, work: Callable[[Connection], T], *, urgent: bool = False, single: bool = False) -> T:
         """Run the synchronous `work` in one transaction on a worker thread, again after a conflict or a lost
         connection (so, as for `transaction()`, it must be safe to run twice). `single`: `work` runs one statement,
-        which is its own transaction: no BEGIN and COMMIT around it (two round trips fewer on PostgreSQL).
-
-        Inside a `transaction()` of the same task, `work` joins that transaction instead (through the async
-        connection's `run_sync`): what the caller composed still commits as one. `work` only runs statements; it
-        must not touch the event loop."""
-        joined = self._open.get()
-        if joined is not None and joined[0] is asyncio.current_task():
-            return await (await joined[1].connection()).run_sync(work)
+        which is its own transaction: no BEGIN and COMMIT around it (two round trips fewer on PostgreSQL). `work`
+        only runs statements; it must not touch the event loop. Work that must commit together is one `work`."""
         if self.sync_engine is None:
             async def in_session(session: AsyncSession) -> T:
                 return await (await session.connection()).run_sync(work)
@@ -220,14 +200,6 @@ async def _retried(once: Callable[[], Awaitable[T]]) -> T:
             delay = _CONNECTION_BACKOFF * 2 ** (attempt - 1) if lost else _CONFLICT_BACKOFF * attempt
         await asyncio.sleep(delay)
     raise AssertionError("unreachable")
-
-
-def rows_changed(result: Result[Any]) -> int:
-    """How many rows an UPDATE or DELETE touched. `AsyncSession.execute` is typed to return a `Result`, which has
-    no `rowcount`; for such a statement it is a `CursorResult`."""
-    if not isinstance(result, CursorResult):
-        raise TypeError(f"a {type(result).__name__} counts no changed rows")
-    return result.rowcount
 
 
 DIALECTS = {"postgresql": "sqlalchemy.dialects.postgresql", "sqlite": "sqlalchemy.dialects.sqlite"}
