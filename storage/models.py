@@ -8,7 +8,6 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncAttrs
 from sqlalchemy.orm import DeclarativeBase, Mapped
 
 from storage.tables import (
@@ -49,7 +48,7 @@ __all__ = ["Id", "UTCDateTime", "utcnow"]
 """Re-exported: the migrations name the column types here."""
 
 
-class Base(AsyncAttrs, DeclarativeBase):
+class Base(DeclarativeBase):
     metadata = metadata
 
 

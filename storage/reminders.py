@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
 
-from storage.db import Database, rows_changed
+from storage.db import Database
 from storage.tables import REMINDERS, utcnow
 
 
@@ -88,7 +88,7 @@ class Reminders:
             result = connection.execute(update(REMINDERS).where(
                 REMINDERS.c.id == reminder_id, REMINDERS.c.conversation_key == conversation_key,
                 REMINDERS.c.status == "active").values(status="cancelled", next_fire_at=None))
-            return rows_changed(result) == 1
+            return result.rowcount == 1
         return await self._db.run(work)
 
 
@@ -103,7 +103,7 @@ class Reminders:
         """Delete every reminder these owners set, whatever its state: `forget` leaves nothing of what they asked to
         be reminded of."""
         def work(connection: Connection) -> int:
-            return rows_changed(connection.execute(delete(REMINDERS).where(REMINDERS.c.owner_key.in_(owner_keys))))
+            return connection.execute(delete(REMINDERS).where(REMINDERS.c.owner_key.in_(owner_keys))).rowcount
         return await self._db.run(work)
 
 
@@ -126,7 +126,7 @@ def move_on(connection: Connection, reminder: Reminder, next_at: datetime | None
         REMINDERS.c.id == reminder.id, REMINDERS.c.status == "active",
         REMINDERS.c.next_fire_at == reminder.next_fire_at)).values(
             next_fire_at=next_at, status="active" if next_at is not None else "done", fired=REMINDERS.c.fired + 1))
-    return rows_changed(result) == 1
+    return result.rowcount == 1
 
 
 def _reminder(row: Any) -> Reminder:

@@ -23,7 +23,7 @@ from gateway.config.schema import ScheduleSpec
 from gateway.pipeline.firings import Firing, Mode, address_from, late_note, speaker_from, stamp
 from gateway.pipeline.inbox import add_item
 from gateway.pipeline.metrics import GatewayMetrics
-from storage.db import Database, insert_for, rows_changed
+from storage.db import Database, insert_for
 from storage.recurrence import latest_until, next_after, readable
 from storage.reminders import Reminder, due, move_on, next_due
 from storage.tables import SCHEDULE_MARKS as MARKS
@@ -119,7 +119,7 @@ class Scheduler:
         fire_at = latest_until(spec.cron, spec.timezone, now) if late else due_at
         moved = connection.execute(update(MARKS).where(MARKS.c.name == spec.name, MARKS.c.next_fire_at == due_at)
                                    .values(next_fire_at=next_after(spec.cron, spec.timezone, now if late else due_at)))
-        if rows_changed(moved) != 1:
+        if moved.rowcount != 1:
             return None
         if late and spec.missed == "skip":
             log.info("schedule %r: missed the firing due at %s, skipped", spec.name, fire_at.isoformat())
