@@ -77,7 +77,12 @@ class TypingShown:
         until = time.monotonic() + KEPT_AT_MOST
         while time.monotonic() < until:
             if every > TYPING_LASTS or self.due(conversation_key):
-                await _quietly(show())
+                # Finished even when the turn starts meanwhile (`taken`): it counts as shown, so the turn's own
+                # reply waits out TYPING_LASTS before showing it again; cut off mid-request, the chat showed nothing.
+                showing = asyncio.ensure_future(_quietly(show()))
+                self._once.add(showing)
+                showing.add_done_callback(self._once.discard)
+                await asyncio.shield(showing)
             await asyncio.sleep(every)
 
     def _forget(self, conversation_key: str, task: asyncio.Task[None]) -> None:

@@ -233,9 +233,10 @@ async def test_queue_keeps_a_message_sent_mid_turn_for_its_own_turn(telegram: Fa
     assert said_by(telegram, chat, bot) == ["thinking and done", "echo: by train, please"]
 
 
-def works_then_answers_this_turn() -> FunctionModel:
+def works_then_answers_this_turn(started: dict[str, asyncio.Event] | None = None) -> FunctionModel:
     """Each turn calls `read_plan` once (a request that takes a moment, as a model's does), then answers with the
-    prompts of this turn: those after the last answer in the history, steered ones included."""
+    prompts of this turn: those after the last answer in the history, steered ones included. `started`: the event of
+    each prompt a turn has begun working on is set."""
 
     def this_turn(messages: list[ModelMessage]) -> list[str]:
         start = max((i for i, m in enumerate(messages) if isinstance(m, ModelResponse)
@@ -246,6 +247,8 @@ def works_then_answers_this_turn() -> FunctionModel:
         returned = any(isinstance(p, ToolReturnPart) for p in messages[-1].parts) \
             if isinstance(messages[-1], ModelRequest) else False
         if not returned:
+            for prompt in this_turn(messages):
+                (started or {}).setdefault(prompt, asyncio.Event()).set()
             await asyncio.sleep(0.3)  # the model at work; what is asserted waits on the chat, not on this
             yield {0: DeltaToolCall(name="read_plan", json_args="{}", tool_call_id=f"call-{len(messages)}")}
             return
@@ -263,12 +266,13 @@ async def test_every_message_sent_mid_turn_is_answered_exactly_once(telegram: Fa
     people = [telegram.add_user(200 + n, f"P{n}") for n in range(6)]
     chats = [telegram.private_chat(person) for person in people]
     sent = [[f"p{n} m{k}" for k in range(4)] for n in range(len(people))]
+    started = {texts[0]: asyncio.Event() for texts in sent}
 
     async def talk(n: int) -> None:
         chat, person = chats[n], people[n]
         await telegram.user_says(bot.token, chat, person, sent[n][0])
-        await telegram.wait_for(lambda: any(c.method == "sendChatAction" and str(c.params.get("chat_id")) ==
-                                            str(chat["id"]) for c in telegram.calls))  # its turn runs
+        async with asyncio.timeout(30):
+            await started[sent[n][0]].wait()  # its turn runs
         for text in sent[n][1:]:
             await telegram.user_says(bot.token, chat, person, text)
 
@@ -280,7 +284,7 @@ async def test_every_message_sent_mid_turn_is_answered_exactly_once(telegram: Fa
         return all(text in said for texts in sent for text in texts)
 
     async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
-                               model=works_then_answers_this_turn(), capabilities=[{"id": "planning"}]):
+                               model=works_then_answers_this_turn(started), capabilities=[{"id": "planning"}]):
         await asyncio.gather(*(talk(n) for n in range(len(people))))
         await telegram.wait_for(covered, timeout=60)
         await until_done(database_url, sum(map(len, sent)))

@@ -6,7 +6,8 @@ import asyncio
 import time
 
 from adapters.base import ChatAddress, MessageRef, PlatformLimits
-from gateway.pipeline.live_reply import LiveReply
+from gateway.pipeline.intake import TypingShown
+from gateway.pipeline.live_reply import TYPING_LASTS, LiveReply
 
 ROOM = ChatAddress(bot_id="b", platform="telegram", channel_id="42", thread_id=None, is_direct=True)
 
@@ -49,3 +50,26 @@ async def test_a_turn_shows_typing_at_once_when_none_shows() -> None:
 
 async def test_a_turn_whose_message_was_just_shown_typing_does_not_send_it_again_at_once() -> None:
     assert not await typing_sent_at_start(time.monotonic(), within=1)  # typing shows for four seconds
+
+
+async def test_typing_under_way_when_the_turn_starts_is_finished_not_cut_off() -> None:
+    """The turn counts it as showing and waits before typing again; cut off mid-request, the chat showed nothing."""
+    shown = TypingShown()
+    arrived, release = asyncio.Event(), asyncio.Event()
+    outcome: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    async def show() -> None:
+        arrived.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            outcome.set_result("cut off")
+            raise
+        outcome.set_result("sent")
+
+    shown.keep("c", show, every=TYPING_LASTS)
+    await arrived.wait()
+    shown.taken("c")  # the conversation's turn starts while the request is under way
+    assert shown.shown_at("c") is not None
+    release.set()
+    assert await outcome == "sent"
