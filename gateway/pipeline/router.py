@@ -59,9 +59,9 @@ class Router:
                  runtime: Runtime, cache: Cache, inbox: Inbox, approval_flow: ParkedRuns,
                  questions: OpenQuestions, commands: DirectCommands, db: Database, capabilities: BoundRegistry,
                  control: TurnControl, metrics: GatewayMetrics | None = None,
-                 typing: TypingShown | None = None, budgets: bool = False) -> None:
+                 typing: TypingShown | None = None) -> None:
         """`typing`: what `Intake` showed typing in; a turn's first post clears it there. `capabilities`: those the
-        deployment binds, whose declarations a step asks. `budgets`: some binding sets `limits`."""
+        deployment binds, whose declarations a step asks."""
         self._prepared: dict[int, Prepared] = {}
         self._adapters = adapters
         self._metrics = metrics or GatewayMetrics({})
@@ -72,12 +72,15 @@ class Router:
         services = StepServices(db=db, cache=cache, inbox=inbox, capabilities=capabilities, conversations=conversations,
                                 commands=commands, runtime=runtime, parked=approval_flow, questions=questions,
                                 metrics=self._metrics, typing=self._typing, account=self._account,
-                                budgets=budgets, control=control)
+                                control=control)
         self._control = control
         self._feedback = RunFeedback(db, self._metrics)
         self._steps: Sequence[Step] = tuple(step for make in STEPS if (step := make(services)) is not None)
         self._firing_steps: Sequence[Step] = tuple(step for make in FIRING_STEPS
                                                     if (step := make(services)) is not None)
+        self._settings: dict[Step, str] = {step: setting for step in (*self._steps, *self._firing_steps)
+                                           if (setting := getattr(step, "setting", None)) is not None}
+        """The binding field each `ForOneSetting` step concerns: read here once, so skipping it calls nothing."""
         self._inbox = inbox
 
     def prepare(self, connection: Connection, items: list[InboxItem]) -> None:
@@ -164,8 +167,10 @@ class Router:
         """The steps in order (`steps`: a firing's), until one ends the delivery. The sign `Intake` kept up while
         the message queued stops here: the turn's own reply shows one from now on."""
         self._typing.taken(delivery.inbound.address.conversation_key)
+        spec = delivery.binding.spec
         for step in self._steps if steps is None else steps:
-            handled = None if step in skipped else await step.handle(delivery)
+            unset = step in self._settings and getattr(spec, self._settings[step]) is None
+            handled = None if step in skipped or unset else await step.handle(delivery)
             if handled is not None:
                 await _unreact(delivery)
                 return handled.finish

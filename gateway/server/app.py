@@ -221,8 +221,7 @@ class Gateway:
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
                         commands=DirectCommands(identities=Identities(db), memory=memory, mem0=self._mem0_forgetting(),
                                                 reminders=Reminders(db)),
-                        db=db, capabilities=capabilities, metrics=self.metrics, typing=typing, control=control,
-                        budgets=any(bot.binding.limits is not None for bot in self.config.bots))
+                        db=db, capabilities=capabilities, metrics=self.metrics, typing=typing, control=control)
         tuning = self._tuning
         self.worker = Worker(inbox, router.handle, give_up=router.give_up, concurrency=tuning.worker_concurrency,
                              lease=tuning.worker_lease, idle_poll=tuning.idle_poll, tracer=tracing.tracer,

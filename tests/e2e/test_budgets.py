@@ -13,6 +13,7 @@ from genai_prices import Usage, calc_price
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
+from gateway.agents.bindings import BindingStore
 from gateway.server.app import Gateway
 from storage.db import Database
 from storage.models import RunRow
@@ -21,7 +22,7 @@ from tests.e2e.test_metrics import scrape
 from tests.e2e.test_telegram_approvals import DEPLOY, DEPLOY_WEB, buttons, cards, texts
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.gated_tools import deploy_registry
-from tests.support.harness import FAST, TelegramBot, ask, running_gateway
+from tests.support.harness import FAST, TelegramBot, ask, gateway_config, running_gateway
 from tests.support.records import until_resumed
 from tests.support.scripted import calls_then_answers, echoes, priced_as
 
@@ -160,3 +161,21 @@ async def test_a_binding_budget_counts_everyone_in_the_bots_chats(telegram: Fake
     assert refused.startswith("Everyone here together has used $0.") and "of the $0.0001 a month this bot allows (" \
         in refused, refused
     assert "(per_binding.cost_per_month_usd)" in refused and "It resets on 1 " in refused, refused
+
+
+async def test_limits_applied_while_the_gateway_runs_hold_from_the_next_message(telegram: FakeTelegram,
+                                                                               sqlite_url: str) -> None:
+    """`gateway apply` writes the bindings every replica reads at each claim: no restart for a budget to hold."""
+    bot = TelegramBot().register(telegram)
+    alice = telegram.add_user(1001, "Alice")
+    chat = telegram.private_chat(alice)
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=echoes()):
+        assert await ask(telegram, bot, chat, alice, "one") == "echo: one"
+        limited = replace(bot, binding={"limits": {"per_person": {"tokens_per_day": 1}}})
+        db = Database(sqlite_url)
+        try:
+            await BindingStore(db).apply(gateway_config(telegram, [limited]))  # what `gateway apply` does
+        finally:
+            await db.close()
+        refused = await ask(telegram, bot, chat, alice, "two")
+    assert refused.startswith("You have used ") and "of the 1 tokens a day this bot allows you" in refused, refused

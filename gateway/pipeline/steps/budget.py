@@ -2,7 +2,7 @@
 bot as a whole, has already reached one, with which limit and when it resets. The spending is read from the runs
 every replica records (`gateway/pipeline/spend.py`), so replicas count together.
 
-A deployment whose bindings set no limits leaves the step out, and a binding without limits reads nothing here.
+A binding without limits skips the step (`setting`), so it reads nothing here.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 from functools import partial
+from typing import ClassVar
 
 from gateway.pipeline.spend import Periods, Standing, standings
 from gateway.pipeline.steps.services import StepServices
@@ -20,11 +21,9 @@ from storage.tables import utcnow
 log = logging.getLogger(__name__)
 
 
-def budget(services: StepServices) -> Budget | None:
-    return Budget(services) if services.budgets else None
-
-
 class Budget:
+    setting: ClassVar[str] = "limits"
+
     def __init__(self, services: StepServices) -> None:
         self._db = services.db
         self._metrics = services.metrics

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import ClassVar
 
 from gateway.pipeline.steps.services import StepServices
 from gateway.pipeline.steps.step import Delivery, Handled, refuse
@@ -13,6 +14,8 @@ SLOW_DOWN = "You're sending messages faster than I can answer. Please wait a mom
 
 
 class RateLimit:
+    setting: ClassVar[str] = "rate_limit"
+
     def __init__(self, services: StepServices) -> None:
         self._cache = services.cache
         self._metrics = services.metrics

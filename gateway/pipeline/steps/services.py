@@ -111,7 +111,5 @@ class StepServices:
     typing: TypingShown
     """What `Intake` showed typing in; a turn's first post clears it there."""
     account: Account
-    budgets: bool = False
-    """Some binding of this deployment sets `limits`: the budget step is built."""
     control: TurnControl
     """Stops a conversation's running turn, wherever it runs (`stop`)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from sqlalchemy import Connection
 
@@ -42,6 +42,14 @@ class Step(Protocol):
     async def handle(self, delivery: Delivery) -> Handled | None:
         """`Handled`: the delivery ends here; None: on to the next step."""
         ...
+
+
+class ForOneSetting(Protocol):
+    """A step that concerns only bindings setting one field of their spec (`limits`, `rate_limit`): the router skips
+    it, without calling it, for a delivery whose binding leaves that field unset. Bindings are read at each claim, so
+    a field `gateway apply` sets while the gateway runs holds from the next message."""
+
+    setting: ClassVar[str]
 
 
 @runtime_checkable
