@@ -78,9 +78,9 @@ class Router:
         self._steps: Sequence[Step] = tuple(step for make in STEPS if (step := make(services)) is not None)
         self._firing_steps: Sequence[Step] = tuple(step for make in FIRING_STEPS
                                                     if (step := make(services)) is not None)
-        self._settings: dict[Step, str] = {step: setting for step in (*self._steps, *self._firing_steps)
-                                           if (setting := getattr(step, "setting", None)) is not None}
-        """The binding field each `ForOneSetting` step concerns: read here once, so skipping it calls nothing."""
+        self._idle: dict[Step, tuple[str, object]] = {
+            step: idle for step in (*self._steps, *self._firing_steps) if (idle := getattr(step, "skipped_when", None))}
+        """Each `ForOneSetting` step's field and idle value: read here once, so skipping the step calls nothing."""
         self._inbox = inbox
 
     def prepare(self, connection: Connection, items: list[InboxItem]) -> None:
@@ -169,8 +169,8 @@ class Router:
         self._typing.taken(delivery.inbound.address.conversation_key)
         spec = delivery.binding.spec
         for step in self._steps if steps is None else steps:
-            unset = step in self._settings and getattr(spec, self._settings[step]) is None
-            handled = None if step in skipped or unset else await step.handle(delivery)
+            idle = step in self._idle and getattr(spec, self._idle[step][0]) == self._idle[step][1]
+            handled = None if step in skipped or idle else await step.handle(delivery)
             if handled is not None:
                 await _unreact(delivery)
                 return handled.finish

@@ -92,6 +92,8 @@ class Tuning:
     """How long the loss of the replica holding a bot's transport goes unnoticed; renewed every quarter."""
     expiry_interval: float = 30.0
     """Seconds between sweeps for approvals nobody decided in time."""
+    first_sweep: float = SOONEST
+    """Seconds from the start to the sweeps' first look (expired approvals, files left mid-upload, pruning)."""
     file_claim: timedelta = CLAIM
     """How long a file being posted stays claimed without a renewal: the wait before another replica posts a file
     whose upload died with its process; the outbox sweep looks this often at least."""
@@ -258,10 +260,11 @@ class Gateway:
                               metrics=scrape, console=console, hooks=hooks)
         await self._serve_http(http)
         self._essential.append(self._spawn(self.worker.run()))
-        self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals",
+        first = tuning.first_sweep
+        self._spawn(_every(tuning.expiry_interval, flow.expire_due, "expiring approvals", first=first,
                            until_due=partial(_seconds_until, approvals.next_expiry), changed=approvals.added),
                     name="sweep: approvals")
-        self._spawn(_every(3600, lambda: inbox.prune(older_than=INBOX_RETENTION), "pruning the inbox"),
+        self._spawn(_every(3600, lambda: inbox.prune(older_than=INBOX_RETENTION), "pruning the inbox", first=first),
                     name="sweep: inbox")
         if self.config.schedules or capabilities.fires_later:  # elsewhere nothing can fall due: no tick, no query
             scheduler = Scheduler(db=db, adapters=self.adapters, schedules=self.config.schedules,
@@ -271,8 +274,8 @@ class Gateway:
                                until_due=scheduler.seconds_until_due), name="sweep: schedules")
         outbox = OutboxSweep(db, files, claim=tuning.file_claim)
         self._spawn(_every(tuning.file_claim.total_seconds(), outbox.deliver_expired, "posting files left mid-upload",
-                           until_due=partial(_seconds_until, outbox.next_expiry)), name="sweep: outbox")
-        self._spawn(_every(3600, outbox.prune, "pruning the outbox"), name="sweep: outbox rows")
+                           first=first, until_due=partial(_seconds_until, outbox.next_expiry)), name="sweep: outbox")
+        self._spawn(_every(3600, outbox.prune, "pruning the outbox", first=first), name="sweep: outbox rows")
         owner = self.replica_id
         for adapter in self.adapters.values():
             supervisor = Supervisor(adapter, intake.for_bot(adapter.bot_id), owner=owner,
@@ -393,14 +396,17 @@ async def _upgrade(db: Database) -> None:
     await upgrade(db)
 
 
-async def _every(interval: float, job: Callable[[], Awaitable[object]], what: str, *,
+async def _every(interval: float, job: Callable[[], Awaitable[object]], what: str, *, first: float = SOONEST,
                  until_due: Callable[[], Awaitable[float | None]] | None = None,
                  changed: asyncio.Event | None = None) -> None:
     """Run `job` every `interval` seconds, or as soon as `until_due` says work has fallen due (an approval's
     expiry takes effect at its time, not at the next sweep). `until_due` is asked again when `changed` is set (this
-    process added work); work another replica added is its own sweep's, and this one's after `interval` at most."""
+    process added work); work another replica added is its own sweep's, and this one's after `interval` at most.
+    `first`: seconds before the first look."""
+    pause = first
     while True:
-        await asyncio.sleep(SOONEST)  # a due item the job cannot close is retried, never in a busy loop
+        await asyncio.sleep(pause)  # then SOONEST: a due item the job cannot close is retried, never in a busy loop
+        pause = SOONEST
         await _until_due(interval - SOONEST, until_due, changed or asyncio.Event())
         try:
             await job()

@@ -24,8 +24,9 @@ from tests.support.fakes.telegram import FakeTelegram
 FAST = Tuning(worker_lease=timedelta(seconds=5), idle_poll=0.2, shutdown_grace=2.0, poll_timeout=1,
               transport_first_delay=0.2, transport_lease_ttl=3.0, expiry_interval=0.3)
 QUIET = replace(FAST, idle_poll=600.0, worker_lease=timedelta(seconds=600), expiry_interval=600.0,
-                file_claim=timedelta(seconds=600))
-"""No idle claims nor lease renewals of its own: what a test counts is only what a turn causes."""
+                file_claim=timedelta(seconds=600), first_sweep=600.0)
+"""No idle claims, lease renewals or sweeps of its own: what a test counts is only what a turn causes (a sweep's
+statements run on the database's thread, where a profile cannot tell them from a turn's)."""
 
 
 @dataclass(kw_only=True)

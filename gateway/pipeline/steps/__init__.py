@@ -2,7 +2,7 @@
 
 Each is built once at start from `StepServices` (`services.py`), or left out where the deployment binds nothing it
 serves (a delegate's question); the router walks them for every message (`gateway/pipeline/router.py`), skipping
-one that concerns a binding field the message's binding leaves unset (a rate limit, a budget: `ForOneSetting`).
+one with nothing to do for the message's binding (open access, no rate limit, no budget: `ForOneSetting`).
 An approval click takes no step: it decides a parked run (`ParkedRuns.on_click`).
 """
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import ClassVar
 
 from gateway.agents.bindings import is_listed
 from gateway.pipeline.steps.services import StepServices
@@ -14,6 +15,8 @@ NOT_ALLOWED = "Sorry, this bot only answers people on its allowlist."
 
 
 class Access:
+    skipped_when: ClassVar[tuple[str, object]] = ("access", "open")
+
     def __init__(self, services: StepServices) -> None:
         self._metrics = services.metrics
 

@@ -2,7 +2,7 @@
 bot as a whole, has already reached one, with which limit and when it resets. The spending is read from the runs
 every replica records (`gateway/pipeline/spend.py`), so replicas count together.
 
-A binding without limits skips the step (`setting`), so it reads nothing here.
+A binding without limits skips the step (`skipped_when`), so it reads nothing here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 
 class Budget:
-    setting: ClassVar[str] = "limits"
+    skipped_when: ClassVar[tuple[str, object]] = ("limits", None)
 
     def __init__(self, services: StepServices) -> None:
         self._db = services.db

@@ -14,7 +14,7 @@ SLOW_DOWN = "You're sending messages faster than I can answer. Please wait a mom
 
 
 class RateLimit:
-    setting: ClassVar[str] = "rate_limit"
+    skipped_when: ClassVar[tuple[str, object]] = ("rate_limit", None)
 
     def __init__(self, services: StepServices) -> None:
         self._cache = services.cache

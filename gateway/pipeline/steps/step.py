@@ -45,11 +45,12 @@ class Step(Protocol):
 
 
 class ForOneSetting(Protocol):
-    """A step that concerns only bindings setting one field of their spec (`limits`, `rate_limit`): the router skips
-    it, without calling it, for a delivery whose binding leaves that field unset. Bindings are read at each claim, so
-    a field `gateway apply` sets while the gateway runs holds from the next message."""
+    """A step with nothing to do for a binding whose one field has one value (no `limits`, `access: open`): the
+    router skips it, without calling it, for such a delivery. Bindings are read at each claim, so a field `gateway
+    apply` sets while the gateway runs holds from the next message."""
 
-    setting: ClassVar[str]
+    skipped_when: ClassVar[tuple[str, object]]
+    """(the binding spec's field, the value that leaves the step nothing to do)."""
 
 
 @runtime_checkable
