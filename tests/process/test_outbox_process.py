@@ -15,7 +15,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 from aiohttp import web
@@ -23,7 +22,7 @@ from sqlalchemy import select
 
 from storage.db import Database
 from storage.models import OutboxFileRow
-from tests.support.cli_process import gateway_env
+from tests.support.cli_process import gateway_env, until_serving
 from tests.support.fakes.chat_completions import ChatCompletionsServer, stream_answer
 from tests.support.fakes.slack import FakeSlack, SlackApp
 from tests.support.harness import free_port
@@ -67,10 +66,7 @@ async def serving(slack: FakeSlack, app: SlackApp, config: Path, env: dict[str, 
     try:
         await slack.wait_for(lambda: sum(c.method == "apps.connections.open" for c in slack.calls) > connected
                              and bool(app.sockets), timeout=30)
-        async with httpx.AsyncClient() as client, asyncio.timeout(10):
-            while not ((ready := await client.get(f"http://127.0.0.1:{port}/readyz")).status_code == 200  # noqa: ASYNC110
-                       and all(ready.json()["bots"].values())):
-                await asyncio.sleep(0.1)  # an HTTP probe has no change to wait on
+        await until_serving(port)
         yield process
     finally:
         if process.returncode is None:

@@ -15,12 +15,12 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 from aiohttp import web
 
 from tests.conftest import REDIS
+from tests.support.cli_process import until_serving
 from tests.support.fakes.chat_completions import ChatCompletionsServer, last_user_text, stream_answer
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import free_port
@@ -64,10 +64,7 @@ async def serving(telegram: FakeTelegram, config: Path, env: dict[str, str],
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
     try:
         await telegram.wait_for(lambda: sum(c.method == "getMe" for c in telegram.calls) > signed_in, timeout=30)
-        async with httpx.AsyncClient() as client, asyncio.timeout(5):
-            while not ((ready := await client.get(f"http://127.0.0.1:{port}/readyz")).status_code == 200
-                       and all(ready.json()["bots"].values())):
-                pass
+        await until_serving(port)
         yield process
     finally:
         if process.returncode is None:

@@ -16,12 +16,11 @@ from functools import partial
 from itertools import pairwise
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 
 from tests.conftest import REDIS
-from tests.support.cli_process import gateway_env
+from tests.support.cli_process import gateway_env, until_serving
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import free_port
 from tests.support.records import inbox_rows, until_done
@@ -41,15 +40,7 @@ async def serving(telegram: FakeTelegram, config: Path, env: dict[str, str],
         sys.executable, "-m", "gateway", "serve", "-c", str(config), cwd=config.parent, env=env,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
     try:
-        async with httpx.AsyncClient() as client, asyncio.timeout(30):
-            while True:
-                try:
-                    ready = await client.get(f"http://127.0.0.1:{port}/readyz")
-                except httpx.TransportError:
-                    await asyncio.sleep(0.1)  # the process is still starting: nothing to wait on but its port
-                    continue
-                if ready.status_code == 200 and all(ready.json()["bots"].values()):
-                    break
+        await until_serving(port)
         yield process
     finally:
         if process.returncode is None:

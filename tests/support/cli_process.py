@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 ROOT = Path(__file__).resolve().parents[2]
 STARTS_WITHIN = 60.0
 """Seconds a `gateway serve` process may take to import, migrate a new database and make its first platform call:
@@ -28,6 +30,21 @@ class Finished:
     @property
     def stdout_lines(self) -> list[str]:
         return self.stdout.splitlines()
+
+
+async def until_serving(port: int, *, within: float = STARTS_WITHIN) -> None:
+    """Until the `gateway serve` process on `port` answers its readiness probe 200 with every bot connected. A probe
+    that cannot connect yet, or takes long to answer on a busy machine, is asked again within the one budget."""
+    async with httpx.AsyncClient(timeout=None) as client, asyncio.timeout(within):
+        while True:
+            try:
+                ready = await client.get(f"http://127.0.0.1:{port}/readyz")
+            except httpx.TransportError:
+                await asyncio.sleep(0.1)  # the process is still starting: nothing to wait on but its port
+                continue
+            if ready.status_code == 200 and all(ready.json()["bots"].values()):
+                return
+            await asyncio.sleep(0.1)  # an HTTP probe has no change to wait on
 
 
 def gateway_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
