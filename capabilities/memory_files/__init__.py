@@ -18,4 +18,5 @@ CAPABILITY = CapabilityDef(
            ToolInfo(id="write_memory", summary="Create or replace a note.", side_effecting=True),
            ToolInfo(id="edit_memory", summary="Replace one passage of a note.", side_effecting=True),
            ToolInfo(id="delete_memory", summary="Delete a note.", side_effecting=True)),
-    build=Deferred("capabilities.memory_files.build:build"), bind=Deferred("capabilities.memory_files.services:bind"))
+    build=Deferred("capabilities.memory_files.build:build"), bind=Deferred("capabilities.memory_files.services:bind"),
+    personal_store=Deferred("capabilities.memory_files.personal:personal_store"))

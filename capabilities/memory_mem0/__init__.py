@@ -68,4 +68,5 @@ CAPABILITY = CapabilityDef(
     tools=(ToolInfo(id="remember", summary="Records one short, self-contained fact in mem0.", side_effecting=True),
            ToolInfo(id="recall", summary="Finds the remembered facts a question is about, by meaning.")),
     config=Mem0Config, key=KeyRequirement(description="a mem0 API key"),
-    build=Deferred("capabilities.memory_mem0.build:build"), bind=Deferred("capabilities.memory_mem0.services:bind"))
+    build=Deferred("capabilities.memory_mem0.build:build"), bind=Deferred("capabilities.memory_mem0.services:bind"),
+    personal_store=Deferred("capabilities.memory_mem0.forget:personal_store"))

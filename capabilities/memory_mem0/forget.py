@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import SecretStr, ValidationError
+from sqlalchemy import Connection
 
 from capabilities.memory_mem0 import Mem0Config, user_id
 from capabilities.memory_mem0.access import Mem0Access, Mem0Refused, Mem0Unavailable, endpoint
 from capabilities.memory_mem0.client import Mem0Client
-from capabilities.run import MemoryOwner
+from capabilities.run import Deleted, Deployment, Held, MemoryOwner
 
 log = logging.getLogger(__name__)
 
@@ -49,24 +50,41 @@ def mem0_bindings(agents: Iterable[tuple[str, Sequence[Mapping[str, Any]]]],
     return found
 
 
+FORGET_MEM0 = ("This also deletes what agents {agents} remember about you in their memory service (mem0), which "
+               "this gateway cannot count.")
+UNREACHED = "the memory service (mem0) of agent(s) {agents}"
+
+
 class Mem0Forgetting:
+    """`capabilities.run.PersonalStore` through mem0's API: nothing of it is stored in this database."""
+
     def __init__(self, bindings: Sequence[Mem0Binding], access: Mem0Access) -> None:
         self._bindings = list(bindings)
         self._access = access
 
-    @property
-    def agents(self) -> list[str]:
-        return [binding.agent for binding in self._bindings]
+    async def held(self, owners: Sequence[MemoryOwner]) -> Held:
+        agents = ", ".join(binding.agent for binding in self._bindings)
+        return Held(uncounted=FORGET_MEM0.format(agents=agents) if agents else "")
 
-    async def forget(self, owners: Sequence[MemoryOwner]) -> list[tuple[str, str]]:
-        """Delete these owners' memories for every binding agent; (agent, why) for each where that failed."""
+    async def delete(self, owners: Sequence[MemoryOwner]) -> Deleted:
+        """Delete these owners' memories for every binding agent; each agent where that failed is named."""
         failed: list[tuple[str, str]] = []
         for binding in self._bindings:
             problem = await self._forget_one(binding, owners)
             if problem is not None:
                 log.warning("mem0 memories of agent %r were not deleted: %s", binding.agent, problem)
                 failed.append((binding.agent, problem))
-        return failed
+        return Deleted(unreached=UNREACHED.format(agents=", ".join(agent for agent, _ in failed)) if failed else "",
+                       problems=tuple(f"mem0 memories of agent {agent} not deleted ({problem})"
+                                      for agent, problem in failed))
+
+    async def clear(self, agent_name: str) -> Deleted:
+        """Nothing: mem0 keeps an agent's memories under one `user_id` per owner, which this gateway does not list."""
+        return Deleted()
+
+    def move(self, connection: Connection, source: MemoryOwner, target: MemoryOwner) -> None:
+        """Nothing: the memories stay in mem0 under the `user_id` they were written for, which `forget` still
+        reaches through the person's linked identities."""
 
     async def _forget_one(self, binding: Mem0Binding, owners: Sequence[MemoryOwner]) -> str | None:
         if binding.key is None:
@@ -80,3 +98,14 @@ class Mem0Forgetting:
         except (Mem0Refused, Mem0Unavailable) as exc:
             return str(exc)
         return None
+
+
+def personal_store(deployment: Deployment) -> Mem0Forgetting:
+    """Every agent of the deployment's config binding `memory_mem0` (enabled or not), with its key, which is
+    registered with the log redactor here: no log line may carry one."""
+    agents = [(agent.name, [entry.model_dump() for entry in agent.capabilities]) for agent in deployment.config.agents]
+    bindings = mem0_bindings(agents, deployment.secrets.get)
+    for binding in bindings:
+        if binding.key is not None:
+            deployment.redact(binding.key.get_secret_value())
+    return Mem0Forgetting(bindings, deployment.settings.mem0_access)

@@ -28,7 +28,7 @@ from capabilities.registry.config_errors import describe_errors
 if TYPE_CHECKING:
     from pydantic_ai.capabilities import AbstractCapability
 
-    from capabilities.run import BuildContext, Deployment, SecretLookup
+    from capabilities.run import BuildContext, Deployment, PersonalStore, SecretLookup
 
 Category = Literal["knowledge", "research", "analysis", "reasoning", "utility", "channels"]
 ApprovalMode = Literal["default", "required", "never"]
@@ -95,6 +95,7 @@ Builder = Callable[["BuildContext[C]"], "AbstractCapability[Any] | None"]
 RunEndHook = Callable[["BuildContext[C]"], Awaitable[None]]
 Binder = Callable[["Deployment"], Any]
 """Builds a capability's services (a frozen dataclass of its own) from the deployment, once, at start."""
+PersonalStoreFactory = Callable[["Deployment"], "PersonalStore"]
 AskUser = Callable[[str], Awaitable[str]]
 
 
@@ -207,6 +208,9 @@ class CapabilityDef(Generic[C]):
     """How the capability's delegates put a question to the run's person: the call parks the run, the chat asks."""
     asked: Asked | Deferred[Asked] | None = None
     """The question when a parked call's metadata waits on one rather than on an approval."""
+    personal_store: PersonalStoreFactory | Deferred[PersonalStoreFactory] | None = None
+    """What the capability keeps about people beyond a run, built from the deployment at start: `forget` deletes it,
+    linking two accounts moves it (`Registry.personal_stores`). None: it keeps nothing about anyone."""
 
     @property
     def asks_in_chat(self) -> bool:
@@ -277,6 +281,11 @@ class Registry:
             if definition is not None and definition.bind is not None:
                 services[capability_id] = definition.bind(deployment)
         return BoundRegistry(self, services, bound=frozenset(ids), secrets=deployment.secrets)
+
+    def personal_stores(self, deployment: Deployment) -> list[PersonalStore]:
+        """What every capability of the registry keeps about people, bound by an agent or not: notes written while
+        an agent bound one stay after an operator unbinds it, and forgetting a person must still delete them."""
+        return [definition.personal_store(deployment) for definition in self if definition.personal_store is not None]
 
     def used_by(self, config: Any) -> set[str]:
         """The capabilities `config` (a `GatewayConfig`) uses: every enabled entry of an agent, every grant of a bot's

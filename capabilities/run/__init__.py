@@ -29,6 +29,7 @@ from capabilities.run.url_guard import Resolver, system_resolver
 if TYPE_CHECKING:  # a capability's declaration reads this module; only its builder needs pydantic-ai, httpx
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.usage import RequestUsage
+    from sqlalchemy import Connection
 
 C = TypeVar("C", bound=BaseModel)
 T = TypeVar("T")
@@ -120,6 +121,55 @@ class NoteStore(Protocol):
         ...
 
     async def delete(self, agent_name: str, owner: MemoryOwner, path: str) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Held:
+    """What one capability keeps about some owners, as `forget` tells the person before it deletes anything."""
+
+    count: int = 0
+    """What this gateway counted of it."""
+    counted: str = ""
+    """`count` as the answer names it ("2 note(s)"); empty: this capability counts nothing."""
+    uncounted: str = ""
+    """A sentence on what may be kept where this gateway cannot count it (a memory service); empty: nothing."""
+
+    @property
+    def anything(self) -> bool:
+        return self.count > 0 or bool(self.uncounted)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Deleted:
+    """What one capability deleted of some owners, and what it could not reach."""
+
+    counted: str = ""
+    """What was deleted, counted ("2 note(s)"); empty: this capability counts nothing."""
+    unreached: str = ""
+    """Where deleting failed, as the person reads it ("the memory service (mem0) of agent(s) alpha"); empty: all
+    was deleted."""
+    problems: tuple[str, ...] = ()
+    """Each failure for the operator, with why ("mem0 memories of agent alpha not deleted (HTTP 503)")."""
+
+
+class PersonalStore(Protocol):
+    """What one capability keeps about people beyond a run (`CapabilityDef.personal_store`): what `forget` counts and
+    deletes, and what linking two accounts moves into one store. Every owner is personal (`MemoryOwner.personal`)."""
+
+    async def held(self, owners: Sequence[MemoryOwner]) -> Held: ...
+
+    async def delete(self, owners: Sequence[MemoryOwner]) -> Deleted:
+        """Delete everything these owners have here, for every agent."""
+        ...
+
+    async def clear(self, agent_name: str) -> Deleted:
+        """Delete everything one agent keeps here, for every owner (`gateway memory clear`)."""
+        ...
+
+    def move(self, connection: Connection, source: MemoryOwner, target: MemoryOwner) -> None:
+        """Give `source`'s rows to `target` in the caller's transaction (two accounts linked into one person); a
+        capability storing nothing in this database moves nothing."""
+        ...
 
 
 class SpillStore(Protocol):

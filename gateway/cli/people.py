@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 
 from gateway.config.secrets import SecretSource
 
 if TYPE_CHECKING:
-    from capabilities.memory_mem0.forget import Mem0Forgetting
+    from capabilities.run import Deleted, PersonalStore
     from gateway.people.identities import Identity
     from storage.db import Database
 
@@ -56,7 +56,10 @@ def link(first: Annotated[int, typer.Argument(help="An identity id from `gateway
 
     if first == second:
         _fail(f"identity {first} cannot be linked to itself")
-    person = _run(lambda db: Identities(db).link(first, second))
+
+    async def linked(db: Database) -> int:
+        return await Identities(db, stores=await _personal_stores(db)).link(first, second)
+    person = _run(linked)
     typer.echo(f"identities {first} and {second} are now person {person}")
 
 
@@ -77,8 +80,7 @@ def delete(person: Annotated[int | None, typer.Option(help="A person id: every i
            = None, yes: Yes = False) -> None:
     """Delete everything every agent remembers about one person (their one-to-one notes; rooms keep theirs) and the
     reminders they set."""
-    from capabilities.memory_files.store import MemoryNotes
-    from gateway.people.commands import reminder_owners
+    from gateway.people.commands import counted, reminder_owners
     from gateway.people.identities import Identities
     from storage.reminders import Reminders
 
@@ -88,48 +90,52 @@ def delete(person: Annotated[int | None, typer.Option(help="A person id: every i
     if not yes:
         typer.confirm(f"Delete every note any agent keeps about {who}, and the reminders they set?", abort=True)
 
-    async def forget(db: Database) -> tuple[int, int, list[tuple[str, str]]]:
+    async def forget(db: Database) -> tuple[list[Deleted], int]:
         people = Identities(db)
         owners = await (people.owners_of_person(person) if person is not None
                         else people.owners_of_identity(identity or 0))
-        deleted = await MemoryNotes(db).delete_owned(owners)
-        reminders = await Reminders(db).delete_owned(reminder_owners(owners))
-        return deleted, reminders, await (await _mem0_forgetting(db)).forget(owners)
+        deleted = [await store.delete(owners) for store in await _personal_stores(db)]
+        return deleted, await Reminders(db).delete_owned(reminder_owners(owners))
 
-    deleted, reminders, failed = _run(forget)
-    typer.echo(f"deleted {deleted} note(s) and {reminders} reminder(s) of {who}")
-    for agent, problem in failed:
-        typer.echo(f"mem0 memories of agent {agent} not deleted ({problem}); run this again once it answers",
-                   err=True)
-    if failed:
+    deleted, reminders = _run(forget)
+    typer.echo(f"deleted {counted(deleted)} and {reminders} reminder(s) of {who}")
+    problems = [problem for part in deleted for problem in part.problems]
+    for problem in problems:
+        typer.echo(f"{problem}; run this again once it answers", err=True)
+    if problems:
         raise typer.Exit(1)
 
 
 @memory_app.command("clear")
 def clear(agent: Annotated[str, typer.Option(help="The agent's name, as in gateway.yaml.")], yes: Yes = False) -> None:
     """Delete every note one agent keeps, for every person and room."""
-    from capabilities.memory_files.store import MemoryNotes
+    from gateway.people.commands import counted
 
     if not yes:
         typer.confirm(f"Delete every note agent {agent!r} keeps, for everyone?", abort=True)
-    typer.echo(f"deleted {_run(lambda db: MemoryNotes(db).clear_agent(agent))} note(s) of agent {agent}")
+
+    async def cleared(db: Database) -> list[Deleted]:
+        return [await store.clear(agent) for store in await _personal_stores(db)]
+    typer.echo(f"deleted {counted(_run(cleared))} of agent {agent}")
 
 
-async def _mem0_forgetting(db: Database) -> Mem0Forgetting:
-    """The agents applied to this database that bind `memory_mem0`, with their keys from this environment."""
+async def _personal_stores(db: Database) -> list[PersonalStore]:
+    """What every capability keeps about people, bound by an applied agent or not; mem0 reaches the agents applied to
+    this database that bind `memory_mem0`, with their keys from this environment."""
     from sqlalchemy import Connection, select
 
-    from capabilities.memory_mem0.forget import Mem0Forgetting, mem0_bindings
-    from gateway.config.schema import Settings
+    from capabilities.run import Deployment
+    from gateway.checks.validation import deployment_registry
+    from gateway.config.schema import AgentSpec, GatewayConfig, Settings
     from storage.tables import AGENTS
 
-    def applied(connection: Connection) -> list[tuple[str, list[Any]]]:
-        rows = connection.execute(select(AGENTS.c.name, AGENTS.c.spec))
-        return [(name, list(spec.get("capabilities") or [])) for name, spec in rows]
+    def applied(connection: Connection) -> list[AgentSpec]:
+        return [AgentSpec.model_validate(spec) for spec in connection.execute(select(AGENTS.c.spec)).scalars()]
     settings = Settings()
-    agents = await db.run(applied, single=True)
-    secrets = SecretSource.load(settings.secrets_file)
-    return Mem0Forgetting(mem0_bindings(agents, secrets.get), settings.mem0_access)
+    # Only the applied agents: what a store reads of the config here (no bot of this database is running).
+    config = GatewayConfig.model_construct(agents=await db.run(applied, single=True), bots=[])
+    deployment = Deployment(db=db, config=config, settings=settings, secrets=SecretSource.load(settings.secrets_file))
+    return deployment_registry(settings).personal_stores(deployment)
 
 
 def _line(identity: Identity) -> str:

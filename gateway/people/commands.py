@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 
 from adapters.base import Inbound
-from capabilities.memory_files.store import MemoryNotes
-from capabilities.memory_mem0.forget import Mem0Forgetting
-from capabilities.run import MemoryOwner
+from capabilities.run import Deleted, Held, MemoryOwner, PersonalStore
 from gateway.people.identities import (
     CODE_ALPHABET,
     CODE_LENGTH,
@@ -42,16 +41,15 @@ OWN_CODE = "That code was issued to this account; send it from your other accoun
 UNLINKED = ("Unlinked. Your other accounts keep the notes you shared; this account starts with none and "
             "can be linked again with `link`.")
 NOT_LINKED = "This account is not linked to another one."
-FORGET_ASK = ("This deletes everything every agent of this gateway remembers about you ({notes} note(s)), "
-              "on every account linked to this one. It cannot be undone. Send `forget yes` to confirm.")
+FORGET_ASK = ("This deletes everything every agent of this gateway remembers about you ({counted}), on every "
+              "account linked to this one. It cannot be undone. Send `forget yes` to confirm.")
 FORGET_REMINDERS = " It also deletes the {reminders} reminder(s) you set, so none of them will fire."
 NOTHING_TO_FORGET = "No agent of this gateway remembers anything about you."
-FORGOTTEN = "Done: {notes} note(s) deleted. No agent of this gateway remembers anything about you now."
-FORGET_MEM0 = (" This also deletes what agents {agents} remember about you in their memory service (mem0), which "
-               "this gateway cannot count.")
-FORGOTTEN_EXCEPT_MEM0 = ("{notes} note(s) deleted, but the memory service (mem0) of agent(s) {agents} could not be "
-                         "reached, so what they remember about you there is not deleted yet. Send `forget yes` "
-                         "again later.")
+FORGOTTEN = "Done: {counted} deleted. No agent of this gateway remembers anything about you now."
+FORGOTTEN_EXCEPT = ("{counted} deleted, but {unreached} could not be reached, so what they remember about you there "
+                    "is not deleted yet. Send `forget yes` again later.")
+NOTHING_COUNTED = "nothing this gateway can count"
+"""In place of the counts where no capability counts what it keeps."""
 CODE_IN_GROUP = ("Link codes work in a direct message: send `link CODE` to a bot of this gateway in a direct "
                  "message on your other platform.")
 CODE_IN_GROUP_RETIRED = ("Link codes work in a direct message. That code no longer works, since others here could "
@@ -59,12 +57,11 @@ CODE_IN_GROUP_RETIRED = ("Link codes work in a direct message. That code no long
 
 
 class DirectCommands:
-    def __init__(self, *, identities: Identities, memory: MemoryNotes, mem0: Mem0Forgetting | None = None,
+    def __init__(self, *, identities: Identities, stores: Sequence[PersonalStore],
                  reminders: Reminders | None = None) -> None:
         self._identities = identities
-        self._memory = memory
-        self._mem0 = mem0
-        """The agents binding `memory_mem0`, whose memories are deleted through mem0's API."""
+        self._stores = tuple(stores)
+        """What every capability keeps about people (`Registry.personal_stores`), bound by an agent or not."""
         self._reminders = reminders
         """The reminders people set, which `forget` deletes too; None: no agent sets any."""
 
@@ -103,24 +100,30 @@ class DirectCommands:
 
     async def _forget(self, identity_id: int, *, confirmed: bool) -> str:
         owners = await self._identities.owners_of_identity(identity_id)
-        mem0_agents = self._mem0.agents if self._mem0 is not None else []
         if not confirmed:
-            notes = await self._memory.count_owned(owners)
-            reminders = await self._reminders.count_owned(reminder_owners(owners)) if self._reminders else 0
-            if not notes and not mem0_agents and not reminders:
-                return NOTHING_TO_FORGET
-            return FORGET_ASK.format(notes=notes) + (FORGET_MEM0.format(agents=", ".join(mem0_agents))
-                                                     if mem0_agents else "") + (
-                FORGET_REMINDERS.format(reminders=reminders) if reminders else "")
-        deleted = await self._memory.delete_owned(owners)
+            return await self._ask_to_forget(owners)
+        deleted = [await store.delete(owners) for store in self._stores]
         if self._reminders is not None:
             await self._reminders.delete_owned(reminder_owners(owners))
-        failed = await self._mem0.forget(owners) if self._mem0 is not None else []
-        log.info("identity %d: forgot %d memory note(s) across every agent; mem0 of %d agent(s) failed",
-                 identity_id, deleted, len(failed))
-        if failed:
-            return FORGOTTEN_EXCEPT_MEM0.format(notes=deleted, agents=", ".join(agent for agent, _ in failed))
-        return FORGOTTEN.format(notes=deleted)
+        unreached = [part.unreached for part in deleted if part.unreached]
+        log.info("identity %d: forgot %s across every agent; %d store(s) not reached", identity_id,
+                 counted(deleted), len(unreached))
+        if unreached:
+            return FORGOTTEN_EXCEPT.format(counted=counted(deleted), unreached=" and ".join(unreached))
+        return FORGOTTEN.format(counted=counted(deleted))
+
+    async def _ask_to_forget(self, owners: list[MemoryOwner]) -> str:
+        held = [await store.held(owners) for store in self._stores]
+        reminders = await self._reminders.count_owned(reminder_owners(owners)) if self._reminders else 0
+        if not reminders and not any(part.anything for part in held):
+            return NOTHING_TO_FORGET
+        ask = " ".join([FORGET_ASK.format(counted=counted(held)), *(part.uncounted for part in held if part.uncounted)])
+        return ask + (FORGET_REMINDERS.format(reminders=reminders) if reminders else "")
+
+
+def counted(parts: Sequence[Held | Deleted]) -> str:
+    """What the capabilities counted, as one phrase ("2 note(s)")."""
+    return ", ".join(part.counted for part in parts if part.counted) or NOTHING_COUNTED
 
 
 def reminder_owners(owners: list[MemoryOwner]) -> list[str]:

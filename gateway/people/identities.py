@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import Connection, Row, delete, func, insert, select, update
 
-from capabilities.memory_files.store import move_notes
-from capabilities.run import MemoryOwner
+from capabilities.run import MemoryOwner, PersonalStore
 from storage.db import Database
 from storage.tables import IDENTITIES, LINK_CODES, PERSONS, utcnow
 
@@ -69,8 +69,11 @@ Redemption = Linked | Refused
 
 
 class Identities:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, stores: Sequence[PersonalStore] = ()) -> None:
+        """`stores`: what capabilities keep about people (`Registry.personal_stores`), moved into the person when two
+        accounts are linked; none: linking moves nothing."""
         self._db = db
+        self._stores = tuple(stores)
 
     async def get(self, identity_id: int) -> Identity:
         return await self._db.run(lambda connection: _identity(_row(connection, identity_id)), single=True)
@@ -115,7 +118,7 @@ class Identities:
                 return _count_failure(connection, identity_id, now)
             connection.execute(update(IDENTITIES).where(IDENTITIES.c.id == identity_id)
                                .values(failed_link_attempts=0, link_locked_until=None))
-            person_id = _link(connection, issued.identity_id, identity_id)
+            person_id = _link(connection, issued.identity_id, identity_id, self._stores)
             return Linked(person_id=person_id, other=_identity(_row(connection, issued.identity_id)))
         return await self._db.run(work)
 
@@ -134,7 +137,7 @@ class Identities:
         """Make two identities one person (an admin's shortcut for a code); returns the person id."""
         if first_id == second_id:
             raise ValueError(f"identity {first_id} cannot be linked to itself")
-        return await self._db.run(lambda connection: _link(connection, first_id, second_id))
+        return await self._db.run(lambda connection: _link(connection, first_id, second_id, self._stores))
 
     async def unlink(self, identity_id: int) -> bool:
         """Detach this identity from its person; False when no other identity shares that person.
@@ -202,24 +205,29 @@ def _count_failure(connection: Connection, identity_id: int, now: datetime) -> R
     return Refused(reason="invalid", attempts_left=MAX_FAILED_ATTEMPTS - failed)
 
 
-def _link(connection: Connection, first_id: int, second_id: int) -> int:
-    """One person for both; notes they kept apart move into it, and two persons merge into the first's."""
+def _link(connection: Connection, first_id: int, second_id: int, stores: Sequence[PersonalStore]) -> int:
+    """One person for both; what they kept apart moves into it, and two persons merge into the first's."""
     first, second = _row(connection, first_id, lock=True), _row(connection, second_id, lock=True)
     person_id: int = first.person_id or second.person_id or connection.execute(
         insert(PERSONS).values(display_name=first.display_name).returning(PERSONS.c.id)).scalar_one()
     target = MemoryOwner(kind="person", key=str(person_id))
     for row in (first, second):
         if row.person_id is None:
-            move_notes(connection, MemoryOwner(kind="identity", key=str(row.id)), target)
+            _move(connection, stores, MemoryOwner(kind="identity", key=str(row.id)), target)
             connection.execute(update(IDENTITIES).where(IDENTITIES.c.id == row.id)
                                .values(person_id=person_id, updated_at=utcnow()))
         elif row.person_id != person_id:
             merged = row.person_id
-            move_notes(connection, MemoryOwner(kind="person", key=str(merged)), target)
+            _move(connection, stores, MemoryOwner(kind="person", key=str(merged)), target)
             connection.execute(update(IDENTITIES).where(IDENTITIES.c.person_id == merged)
                                .values(person_id=person_id, updated_at=utcnow()))
             connection.execute(delete(PERSONS).where(PERSONS.c.id == merged))
     return person_id
+
+
+def _move(connection: Connection, stores: Sequence[PersonalStore], source: MemoryOwner, target: MemoryOwner) -> None:
+    for store in stores:
+        store.move(connection, source, target)
 
 
 def _row(connection: Connection, identity_id: int, *, lock: bool = False) -> Row[Any]:

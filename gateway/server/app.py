@@ -22,8 +22,6 @@ from starlette.routing import Mount
 
 from adapters.platforms import PlatformAdapter
 from adapters.protocols import Closable, PostsFiles
-from capabilities.memory_files.store import MemoryNotes
-from capabilities.memory_mem0.forget import Mem0Forgetting, mem0_bindings
 from capabilities.registry import Registry
 from capabilities.run import Deployment
 from capabilities.run.url_guard import Resolver, system_resolver
@@ -152,16 +150,6 @@ class Gateway:
     def url(self) -> str:
         return f"http://{self.config.server.host}:{self.port}"
 
-    def _mem0_forgetting(self) -> Mem0Forgetting:
-        """Every agent of this config binding `memory_mem0`: forgetting a person deletes there too; their keys are
-        registered with the log redactor."""
-        agents = [(agent.name, [entry.model_dump() for entry in agent.capabilities]) for agent in self.config.agents]
-        bindings = mem0_bindings(agents, self._secrets.get)
-        for binding in bindings:  # the keys are known here already: no log line may carry one
-            if binding.key is not None:
-                self.redactor.add(binding.key.get_secret_value())
-        return Mem0Forgetting(bindings, self.settings.mem0_access)
-
     def _hooks(self) -> list[Hook]:
         """Each webhook of the config with its secret, which no log line may then carry."""
         hooks = []
@@ -198,7 +186,6 @@ class Gateway:
         for index, bot in enumerate(self.config.bots):
             self.adapters[bot.name] = await build_adapter(index, bot, context)
         inbox = Inbox(db)
-        memory = MemoryNotes(db)
         directories = {name: adapter.directory for name, adapter in self.adapters.items()}
         files = {name: adapter for name, adapter in self.adapters.items() if isinstance(adapter, PostsFiles)}
         for value in mcp_secret_values(self.config.mcp_servers, self._secrets):
@@ -206,6 +193,7 @@ class Gateway:
         deployment = Deployment(db=db, config=self.config, settings=self.settings, secrets=self._secrets,
                                 directories=directories, resolver=self._tuning.resolver, redact=self.redactor.add)
         capabilities = self.registry.bind(deployment, self.registry.used_by(self.config))
+        personal = self.registry.personal_stores(deployment)  # a store resolving a key registers it for redaction here
         turns = RunningTurns()
         control = TurnControl(db=db, adapters=self.adapters, bindings=bindings, turns=turns, commands=words())
         runtime = Runtime(models=self._models, db=db, capabilities=capabilities,
@@ -221,7 +209,7 @@ class Gateway:
         typing = TypingShown()
         router = Router(adapters=self.adapters, bindings=bindings, conversations=conversations,
                         runtime=runtime, cache=cache, inbox=inbox, approval_flow=flow, questions=questions,
-                        commands=DirectCommands(identities=Identities(db), memory=memory, mem0=self._mem0_forgetting(),
+                        commands=DirectCommands(identities=Identities(db, stores=personal), stores=personal,
                                                 reminders=Reminders(db)),
                         db=db, capabilities=capabilities, metrics=self.metrics, typing=typing, control=control)
         tuning = self._tuning

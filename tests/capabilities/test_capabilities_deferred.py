@@ -9,7 +9,7 @@ from capabilities.registry import Deferred
 from capabilities.registry.offered import CAPABILITIES
 
 REFERENCES = [pytest.param(reference, id=f"{definition.id}.{field}")
-              for definition in CAPABILITIES for field in ("build", "on_run_end")
+              for definition in CAPABILITIES for field in ("build", "on_run_end", "personal_store")
               if isinstance(reference := getattr(definition, field), Deferred)]
 
 

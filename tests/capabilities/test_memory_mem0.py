@@ -16,6 +16,7 @@ from pydantic_ai.messages import ToolReturnPart
 
 from adapters.base import ChatAddress, Inbound, Speaker
 from capabilities import default_registry
+from capabilities.memory_files.personal import PersonalNotes
 from capabilities.memory_files.store import MemoryNotes
 from capabilities.memory_mem0 import NO_STORE, Mem0Config
 from capabilities.memory_mem0.access import CLOUD_URL, Mem0Access, Mem0Refused, endpoint
@@ -224,8 +225,8 @@ async def test_forget_yes_says_whose_mem0_could_not_be_reached(mem0: FakeMem0, s
         mem0.status = 503
         binding = Mem0Binding(agent="alpha", config=Mem0Config(base_url=mem0.url, dialect=mem0.dialect),
                               key=SecretStr(KEY))
-        commands = DirectCommands(identities=Identities(db), memory=MemoryNotes(db),
-                                  mem0=Mem0Forgetting([binding], access(mem0)))
+        commands = DirectCommands(identities=Identities(db),
+                                  stores=[PersonalNotes(MemoryNotes(db)), Mem0Forgetting([binding], access(mem0))])
         answer = await commands.answer(Inbound(address=DM, speaker=speaker, text="forget yes", message_id="1",
                                                addressed="direct"), identity)
     finally:

@@ -7,6 +7,7 @@ from datetime import timedelta
 from sqlalchemy import select, update
 
 from adapters.base import Speaker
+from capabilities.memory_files.personal import PersonalNotes
 from capabilities.memory_files.store import MemoryNotes
 from capabilities.run import MemoryOwner
 from gateway.people.identities import LOCKOUT, MAX_FAILED_ATTEMPTS, Identities, Linked, Refused, code_hash
@@ -95,7 +96,7 @@ async def test_linking_brings_both_accounts_notes_into_one_store_without_losing_
     await notes.write("assistant", MemoryOwner(kind="identity", key=str(telegram)), "MEMORY.md", "- tea.md")
     await notes.write("assistant", MemoryOwner(kind="identity", key=str(slack)), "MEMORY.md", "- trips.md")
     await notes.write("assistant", MemoryOwner(kind="identity", key=str(slack)), "trips.md", "Lisbon in May")
-    person = await Identities(db).link(telegram, slack)
+    person = await Identities(db, stores=[PersonalNotes(notes)]).link(telegram, slack)
     merged = MemoryOwner(kind="person", key=str(person))
     assert [n.path for n in await notes.list("assistant", merged)] == ["MEMORY.md", "trips.md"]
     assert await notes.read("assistant", merged, "MEMORY.md") == "- tea.md\n\n- trips.md"
@@ -106,7 +107,7 @@ async def test_linking_two_people_merges_them_into_one(db: Database) -> None:
     a, b, c, d = [await speaker(db, "slack", f"U{n}") for n in range(4)]
     first, second = await Identities(db).link(a, b), await Identities(db).link(c, d)
     await MemoryNotes(db).write("assistant", MemoryOwner(kind="person", key=str(second)), "x.md", "kept")
-    assert await Identities(db).link(b, c) == first
+    assert await Identities(db, stores=[PersonalNotes(MemoryNotes(db))]).link(b, c) == first
     assert {await person_of(db, i) for i in (a, b, c, d)} == {first}
     assert await MemoryNotes(db).read("assistant", MemoryOwner(kind="person", key=str(first)), "x.md") == "kept"
 
