@@ -163,6 +163,20 @@ async def test_forget_asks_first_then_deletes_what_every_agent_remembers(
         ("alpha", "room", "team.md")]
 
 
+async def test_forget_deletes_the_notes_an_agent_wrote_before_the_operator_unbound_memory(
+        telegram: FakeTelegram, database_url: str) -> None:
+    bot, alice = TelegramBot().register(telegram), telegram.add_user(1001, "Alice")
+    dm = telegram.private_chat(alice)
+    async with memory_gateway(telegram=telegram, bots=[bot], database_url=database_url, model=obeys()):
+        await ask(telegram, bot, dm, alice, order("write_memory", path="tea.md", content="green"))
+    async with memory_gateway(telegram=telegram, bots=[bot], database_url=database_url, model=obeys(),
+                              memory={"id": "clock"}):
+        asked = await ask(telegram, bot, dm, alice, "forget")
+        done = await ask(telegram, bot, dm, alice, "forget yes")
+    assert "(1 note(s))" in asked and done.startswith("Done: 1 note(s) deleted")
+    assert await stored_notes(database_url) == []
+
+
 async def test_one_agent_in_telegram_dms_mattermost_and_a_slack_channel_keeps_private_notes_out_of_rooms(
         telegram: FakeTelegram, slack: FakeSlack, mattermost: FakeMattermost, database_url: str) -> None:
     tg_bot, slack_bot = TelegramBot().register(telegram), SlackBot(app=slack.add_app("helper"))
