@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import psycopg
@@ -18,6 +18,7 @@ from storage.redis_cache import RedisCache
 from tests.support.fakes.mattermost import FakeMattermost
 from tests.support.fakes.slack import FakeSlack
 from tests.support.fakes.telegram import FakeTelegram
+from tests.support.hang_report import reported_if_hung
 
 models.ALLOW_MODEL_REQUESTS = False
 
@@ -93,3 +94,12 @@ async def mattermost() -> AsyncIterator[FakeMattermost]:
     """A fresh local Mattermost server on an OS-assigned port."""
     async with FakeMattermost() as fake:
         yield fake
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A test about to be ended by pytest-timeout first prints where its asyncio tasks wait (`hang_report`)."""
+    marker = item.get_closest_marker("timeout")
+    timeout = float(marker.args[0]) if marker is not None and marker.args else float(item.config.getini("timeout") or 0)
+    with reported_if_hung(timeout):
+        yield
