@@ -13,12 +13,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 from aiohttp import web
 
-from tests.support.cli_process import gateway_env
+from tests.support.cli_process import gateway_env, until_serving
 from tests.support.fakes.chat_completions import (
     ChatCompletionsServer,
     last_user_text,
@@ -95,22 +94,12 @@ async def serving(config: Path, env: dict[str, str], port: int,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
     try:
         await connected()
-        async with httpx.AsyncClient() as client, asyncio.timeout(60):  # a bound for a hang, not a wait
-            while not await _ready(client, port):  # moments after the transport: its HTTP server may still bind
-                pass
+        await until_serving(port)  # moments after the transport: its HTTP server may still bind
         yield process
     finally:
         if process.returncode is None:
             process.kill()
             await process.wait()
-
-
-async def _ready(client: httpx.AsyncClient, port: int) -> bool:
-    try:
-        ready = await client.get(f"http://127.0.0.1:{port}/readyz")
-    except httpx.ConnectError:
-        return False
-    return ready.status_code == 200 and all(ready.json()["bots"].values())
 
 
 def write_config(tmp_path: Path, model: HeldModel, bot: dict[str, Any], port: int) -> Path:

@@ -32,10 +32,10 @@ class Finished:
         return self.stdout.splitlines()
 
 
-async def until_serving(port: int, *, within: float = STARTS_WITHIN) -> None:
+async def until_serving(port: int) -> None:
     """Until the `gateway serve` process on `port` answers its readiness probe 200 with every bot connected. A probe
     that cannot connect yet, or takes long to answer on a busy machine, is asked again within the one budget."""
-    async with httpx.AsyncClient(timeout=None) as client, asyncio.timeout(within):
+    async with httpx.AsyncClient(timeout=None) as client, asyncio.timeout(STARTS_WITHIN):
         while True:
             try:
                 ready = await client.get(f"http://127.0.0.1:{port}/readyz")
