@@ -206,7 +206,7 @@ class ApprovalFlow:
             if approval.status == "pending" else None
         if decided is None:  # decided before: by this item's own attempt a crash cut short, or by someone else
             current = await self._current(approval)
-            if current.card_closed_at is None and current.card_message_id:
+            if (current.card_closed_at is None or retried) and current.card_message_id:
                 await self._close_card(adapter, card, current)
             return await self.resume(adapter, current.parked_run_id, reclaim=True) if retried else None
         log.info("approval %s %s from the console", approval.id, verdict)
@@ -285,7 +285,7 @@ class ApprovalFlow:
                            retried: bool) -> Finish | None:
         """A click on a decided card: the clicker is told what was decided, and by whom."""
         current = await self._current(approval)
-        if current.card_closed_at is None:  # its earlier edit failed: the card must stop offering buttons
+        if current.card_closed_at is None or retried:  # its edit failed, or a crash may have cut it short
             await self._close_card(adapter, click.card, current)
         await adapter.answer_click(click, settled(current), refused=True)
         if retried:
@@ -341,7 +341,7 @@ class ApprovalFlow:
                 continue
             adapter, address = await self._home(approval.parked_run_id)
             if adapter is None:  # nobody here can close its card or resume its run; it must not stay due
-                await self._approvals.decide(approval_id, "expired", None)
+                await self._approvals.decide(approval_id, "expired", None, closing=False)
                 continue
             decided = await self._expire(adapter, approval_id, MessageRef(address=address, message_id=""))
             if decided is not None:
@@ -433,8 +433,10 @@ class ApprovalFlow:
             await adapter.update_approval(card, outcome)
         except Exception as exc:  # the decision stands; the next click on this card edits it again
             log.warning("could not update approval card %s: %s", decided.id, exc)
+            await self._approvals.reopen_card(decided.id)
             return
-        await self._approvals.mark_card_closed(decided.id)
+        if decided.card_closed_at is None:  # a repair: the winner's swap marked it closed already
+            await self._approvals.mark_card_closed(decided.id)
 
 
 def settled(approval: Approval) -> str:

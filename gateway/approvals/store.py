@@ -139,8 +139,15 @@ class Approvals:
         await self._db.run(work)
 
     async def mark_card_closed(self, approval_id: str) -> None:
+        await self._set_card_closed(approval_id, utcnow())
+
+    async def reopen_card(self, approval_id: str) -> None:
+        """Its card still offers buttons (the edit that closes it failed): the next click closes it."""
+        await self._set_card_closed(approval_id, None)
+
+    async def _set_card_closed(self, approval_id: str, at: datetime | None) -> None:
         def work(connection: Connection) -> None:
-            connection.execute(update(APPROVALS).where(APPROVALS.c.id == approval_id).values(card_closed_at=utcnow()))
+            connection.execute(update(APPROVALS).where(APPROVALS.c.id == approval_id).values(card_closed_at=at))
         await self._db.run(work, single=True)
 
     async def get(self, approval_id: str) -> Approval | None:
@@ -160,17 +167,20 @@ class Approvals:
         return await self._db.run(work)
 
     async def decide(self, approval_id: str, verdict: Verdict, decided_by: str | None, *,
-                     grant_until: datetime | None = None, reason: str | None = None) -> Approval | None:
+                     grant_until: datetime | None = None, reason: str | None = None,
+                     closing: bool = True) -> Approval | None:
         """Compare-and-swap from pending; returns the decided approval, or None when it was already decided.
         `grant_until`: approved for the conversation until then (the swap itself records it, so only the decision
-        that wins makes one); `reason`: a denier's words."""
+        that wins makes one); `reason`: a denier's words. `closing`: the winner closes the card, so the swap marks
+        it closed and a losing click does not edit it too (`reopen_card` when the winner's edit fails)."""
         def work(connection: Connection) -> Approval | None:
             now = utcnow()
             still_open = APPROVALS.c.expires_at > now if verdict != "expired" else APPROVALS.c.expires_at <= now
             standing = {"scope": "conversation", "grant_until": grant_until} if grant_until is not None else {}
+            closed = {"card_closed_at": now} if closing else {}
             row = connection.execute(
                 update(APPROVALS).where(APPROVALS.c.id == approval_id, APPROVALS.c.status == "pending", still_open)
-                .values(status=verdict, decided_by=decided_by, decided_at=now, reason=reason, **standing)
+                .values(status=verdict, decided_by=decided_by, decided_at=now, reason=reason, **standing, **closed)
                 .returning(APPROVALS)).one_or_none()
             return _approval(row, _voters(connection, approval_id)) if row is not None else None
         return await self._db.run(work)
