@@ -17,8 +17,8 @@ from tests.support.records import until_done
 from tests.support.scripted import calls_then_answers
 from tests.support.transactions import counting, listed
 
-CLICK_TRANSACTIONS = 10
-"""The accept, the claim, the approval read, the decision, the card marked closed, the resume's claim (open questions
+CLICK_TRANSACTIONS = 9
+"""The accept, the claim, the approval read, the decision (which marks the card closed), the resume's claim (open questions
 looked for in its one statement), the decisions read, the run row back to running, the look for files the parked
 turn left, and the resume's end (parked run, run row, answer, item) as one, as a plain turn's end is."""
 
