@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import redis.asyncio as redis
 from redis import exceptions as redis_errors
@@ -59,7 +59,7 @@ class RedisCache:
 
     async def hit_rate_limit(self, key: str, *, limit: int, window: float) -> bool:
         count = await self._hit(keys=[self._prefix + "rate:" + key], args=[_ms(window)])
-        return int(count) > limit
+        return cast(int, count) > limit  # the script returns INCR's integer, which redis-py types as Any
 
     async def acquire_lease(self, name: str, owner: str, *, ttl: float) -> bool:
         key = self._prefix + "lease:" + name
