@@ -22,6 +22,7 @@ from storage.tables import (
     CONVERSATION_STATE,
     CONVERSATIONS,
     DELEGATE_QUESTIONS,
+    FORMER_PERSONS,
     IDENTITIES,
     INBOX,
     KNOWLEDGE_CHUNKS,
@@ -95,6 +96,13 @@ class PersonRow(Base):
     id: Mapped[int]
     display_name: Mapped[str]
     created_at: Mapped[datetime]
+
+
+class FormerPersonRow(Base):
+    __table__ = FORMER_PERSONS
+    id: Mapped[int]
+    person_id: Mapped[int]
+    merged_at: Mapped[datetime]
 
 
 class IdentityRow(Base):

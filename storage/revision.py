@@ -8,7 +8,7 @@ from sqlalchemy.exc import DBAPIError
 
 from storage.db import Database
 
-HEAD = "0019"
+HEAD = "0020"
 """The newest migration in `storage/migrations/versions/`: change it with every migration added."""
 _STORED = text("SELECT version_num FROM alembic_version")
 

@@ -107,6 +107,16 @@ PERSONS = Table(
     Column("created_at", UTCDateTime, nullable=False, default=utcnow),
 )
 
+FORMER_PERSONS = Table(
+    "former_persons", metadata,
+    # A person merged into another by a link. Memory services outside this database (mem0) still file what they
+    # kept under its id, so forgetting the person it became must reach that id too; and its row stays in `persons`,
+    # so that no new person is ever given the id (SQLite reuses the highest id of a deleted row).
+    Column("id", Id, ForeignKey("persons.id", ondelete="CASCADE"), primary_key=True, autoincrement=False),
+    Column("person_id", Id, ForeignKey("persons.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("merged_at", UTCDateTime, nullable=False, default=utcnow),
+)
+
 IDENTITIES = Table(
     "identities", metadata,
     Column("id", Id, primary_key=True),

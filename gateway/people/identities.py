@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Row, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, func, insert, select, update
 
 from capabilities.run import MemoryOwner, PersonalStore
 from storage.db import Database
-from storage.tables import IDENTITIES, LINK_CODES, PERSONS, utcnow
+from storage.tables import FORMER_PERSONS, IDENTITIES, LINK_CODES, PERSONS, utcnow
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTVWXYZ23456789"
 """No 0/O, 1/I/L or U: a code is read off one screen and typed into another."""
@@ -169,7 +169,10 @@ class Identities:
             if connection.execute(select(PERSONS.c.id).where(PERSONS.c.id == person_id)).first() is None:
                 raise UnknownIdentity(f"no person with id {person_id}; `gateway identities` lists them")
             ids = connection.execute(select(IDENTITIES.c.id).where(IDENTITIES.c.person_id == person_id)).scalars()
+            former = connection.execute(select(FORMER_PERSONS.c.id).where(FORMER_PERSONS.c.person_id == person_id)
+                                        .order_by(FORMER_PERSONS.c.id)).scalars()
             return [MemoryOwner(kind="person", key=str(person_id)),
+                    *(MemoryOwner(kind="person", key=str(p)) for p in former),
                     *(MemoryOwner(kind="identity", key=str(i)) for i in ids)]
         return await self._db.run(work)
 
@@ -206,7 +209,8 @@ def _count_failure(connection: Connection, identity_id: int, now: datetime) -> R
 
 
 def _link(connection: Connection, first_id: int, second_id: int, stores: Sequence[PersonalStore]) -> int:
-    """One person for both; what they kept apart moves into it, and two persons merge into the first's."""
+    """One person for both; what they kept apart moves into it, and two persons merge into the first's (the other
+    becomes a former person of it, `FORMER_PERSONS`)."""
     first, second = _row(connection, first_id, lock=True), _row(connection, second_id, lock=True)
     person_id: int = first.person_id or second.person_id or connection.execute(
         insert(PERSONS).values(display_name=first.display_name).returning(PERSONS.c.id)).scalar_one()
@@ -221,7 +225,10 @@ def _link(connection: Connection, first_id: int, second_id: int, stores: Sequenc
             _move(connection, stores, MemoryOwner(kind="person", key=str(merged)), target)
             connection.execute(update(IDENTITIES).where(IDENTITIES.c.person_id == merged)
                                .values(person_id=person_id, updated_at=utcnow()))
-            connection.execute(delete(PERSONS).where(PERSONS.c.id == merged))
+            # its row stays: what mem0 kept under its id is reached through `former_persons`, and no one else's
+            connection.execute(update(FORMER_PERSONS).where(FORMER_PERSONS.c.person_id == merged)
+                               .values(person_id=person_id))
+            connection.execute(insert(FORMER_PERSONS).values(id=merged, person_id=person_id, merged_at=utcnow()))
     return person_id
 
 

@@ -233,3 +233,26 @@ async def test_forget_yes_says_whose_mem0_could_not_be_reached(mem0: FakeMem0, s
         await db.close()
     assert "memory service (mem0) of agent(s) alpha could not be reached" in answer and KEY not in answer
     assert [r.query["user_id"] for r in mem0.received] == [f"acme:alpha:identity:{identity}"]
+
+
+async def test_forget_yes_reaches_what_mem0_kept_under_a_person_a_link_merged_away(mem0: FakeMem0,
+                                                                                   sqlite_url: str) -> None:
+    db = Database(sqlite_url)
+    await db.create_all()
+    try:
+        ids = [await Conversations(db).identity(Speaker(platform="slack", workspace="T1", platform_user_id=f"U{n}",
+                                                         display_name="Alice")) for n in range(4)]
+        kept, merged = await Identities(db).link(ids[0], ids[1]), await Identities(db).link(ids[2], ids[3])
+        binding = Mem0Binding(agent="alpha", config=Mem0Config(base_url=mem0.url, dialect=mem0.dialect),
+                              key=SecretStr(KEY))
+        forgetting = Mem0Forgetting([binding], access(mem0))
+        commands = DirectCommands(identities=Identities(db, stores=[forgetting]), stores=[forgetting])
+        assert await Identities(db, stores=[forgetting]).link(ids[1], ids[2]) == kept
+        speaker = Speaker(platform="slack", workspace="T1", platform_user_id="U3", display_name="Alice")
+        answer = await commands.answer(Inbound(address=DM, speaker=speaker, text="forget yes", message_id="1",
+                                               addressed="direct"), ids[3])
+    finally:
+        await db.close()
+    assert answer.startswith("Done:")
+    deleted = [r.query["user_id"] for r in mem0.received if r.method == "DELETE"]
+    assert f"acme:alpha:person:{kept}" in deleted and f"acme:alpha:person:{merged}" in deleted

@@ -112,6 +112,19 @@ async def test_linking_two_people_merges_them_into_one(db: Database) -> None:
     assert await MemoryNotes(db).read("assistant", MemoryOwner(kind="person", key=str(first)), "x.md") == "kept"
 
 
+async def test_a_merged_person_stays_among_the_owners_to_forget_and_its_id_is_never_given_again(db: Database) -> None:
+    """A memory service outside this database keeps what it remembered under the person id it was written for: after
+    links merge a third person into a second and that one into a first, forgetting the first reaches each id."""
+    a, b, c, d, e, f, g, h = [await speaker(db, "slack", f"U{n}") for n in range(8)]
+    first, second, third = [await Identities(db).link(x, y) for x, y in ((a, b), (c, d), (e, f))]
+    assert await Identities(db).link(d, e) == second
+    assert await Identities(db).link(b, c) == first
+    owners = await Identities(db).owners_of_identity(f)
+    assert [o.key for o in owners if o.kind == "person"] == [str(first), str(second), str(third)]
+    assert {o.key for o in owners if o.kind == "identity"} == {str(i) for i in (a, b, c, d, e, f)}
+    assert await Identities(db).link(g, h) not in (first, second, third)
+
+
 async def test_unlinking_leaves_the_notes_with_the_accounts_still_linked(db: Database) -> None:
     telegram, slack = await speaker(db, "telegram", "1001"), await speaker(db, "slack", "U1")
     person = await Identities(db).link(telegram, slack)
