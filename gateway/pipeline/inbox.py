@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -14,6 +15,8 @@ from sqlalchemy import Connection, and_, bindparam, delete, exists, func, or_, s
 from adapters.base import ApprovalClick, Inbound
 from storage.db import Database, insert_for
 from storage.tables import INBOX, utcnow
+
+log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
 """The turn's own failures an item may have before it is given up; dependency faults do not count."""
@@ -178,15 +181,23 @@ class Inbox:
     async def complete(self, worker_id: str, item_id: int,
                        also: Callable[[Connection], None] | None = None) -> bool:
         """Mark the item done, in one transaction with `also` (the turn's own last writes: the answer, the run).
-        True when its conversation has another item waiting, which the worker then claims at once."""
-        def work(connection: Connection) -> bool:
-            if also is not None:
-                also(connection)
+        True when its conversation has another item waiting, which the worker then claims at once.
+
+        An item whose lease this worker lost (a stalled database, a paused process) is another worker's now: its
+        turn writes the answer, so this one writes nothing, or the history would hold the answer twice."""
+        def work(connection: Connection) -> bool | None:
             key = connection.execute(_COMPLETE, {"item": item_id, "owner": worker_id, "now": utcnow()}).scalar()
             if key is None:
-                return True  # not ours any more: whoever has it now decides; a look costs one claim
+                return None
+            if also is not None:
+                also(connection)
             return connection.execute(_WAITING, {"key": key, "item": item_id}).scalar() is not None
-        return await self._db.run(work)
+        waiting = await self._db.run(work)
+        if waiting is None:
+            log.warning("inbox item %d was taken over by another worker before this turn ended; its answer is not "
+                        "recorded here", item_id)
+            return True  # whoever has it now decides; a look costs one claim
+        return waiting
 
     async def fail(self, worker_id: str, item: InboxItem, error: str) -> bool:
         """The turn itself failed: give the item back for another attempt, or mark it failed once its attempts

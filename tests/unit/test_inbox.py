@@ -48,6 +48,20 @@ async def test_an_expired_lease_is_claimed_again_with_its_reply(db: Database) ->
     assert await inbox.claim("w3", lease=LEASE, limit=1) == []
 
 
+async def test_a_turn_that_lost_its_lease_records_nothing_of_its_own(db: Database) -> None:
+    """Its item is another worker's now, whose turn writes the answer: the first worker's last writes, which
+    commit with the item's completion, would put a second answer in the history."""
+    inbox = Inbox(db)
+    await accept(inbox, "m0")
+    [item] = await inbox.claim("stalled", lease=timedelta(seconds=-1), limit=1)
+    [again] = await inbox.claim("w2", lease=LEASE, limit=1)
+    written: list[str] = []
+    assert await inbox.complete("stalled", item.id, also=lambda _connection: written.append("stalled")) is True
+    assert written == []
+    assert await inbox.complete("w2", again.id, also=lambda _connection: written.append("w2")) is False
+    assert written == ["w2"]
+
+
 async def test_a_failing_item_is_retried_then_given_up(db: Database) -> None:
     inbox = Inbox(db)
     await accept(inbox, "m0")
