@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import ssl
 from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 HINT = "is the server running, and is api_base_url right?"
 
@@ -15,7 +16,15 @@ def describe_unreachable(url: str, exc: BaseException, *, hint: str = HINT) -> s
     requests, aiohttp and httpx each wrap the socket error in two or three layers (requests'
     `ConnectionError(MaxRetryError(NewConnectionError(...)))`), whose reprs are long and say nothing new.
     """
-    return f"cannot reach {url}: {_reason(exc)} — {hint}"
+    return f"cannot reach {without_credentials(url)}: {_reason(exc)} — {hint}"
+
+
+def without_credentials(url: str) -> str:
+    """`url` as it may be printed: a `user:password@` it carries left out."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 NOT_CONNECTED = frozenset({"ConnectError", "ClientConnectorError", "NewConnectionError"})

@@ -18,7 +18,7 @@ from urllib.parse import quote
 import httpx
 from pydantic_ai.models import Model, parse_model_id
 
-from adapters.unreachable import describe_unreachable
+from adapters.unreachable import describe_unreachable, without_credentials
 from gateway.agents.models import ModelResolver
 from gateway.checks.model_setup import ModelSetup
 from gateway.cli.doctor_check import Check, Status, json_object, not_the_api, server_error, shorten
@@ -55,8 +55,9 @@ async def check_model(client: httpx.AsyncClient, name: str, models: ModelResolve
         return Check(name=subject, status="ok", reason=f"{model.system} runs in this process; nothing to reach")
     lookup = lookup_for(model)
     if lookup is None:
-        return Check(name=subject, status="warn", reason=f"{model.system} at {model.base_url} has no free check "
-                     "here; its first chat turn is the test", fix=f"try it with `gateway chat` (agent on {name})")
+        where = without_credentials(model.base_url)
+        return Check(name=subject, status="warn", reason=f"{model.system} at {where} has no free check here; its "
+                     "first chat turn is the test", fix=f"try it with `gateway chat` (agent on {name})")
     try:
         status, reason, fix = await ask(client, lookup, model.model_name, _Fixes(name, profiles.get(name, name)))
     except httpx.HTTPError as exc:
@@ -72,7 +73,7 @@ def lookup_for(model: Model) -> Lookup | None:
     key = getattr(client, "api_key", None)
     if sdk not in ("openai", "anthropic", "groq") or not isinstance(key, str):
         return None
-    base = str(client.base_url).rstrip("/")
+    base = without_credentials(str(client.base_url)).rstrip("/")  # it is printed; the key header authenticates
     headers = {name: value for name, value in client.default_headers.items() if isinstance(value, str)}
     params = {name: value for name, value in (client.default_query or {}).items() if isinstance(value, str)}
     path = {"openai": "models", "anthropic": "v1/models", "groq": "openai/v1/models"}[sdk]

@@ -85,6 +85,10 @@ class OpenAIChatProfile(_Strict):
     transcription: TranscriptionSpec | None = None
     """Voice notes to text at this endpoint; unset: a voice note is answered with a notice that they are off."""
 
+    @field_validator("base_url")
+    @classmethod
+    def _server_url(cls, value: str) -> str:
+        return check_server_url(value, example="http://127.0.0.1:11434/v1")
 
 
 class ModelStringProfile(_Strict):

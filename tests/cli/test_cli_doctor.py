@@ -255,7 +255,7 @@ async def test_no_secret_nor_a_piece_of_one_is_ever_printed(tmp_path: Path, form
               "SL_TOKEN": f"xoxb-{secrets.token_urlsafe(30)}", "SL_APP_TOKEN": f"xapp-1-{secrets.token_urlsafe(30)}",
               "MM_TOKEN": secrets.token_hex(13), "MODEL_KEY": f"sk-proj-{secrets.token_urlsafe(32)}",
               "FILE_KEY": f"sk-file-{secrets.token_urlsafe(32)}", "DB_PASSWORD": secrets.token_urlsafe(16),
-              "REDIS_PASSWORD": secrets.token_urlsafe(16)}
+              "REDIS_PASSWORD": secrets.token_urlsafe(16), "PROXY_PASSWORD": secrets.token_urlsafe(16)}
     secrets_file = tmp_path / "secrets.env"
     secrets_file.write_text(f"FILE_KEY={values['FILE_KEY']}\n")
     async with serving(Quoting.application()) as url:
@@ -264,7 +264,8 @@ async def test_no_secret_nor_a_piece_of_one_is_ever_printed(tmp_path: Path, form
                 "models": {"hosted": profile(f"{url}/openai/v1", "gpt-4o"),
                            "filed": profile(f"{url}/openai/v1", "gpt-4o", key="${FILE_KEY}"),
                            "failing": profile(f"{url}/failing/v1", "gpt-4o")},
-                "agents": [{"name": "helper", "model": "hosted"}, {"name": "other", "model": "failing"}],
+                "agents": [{"name": "helper", "model": "hosted"}, {"name": "other", "model": "failing"},
+                           {"name": "proxied", "model": "openai:gpt-4o"}],
                 "bots": [
                     {"name": "tg", "platform": "telegram", "token": "${TG_TOKEN}", "api_base_url": url,
                      "agent": "helper"},
@@ -272,7 +273,9 @@ async def test_no_secret_nor_a_piece_of_one_is_ever_printed(tmp_path: Path, form
                      "api_base_url": url, "agent": "helper"},
                     {"name": "mm", "platform": "mattermost", "token": "${MM_TOKEN}", "api_base_url": url,
                      "agent": "helper"}]})
+            proxy = f"http://gateway:{values['PROXY_PASSWORD']}@127.0.0.1:{down_port}/v1"
             env = {**{name: value for name, value in values.items() if name != "FILE_KEY"},
+                   "OPENAI_API_KEY": values["MODEL_KEY"], "OPENAI_BASE_URL": proxy,
                    "GATEWAY_SECRETS_FILE": str(secrets_file),
                    "DATABASE_URL": f"postgresql://postgres:{values['DB_PASSWORD']}@127.0.0.1:{down_port}/test",
                    "REDIS_URL": f"redis://:{values['REDIS_PASSWORD']}@127.0.0.1:{down_port}/0"}
@@ -286,6 +289,7 @@ async def test_no_secret_nor_a_piece_of_one_is_ever_printed(tmp_path: Path, form
         assert {check["status"] for check in found["checks"]} == {"fail"}
         printed = json.dumps(found, ensure_ascii=False) + finished.stderr
     assert len([line for line in finished.stdout_lines if "FAIL" in line or '"fail"' in line]) >= 1
+    assert f"cannot reach http://127.0.0.1:{down_port}/v1" in printed  # the proxy's URL, without its password
     for name, secret in values.items():
         assert secret not in printed, name
         leaked = sorted(piece for piece in fragments(secret) if piece in printed)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic_ai.models.openai import OpenAIChatModel
 
+from capabilities import default_registry
 from gateway.agents.models import ModelResolver
+from gateway.checks.report import check_file
 from gateway.config.schema import ModelStringProfile, OpenAIChatProfile, TranscriptionSpec
 from gateway.config.secrets import SecretSource
 from tests.support.fakes.transcriptions import FakeTranscriptions
@@ -18,6 +22,18 @@ def test_an_openai_compatible_profile_points_at_its_server_with_its_key() -> Non
     assert isinstance(model, OpenAIChatModel)
     assert (model.model_name, str(model.client.base_url), model.client.api_key) == (
         "llama3.1", "http://127.0.0.1:11434/v1/", "k-123")
+
+
+def test_a_profile_url_with_credentials_is_refused_without_repeating_them(tmp_path: Path) -> None:
+    """Every error and `gateway doctor` line names the URL: a password in it would be printed there."""
+    config = tmp_path / "gateway.yaml"
+    config.write_text("models:\n  local: {provider: openai-chat, base_url: 'https://me:hunter2@llm.example.org/v1', "
+                      "model: m}\nagents: [{name: helper, model: local}]\n"
+                      "bots: [{name: tg, platform: telegram, token: '${TG_TOKEN}', agent: helper}]\n")
+    report = check_file(config, registry=default_registry(), secrets=SecretSource(environ={"TG_TOKEN": "1:a"}))
+    lines = report.lines(report.errors)
+    assert any("models.local.base_url: must not carry credentials" in line for line in lines), lines
+    assert not any("hunter2" in line for line in lines)
 
 
 def test_a_model_is_built_once_and_reused_by_later_turns() -> None:
