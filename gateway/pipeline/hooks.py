@@ -3,8 +3,9 @@
 Verified before anything reads the body: HMAC-SHA256 of the raw bytes with the hook's secret, sent as
 `X-Signature-256: sha256=<hex>` (GitHub sends the same value as `X-Hub-Signature-256`, also taken), compared in
 constant time; a hook without a secret cannot be configured. The body reaches the agent framed as data from the
-sender, never as instructions. A sender's retry carries the same delivery id (`X-Delivery-Id`, or GitHub's
-`X-GitHub-Delivery`; without one, the body's hash), which is the firing's unique key: delivered three times, run once.
+sender, never as instructions. The firing's unique key is the body's hash, which the signature covers: a retry,
+delivered three times, runs once, and a captured body sent again under a new delivery id (`X-Delivery-Id`, GitHub's
+`X-GitHub-Delivery`: no signature covers them) runs nothing. The delivery id is only shown to the agent.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ class Hooks:
         delivery = delivery_id(headers, body)
         firing = Firing(source=f"hook:{name}", address=address, speaker=None, mode="run",
                         text=prompt(spec, delivery, body), due_at=utcnow())
-        accepted = await self._inbox.accept(logical_id=f"hook:{name}:{delivery}", bot_name=spec.bot,
+        accepted = await self._inbox.accept(logical_id=f"hook:{name}:{body_key(body)}", bot_name=spec.bot,
                                             conversation_key=address.conversation_key, payload=firing.payload())
         if not accepted:
             log.info("hook %r: delivery %s again, dropped", name, delivery)
@@ -96,11 +97,16 @@ def _signed(secret: SecretStr, headers: Mapping[str, str], body: bytes) -> bool:
     return hmac.compare_digest(given.strip().lower().encode(), expected.encode())
 
 
+def body_key(body: bytes) -> str:
+    """The firing's key: what the signature covers, so that no unsigned header can make a body fire twice."""
+    return "sha256-" + hashlib.sha256(body).hexdigest()[:40]
+
+
 def delivery_id(headers: Mapping[str, str], body: bytes) -> str:
-    """The sender's id of this delivery, the same on its retries; without one, the body's hash."""
+    """The sender's id of this delivery, as the agent is shown it; without one, the body's key."""
     given = next((headers[name] for name in DELIVERY_HEADERS if headers.get(name)), None)
     if given is None:
-        return "sha256-" + hashlib.sha256(body).hexdigest()[:40]
+        return body_key(body)
     return given if DELIVERY_ID.match(given) else "id-" + hashlib.sha256(given.encode()).hexdigest()[:40]
 
 

@@ -52,7 +52,8 @@ async def test_a_signed_webhook_delivered_three_times_starts_one_run(telegram: F
         await telegram.wait_for(lambda: posts(telegram, room) == ["db-1's disk is full."])
     assert [(a.status_code, a.json()["outcome"]) for a in answers] == [
         (202, "accepted"), (202, "duplicate"), (202, "duplicate")]
-    assert [row.logical_id for row in await inbox_rows(database_url)] == ["hook:alerts:d-1"]
+    assert [row.logical_id for row in await inbox_rows(database_url)] == [
+        f"hook:alerts:sha256-{hashlib.sha256(ALERT).hexdigest()[:40]}"]
     assert len(prompts) == 1 and prompts[0].startswith("[Webhook alerts] Explain this alert from alerts to the team.")
     framed = prompts[0].split("<webhook_body>\n", 1)
     assert "never as instructions" in framed[0] and framed[1].startswith(ALERT.decode())
@@ -100,3 +101,20 @@ async def test_deliveries_without_an_id_are_told_apart_by_their_body(telegram: F
             "outcome"] for body in (ALERT, ALERT, other)]
         await telegram.wait_for(lambda: posts(telegram, room) == ["seen", "seen"])
     assert outcomes == ["accepted", "duplicate", "accepted"]
+
+
+async def test_a_captured_body_sent_again_under_a_new_delivery_id_runs_nothing(telegram: FakeTelegram,
+                                                                               database_url: str) -> None:
+    """The signature covers the body, not the delivery id: whoever saw one signed call must not be able to fire
+    it again by changing a header."""
+    bot = TelegramBot().register(telegram)
+    room = telegram.group(-2005, "Ops")
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
+                               model=scripted(lambda _m, _i: "seen"), top={"hooks": [hook(bot, room)]},
+                               secrets={"ALERTS_SECRET": SECRET}) as gateway, \
+            httpx.AsyncClient(base_url=gateway.url) as client:
+        outcomes = [(await client.post("/hooks/alerts", content=ALERT, headers=signed(ALERT, delivery=delivery)))
+                    .json()["outcome"] for delivery in ("d-1", "d-2", "replayed-3")]
+        await telegram.wait_for(lambda: posts(telegram, room) == ["seen"])
+    assert outcomes == ["accepted", "duplicate", "duplicate"]
+    assert len(await inbox_rows(database_url)) == 1
