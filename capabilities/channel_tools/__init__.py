@@ -8,18 +8,15 @@ with every platform-supplied value flattened so a message body cannot forge extr
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from adapters.base import ChannelLookup, Speaker
+from adapters.base import ChannelLookup
 from capabilities.registry import CapabilityDef, Deferred, ToolInfo
 
 MAX_LIMIT = 200
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
-_BREAKS = re.compile(r"[\r\n\u2028\u2029]+")
-_SPACES = re.compile(r"[\s\x00-\x1f\x7f]+")
 
 
 class ChannelToolsConfig(BaseModel):
@@ -37,20 +34,6 @@ class ChannelToolsConfig(BaseModel):
         if repeated:
             raise ValueError(f"{', '.join(repeated)} listed more than once")
         return value
-
-
-def flatten(text: str | None, *, limit: int = 300) -> str:
-    """One line of at most `limit` characters: line breaks become ` ⏎ `, other whitespace one space."""
-    if not text:
-        return ""
-    line = _SPACES.sub(" ", _BREAKS.sub(" ⏎ ", text)).strip()
-    return line if len(line) <= limit else line[:limit - 1] + "…"
-
-
-def person_line(person: Speaker) -> str:
-    handle = f" (@{flatten(person.handle, limit=64)})" if person.handle else ""
-    return f"{flatten(person.display_name, limit=80) or person.platform_user_id}{handle}" + (
-        " [bot]" if person.is_bot else "")
 
 
 def offered(config: ChannelToolsConfig) -> list[str]:

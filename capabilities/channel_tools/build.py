@@ -12,13 +12,9 @@ from pydantic_ai import RunContext
 from pydantic_ai.capabilities import Capability
 
 from adapters.base import ChannelInfo, Directory, DirectoryRefused
-from capabilities.channel_tools import (
-    ChannelToolsConfig,
-    Limit,
-    flatten,
-    person_line,
-)
+from capabilities.channel_tools import ChannelToolsConfig, Limit
 from capabilities.run import BuildContext
+from capabilities.run.one_line import flatten, person_line
 from capabilities.run.tool_replies import function_toolset, retry_or_text
 
 log = logging.getLogger(__name__)

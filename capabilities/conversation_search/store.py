@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from sqlalchemy import Connection, func, select
 
 from adapters.base import Directory, DirectoryRefused, Speaker
-from capabilities.channel_tools import flatten
 from capabilities.conversation_search.corpus import CorpusUnavailable, Found, ThreadHit, ThreadTurn, ThreadWindow
+from capabilities.run.one_line import flatten
 from storage.db import Database
 from storage.fulltext import Match, matching_messages, passages
 from storage.tables import CONVERSATIONS, IDENTITIES, MESSAGES

@@ -9,8 +9,8 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability, Capability, WebSearch
 
-from capabilities.channel_tools import flatten
 from capabilities.run import BuildContext
+from capabilities.run.one_line import flatten
 from capabilities.run.tool_replies import function_toolset, retry_or_text
 from capabilities.web_research import WebResearchConfig
 from capabilities.web_research.providers import Hit, SearchProvider, SearchUnavailable, provider_for

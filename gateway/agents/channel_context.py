@@ -15,7 +15,7 @@ from typing import Any
 from pydantic_ai import RunContext
 
 from adapters.base import ChannelInfo, Directory, Speaker
-from capabilities.channel_tools import flatten, person_line
+from capabilities.run.one_line import flatten, person_line
 from gateway.agents.placeholders import PLACEHOLDER, PLACEHOLDERS
 
 log = logging.getLogger(__name__)

@@ -28,6 +28,17 @@ NAMING_ALLOWED = {
 }
 
 
+IMPORTS_ALLOWED = {
+    "gateway/checks/": "config validation: it reads the settings of the capability it checks",
+    "gateway/cli/knowledge.py": "`gateway knowledge` manages the knowledge capability's documents",
+    "gateway/server/console/": "the console's knowledge page manages the knowledge capability's documents",
+    "gateway/config/schema.py": "the deployment's settings read MEM0_ALLOWED_HOSTS with the rest of the environment",
+}
+"""Where the core may import a capability's own modules, and why; elsewhere only the catalog, the registry and the
+build context."""
+SHARED_MODULES = ("capabilities", "capabilities.registry", "capabilities.run")
+
+
 def test_capabilities_holds_the_registry_the_build_context_and_one_entry_per_capability() -> None:
     entries = {path.name for path in (ROOT / "capabilities").iterdir() if not path.name.startswith(("_", "."))
                or path.name == "__init__.py"}
@@ -63,3 +74,19 @@ def test_the_runtime_takes_at_most_six_collaborators_and_imports_no_capability()
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     capability_modules = {module for module in imported if module.startswith("capabilities")}
     assert capability_modules <= {"capabilities.registry", "capabilities.run"}, capability_modules
+
+
+def test_the_core_imports_no_capability_module_but_the_registry_and_the_build_context() -> None:
+    found = []
+    for path in sorted((ROOT / "gateway").rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if any(relative.startswith(allowed) for allowed in IMPORTS_ALLOWED):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            found += [f"{relative}:{node.lineno}: {name}" for name in names if name.startswith("capabilities")
+                      and not name.startswith(tuple(f"{shared}." for shared in SHARED_MODULES[1:]))
+                      and name not in SHARED_MODULES]
+    assert not found, "the core imports a capability's own module; share it through capabilities.run:\n" + \
+        "\n".join(found)
