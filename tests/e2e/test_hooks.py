@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -31,6 +33,18 @@ def signed(body: bytes, *, secret: str = SECRET, delivery: str | None = "d-1") -
     return headers | ({"X-GitHub-Delivery": delivery} if delivery else {})
 
 
+@asynccontextmanager
+async def hooked(telegram: FakeTelegram, database_url: str, bot: TelegramBot, room: dict[str, Any],
+                 answer: Callable[[list[ModelMessage], AgentInfo], str],
+                 **fields: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """A gateway whose hook `alerts` posts into `room`, and a client of its HTTP server."""
+    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=scripted(answer),
+                               top={"hooks": [hook(bot, room, **fields)]},
+                               secrets={"ALERTS_SECRET": SECRET}) as gateway, \
+            httpx.AsyncClient(base_url=gateway.url) as client:
+        yield client
+
+
 def posts(telegram: FakeTelegram, chat: dict[str, Any]) -> list[str]:
     return [m["text"] for m in telegram.bot_messages(chat["id"])]
 
@@ -45,9 +59,7 @@ async def test_a_signed_webhook_delivered_three_times_starts_one_run(telegram: F
         prompts.append(last_prompt(messages))
         return "db-1's disk is full."
 
-    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=scripted(explain),
-                               top={"hooks": [hook(bot, room)]}, secrets={"ALERTS_SECRET": SECRET}) as gateway, \
-            httpx.AsyncClient(base_url=gateway.url) as client:
+    async with hooked(telegram, database_url, bot, room, explain) as client:
         answers = [await client.post("/hooks/alerts", content=ALERT, headers=signed(ALERT)) for _ in range(3)]
         await telegram.wait_for(lambda: posts(telegram, room) == ["db-1's disk is full."])
     assert [(a.status_code, a.json()["outcome"]) for a in answers] == [
@@ -63,10 +75,7 @@ async def test_a_wrong_or_missing_signature_is_refused_and_nothing_is_stored(tel
                                                                              database_url: str) -> None:
     bot = TelegramBot().register(telegram)
     room = telegram.group(-2002, "Ops")
-    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
-                               model=scripted(lambda _m, _i: "no"), top={"hooks": [hook(bot, room)]},
-                               secrets={"ALERTS_SECRET": SECRET}) as gateway, \
-            httpx.AsyncClient(base_url=gateway.url) as client:
+    async with hooked(telegram, database_url, bot, room, lambda _m, _i: "no") as client:
         forged = await client.post("/hooks/alerts", content=ALERT, headers=signed(ALERT, secret="guess"))
         unsigned = await client.post("/hooks/alerts", content=ALERT, headers={"X-GitHub-Delivery": "d-2"})
         tampered = await client.post("/hooks/alerts", content=ALERT + b" ", headers=signed(ALERT))
@@ -78,10 +87,7 @@ async def test_an_unknown_hook_is_404_and_a_body_over_its_limit_413(telegram: Fa
                                                                     database_url: str) -> None:
     bot = TelegramBot().register(telegram)
     room = telegram.group(-2003, "Ops")
-    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
-                               model=scripted(lambda _m, _i: "no"), top={"hooks": [hook(bot, room, max_bytes=64)]},
-                               secrets={"ALERTS_SECRET": SECRET}) as gateway, \
-            httpx.AsyncClient(base_url=gateway.url) as client:
+    async with hooked(telegram, database_url, bot, room, lambda _m, _i: "no", max_bytes=64) as client:
         unknown = await client.post("/hooks/nope", content=ALERT, headers=signed(ALERT))
         large = await client.post("/hooks/alerts", content=ALERT, headers=signed(ALERT))
     assert (unknown.status_code, large.status_code) == (404, 413)
@@ -93,10 +99,7 @@ async def test_deliveries_without_an_id_are_told_apart_by_their_body(telegram: F
     bot = TelegramBot().register(telegram)
     room = telegram.group(-2004, "Ops")
     other = b'{"alert": "cpu hot"}'
-    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
-                               model=scripted(lambda _m, _i: "seen"), top={"hooks": [hook(bot, room)]},
-                               secrets={"ALERTS_SECRET": SECRET}) as gateway, \
-            httpx.AsyncClient(base_url=gateway.url) as client:
+    async with hooked(telegram, database_url, bot, room, lambda _m, _i: "seen") as client:
         outcomes = [(await client.post("/hooks/alerts", content=body, headers=signed(body, delivery=None))).json()[
             "outcome"] for body in (ALERT, ALERT, other)]
         await telegram.wait_for(lambda: posts(telegram, room) == ["seen", "seen"])
@@ -109,10 +112,7 @@ async def test_a_captured_body_sent_again_under_a_new_delivery_id_runs_nothing(t
     it again by changing a header."""
     bot = TelegramBot().register(telegram)
     room = telegram.group(-2005, "Ops")
-    async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None,
-                               model=scripted(lambda _m, _i: "seen"), top={"hooks": [hook(bot, room)]},
-                               secrets={"ALERTS_SECRET": SECRET}) as gateway, \
-            httpx.AsyncClient(base_url=gateway.url) as client:
+    async with hooked(telegram, database_url, bot, room, lambda _m, _i: "seen") as client:
         outcomes = [(await client.post("/hooks/alerts", content=ALERT, headers=signed(ALERT, delivery=delivery)))
                     .json()["outcome"] for delivery in ("d-1", "d-2", "replayed-3")]
         await telegram.wait_for(lambda: posts(telegram, room) == ["seen"])

@@ -48,6 +48,12 @@ def test_capabilities_holds_the_registry_the_build_context_and_one_entry_per_cap
     assert not homeless, f"capabilities {sorted(homeless)} have no folder (or module) of their own"
 
 
+def core_modules(allowed: dict[str, str]) -> list[tuple[str, Path]]:
+    """(path from the root, path) of every module of `gateway/` outside the `allowed` paths."""
+    paths = [(path.relative_to(ROOT).as_posix(), path) for path in sorted((ROOT / "gateway").rglob("*.py"))]
+    return [(relative, path) for relative, path in paths if not relative.startswith(tuple(allowed))]
+
+
 def string_constants(path: Path) -> list[tuple[int, str]]:
     """(line, value) of every string in the module that is not a docstring."""
     tree = ast.parse(path.read_text())
@@ -59,10 +65,7 @@ def string_constants(path: Path) -> list[tuple[int, str]]:
 
 def test_the_core_spells_no_capability_id_outside_config_validation() -> None:
     spelled = []
-    for path in sorted((ROOT / "gateway").rglob("*.py")):
-        relative = path.relative_to(ROOT).as_posix()
-        if any(relative.startswith(allowed) for allowed in NAMING_ALLOWED):
-            continue
+    for relative, path in core_modules(NAMING_ALLOWED):
         spelled += [f"{relative}:{line}: {value!r}" for line, value in string_constants(path) if value in IDS]
     assert not spelled, "the core names capabilities; make it a declaration on the capability:\n" + "\n".join(spelled)
 
@@ -78,10 +81,7 @@ def test_the_runtime_takes_at_most_six_collaborators_and_imports_no_capability()
 
 def test_the_core_imports_no_capability_module_but_the_registry_and_the_build_context() -> None:
     found = []
-    for path in sorted((ROOT / "gateway").rglob("*.py")):
-        relative = path.relative_to(ROOT).as_posix()
-        if any(relative.startswith(allowed) for allowed in IMPORTS_ALLOWED):
-            continue
+    for relative, path in core_modules(IMPORTS_ALLOWED):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
                 [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
