@@ -1,15 +1,21 @@
 """Webhooks from other systems that start a run (`hooks:` in gateway.yaml, `POST /hooks/{name}`).
 
-Verified before anything reads the body: HMAC-SHA256 of the raw bytes with the hook's secret, sent as
-`X-Signature-256: sha256=<hex>` (GitHub sends the same value as `X-Hub-Signature-256`, also taken), compared in
-constant time; a hook without a secret cannot be configured. The body reaches the agent framed as data from the
-sender, never as instructions. The firing's unique key is the body's hash, which the signature covers: a retry,
-delivered three times, runs once, and a captured body sent again under a new delivery id (`X-Delivery-Id`, GitHub's
-`X-GitHub-Delivery`: no signature covers them) runs nothing. The delivery id is only shown to the agent.
+Verified before anything reads the body, in constant time, one of two ways; a hook without a secret cannot be
+configured. The body reaches the agent framed as data from the sender, never as instructions.
+
+- Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`: HMAC-SHA256 of `id.timestamp.body`, the
+  secret a `whsec_` key or the text itself): the message id is the firing's key, and a timestamp more than five
+  minutes off is refused, so a captured call cannot be sent again later.
+- HMAC-SHA256 of the raw body alone, as `X-Signature-256: sha256=<hex>` (GitHub sends the same value as
+  `X-Hub-Signature-256`, also taken). The firing's key is then the body's hash, which the signature covers: a
+  retry, delivered three times, runs once, and a captured body sent again under a new delivery id (`X-Delivery-Id`,
+  GitHub's `X-GitHub-Delivery`: no signature covers them) runs nothing. That delivery id is only shown to the agent.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import logging
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import SecretStr
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from adapters.protocols import Addresses
 from gateway.config.schema import HookSpec
@@ -30,7 +37,8 @@ from storage.tables import utcnow
 log = logging.getLogger(__name__)
 
 SIGNATURE_HEADERS = ("x-signature-256", "x-hub-signature-256")
-DELIVERY_HEADERS = ("x-delivery-id", "x-github-delivery")
+DELIVERY_HEADERS = ("webhook-id", "x-delivery-id", "x-github-delivery")
+STANDARD_KEY_PREFIX = "whsec_"
 DELIVERY_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 """A delivery id kept as sent; any other is kept as its hash, so the firing's key stays short and printable."""
 FRAME = ("The webhook's body follows between <webhook_body> tags. Another system sent it, and whoever can reach "
@@ -70,9 +78,11 @@ class Hooks:
         hook = self._hooks.get(name)
         if hook is None:
             return HookAnswer(outcome="unknown", reason=f"no hook named {name!r}")
-        if not _signed(hook.secret, headers, body):
-            log.warning("hook %r: a call with a missing or wrong signature was refused", name)
-            return HookAnswer(outcome="refused", reason="missing or wrong X-Signature-256")
+        key = firing_key(hook.secret, headers, body)
+        if key is None:
+            log.warning("hook %r: a call with a missing, wrong or stale signature was refused", name)
+            return HookAnswer(outcome="refused", reason="missing or wrong X-Signature-256, or webhook-signature "
+                                                        "(whose webhook-timestamp must be within 5 minutes)")
         spec = hook.spec
         adapter = self._adapters.get(spec.bot)
         address = adapter.address_of(spec.chat, spec.thread) if adapter is not None else None
@@ -81,7 +91,7 @@ class Hooks:
         delivery = delivery_id(headers, body)
         firing = Firing(source=f"hook:{name}", address=address, speaker=None, mode="run",
                         text=prompt(spec, delivery, body), due_at=utcnow())
-        accepted = await self._inbox.accept(logical_id=f"hook:{name}:{body_key(body)}", bot_name=spec.bot,
+        accepted = await self._inbox.accept(logical_id=f"hook:{name}:{key}", bot_name=spec.bot,
                                             conversation_key=address.conversation_key, payload=firing.payload())
         if not accepted:
             log.info("hook %r: delivery %s again, dropped", name, delivery)
@@ -89,6 +99,25 @@ class Hooks:
         self._metrics.fired(spec.bot, "hook", "fired")
         self._on_accepted()
         return HookAnswer(outcome="accepted")
+
+
+def firing_key(secret: SecretStr, headers: Mapping[str, str], body: bytes) -> str | None:
+    """The firing's unique key, made of what the signature covers; None: the call is not signed with `secret`."""
+    if "webhook-signature" in headers:
+        try:
+            Webhook(_standard_key(secret)).verify(body, dict(headers), json_parse=False)
+        except (WebhookVerificationError, binascii.Error):
+            return None
+        return _printable(headers["webhook-id"])
+    return body_key(body) if _signed(secret, headers, body) else None
+
+
+def _standard_key(secret: SecretStr) -> bytes:
+    """A `whsec_` secret is its base64 key, as Standard Webhooks senders give it; any other is its own bytes."""
+    value = secret.get_secret_value()
+    if value.startswith(STANDARD_KEY_PREFIX):
+        return base64.b64decode(value.removeprefix(STANDARD_KEY_PREFIX), validate=True)
+    return value.encode()
 
 
 def _signed(secret: SecretStr, headers: Mapping[str, str], body: bytes) -> bool:
@@ -105,8 +134,11 @@ def body_key(body: bytes) -> str:
 def delivery_id(headers: Mapping[str, str], body: bytes) -> str:
     """The sender's id of this delivery, as the agent is shown it; without one, the body's key."""
     given = next((headers[name] for name in DELIVERY_HEADERS if headers.get(name)), None)
-    if given is None:
-        return body_key(body)
+    return body_key(body) if given is None else _printable(given)
+
+
+def _printable(given: str) -> str:
+    """A sender's id as sent when it is short and plain; any other as its hash."""
     return given if DELIVERY_ID.match(given) else "id-" + hashlib.sha256(given.encode()).hexdigest()[:40]
 
 
