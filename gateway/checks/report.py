@@ -33,6 +33,7 @@ from gateway.config.schema import (
 )
 from gateway.config.secrets import SecretSource
 from gateway.config.source import ConfigSource, parse_problem
+from gateway.pipeline.hooks import secret_problem
 
 THINKING = "thinking"
 """The capability that only asks the model for a setting: it does nothing on a model that does not reason."""
@@ -145,9 +146,12 @@ def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]
                                         message=f"{variable} is not set in the environment or the secrets file"))
     for i, hook in enumerate(config.hooks):
         variable = reference_name(hook.secret)
-        if variable is not None and not secrets.get(variable):
+        value = secrets.get(variable) if variable is not None else None
+        if variable is not None and not value:
             problems.append(Problem(loc=("hooks", i, "secret"),
                                     message=f"{variable} is not set in the environment or the secrets file"))
+        elif value and (problem := secret_problem(value)) is not None:
+            problems.append(Problem(loc=("hooks", i, "secret"), message=f"{variable} {problem}"))
     for i, server in enumerate(config.mcp_servers):
         for field, values in (("headers", server.headers), ("env", server.env)):
             problems += [Problem(loc=("mcp_servers", i, field, name),

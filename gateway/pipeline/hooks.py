@@ -120,6 +120,16 @@ def _standard_key(secret: SecretStr) -> bytes:
     return value.encode()
 
 
+def secret_problem(value: str) -> str | None:
+    """Why a hook's secret would refuse every call (`gateway check` and the start say it); None: it is usable."""
+    try:
+        _standard_key(SecretStr(value))
+    except binascii.Error:
+        return (f"holds a {STANDARD_KEY_PREFIX} key that is not base64; paste the signing secret exactly as the "
+                "sender shows it")
+    return None
+
+
 def _signed(secret: SecretStr, headers: Mapping[str, str], body: bytes) -> bool:
     given = next((headers[name] for name in SIGNATURE_HEADERS if name in headers), "")
     expected = "sha256=" + hmac.new(secret.get_secret_value().encode(), body, hashlib.sha256).hexdigest()

@@ -69,3 +69,12 @@ def test_an_unset_hook_secret_is_named(tmp_path: Path) -> None:
     report = check(tmp_path, "hooks:\n  - {name: alerts, secret: '${ALERTS_SECRET}', bot: tg, chat: '-1001', "
                              "prompt_template: Explain.}\n")
     assert any("ALERTS_SECRET" in line for line in report.lines(report.unset) + report.lines(report.errors))
+
+
+def test_a_standard_webhooks_secret_that_is_not_base64_is_named_without_its_value(tmp_path: Path) -> None:
+    """Every call would be refused: `serve` does not start with it, and `gateway check` says so first."""
+    report = check(tmp_path, "hooks:\n  - {name: alerts, secret: '${ALERTS_SECRET}', bot: tg, chat: '-1001', "
+                             "prompt_template: Explain.}\n", secrets={"ALERTS_SECRET": "whsec_not*base64!"})
+    lines = report.lines(report.unset)
+    assert any("ALERTS_SECRET holds a whsec_ key that is not base64" in line for line in lines), lines
+    assert not any("not*base64" in line for line in lines)
