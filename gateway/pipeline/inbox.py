@@ -59,11 +59,13 @@ class InboxItem:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnNote:
-    """What the heartbeat read of one running item: a stop asked for it, a newer message of its conversation."""
+    """What the heartbeat read of one running item: a stop asked for it, a newer message of its conversation, or
+    that its lease is another worker's now (`lost`)."""
 
     item_id: int
     stop_by: str | None
     newer: bool
+    lost: bool = False
 
 
 def at_once(conversation_key: str) -> str:
@@ -159,18 +161,23 @@ class Inbox:
     async def heartbeat(self, worker_id: str, item_ids: Sequence[int], *,
                         lease: timedelta | None) -> list[TurnNote]:
         """What is asked of these running items (only those with something to say), renewing their leases first
-        when `lease` is given: one transaction, a read and at most one write."""
+        when `lease` is given (an item whose lease could not be renewed is another worker's now): one transaction,
+        a read and at most one write."""
         if not item_ids:
             return []
 
         def work(connection: Connection) -> list[TurnNote]:
+            lost: list[TurnNote] = []
             if lease is not None:
-                connection.execute(
+                renewed = set(connection.execute(
                     update(INBOX).where(INBOX.c.id.in_(item_ids), INBOX.c.lease_owner == worker_id,
                                         INBOX.c.status == "running")
-                    .values(lease_until=utcnow() + lease))
+                    .values(lease_until=utcnow() + lease).returning(INBOX.c.id)).scalars())
+                lost = [TurnNote(item_id=item_id, stop_by=None, newer=False, lost=True)
+                        for item_id in item_ids if item_id not in renewed]
             rows = connection.execute(_NOTES, {"ids": list(item_ids), "owner": worker_id}).all()
-            return [TurnNote(item_id=row.id, stop_by=row.stop_requested_by, newer=bool(row.newer)) for row in rows]
+            return lost + [TurnNote(item_id=row.id, stop_by=row.stop_requested_by, newer=bool(row.newer))
+                           for row in rows]
         return await self._db.run(work)
 
     async def remember_reply(self, item_id: int, message_id: str | None) -> None:

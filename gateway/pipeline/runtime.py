@@ -385,7 +385,13 @@ class Runtime:
 
     async def _stopped(self, run_id: int, reply: LiveReply, stop: TurnStopped, assembled: AssembledAgent | None,
                        outbox: RunOutbox | None) -> Stopped:
-        """The text so far stays, marked as stopped; the run's row is left to the turn's end (`finish_stopped`)."""
+        """The text so far stays, marked as stopped; the run's row is left to the turn's end (`finish_stopped`). A
+        turn whose item another worker holds now leaves the reply as it is, for that worker's attempt to edit."""
+        if stop.lost:
+            await reply.cancel()
+            if assembled is not None:
+                await _end(assembled)
+            return Stopped(run_id=run_id, text=reply.shown_text, message_id=reply.message_id or "", by=stop.by)
         mark = INTERRUPTED if stop.interrupted else STOPPED.format(by=stop.by)
         shown = reply.shown_text.rstrip()
         text = f"{shown}\n\n{mark}" if shown else mark

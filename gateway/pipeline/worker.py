@@ -74,13 +74,14 @@ def turn_attributes(item: InboxItem) -> dict[str, str | int]:
 
 
 class TurnStopped(Exception):
-    """The running turn was stopped: by a person (`by` names them), or by a newer message (`while_busy:
-    interrupt`)."""
+    """The running turn was stopped: by a person (`by` names them), by a newer message (`while_busy: interrupt`), or
+    because another worker holds its item now (`lost`: a stalled database let the lease lapse)."""
 
-    def __init__(self, by: str, *, interrupted: bool = False) -> None:
+    def __init__(self, by: str, *, interrupted: bool = False, lost: bool = False) -> None:
         super().__init__(f"stopped by {by}")
         self.by = by
         self.interrupted = interrupted
+        self.lost = lost
 
 
 class TurnSignal:
@@ -95,6 +96,7 @@ class TurnSignal:
         """The items of messages this attempt took (`while_busy: steer`)."""
         self.stop_by: str | None = None
         self.interrupted = False
+        self.lost = False
         self.newer = False
         """A newer message of the conversation waits in the inbox (cleared by whoever takes it)."""
         self.retaking = False
@@ -104,11 +106,11 @@ class TurnSignal:
         self._asking: asyncio.Task[Any] | None = None
         self._cancelled = False
 
-    def stop(self, by: str, *, interrupted: bool = False) -> None:
+    def stop(self, by: str, *, interrupted: bool = False, lost: bool = False) -> None:
         """Stop the turn: at once while the model is asked, else as it next asks."""
         if self.stop_by is not None:
             return
-        self.stop_by, self.interrupted = by, interrupted
+        self.stop_by, self.interrupted, self.lost = by, interrupted, lost
         if self._asking is not None and not self._cancelled:
             self._cancelled = True
             self._asking.cancel()
@@ -124,7 +126,7 @@ class TurnSignal:
         """Around the model run, in the turn's task: a stop cancels it and comes out as `TurnStopped`; a cancellation
         of anything else (a shutdown) goes on as one."""
         if self.stop_by is not None:
-            raise TurnStopped(self.stop_by, interrupted=self.interrupted)
+            raise TurnStopped(self.stop_by, interrupted=self.interrupted, lost=self.lost)
         task = asyncio.current_task()
         self._asking = task
         try:
@@ -132,7 +134,7 @@ class TurnSignal:
         except asyncio.CancelledError:
             if not self._cancelled or task is None or task.uncancel() > 0 or self.stop_by is None:
                 raise
-            raise TurnStopped(self.stop_by, interrupted=self.interrupted) from None
+            raise TurnStopped(self.stop_by, interrupted=self.interrupted, lost=self.lost) from None
         finally:
             self._asking = None
 
@@ -321,6 +323,10 @@ class Worker:
                 signal = self.turns.get(note.item_id)
                 if signal is None:
                     continue
+                if note.lost:
+                    log.warning("inbox item %d is another worker's now (its lease lapsed); its turn here stops",
+                                note.item_id)
+                    signal.stop("another worker", lost=True)
                 if note.stop_by is not None:
                     signal.stop(note.stop_by)
                 if note.newer:
