@@ -239,6 +239,9 @@ class Worker:
             self._claims_failing = False
         self._maybe_more = len(items) >= free
         for item in items:
+            if item.id in self._running:  # its lease lapsed while its turn ran here (a stall): the lease is ours again
+                log.warning("inbox item %d was claimed again while its turn runs here; that turn goes on", item.id)
+                continue
             self._running[item.id] = asyncio.create_task(self._process(item), name=f"turn {item.id}")
 
     async def _process(self, item: InboxItem) -> None:
