@@ -19,6 +19,7 @@ from gateway.checks.model_setup import ModelSetup
 from gateway.checks.resources import USED_BY
 from gateway.checks.validation import apply_problems, model_references
 from gateway.checks.workspaces import placement_problems
+from gateway.config.schedules import hook_secret_problem
 from gateway.config.schema import (
     AgentSpec,
     ConfigError,
@@ -33,7 +34,6 @@ from gateway.config.schema import (
 )
 from gateway.config.secrets import SecretSource
 from gateway.config.source import ConfigSource, parse_problem
-from gateway.pipeline.hooks import secret_problem
 
 THINKING = "thinking"
 """The capability that only asks the model for a setting: it does nothing on a model that does not reason."""
@@ -150,7 +150,7 @@ def unset_secrets(config: GatewayConfig, secrets: SecretSource) -> list[Problem]
         if variable is not None and not value:
             problems.append(Problem(loc=("hooks", i, "secret"),
                                     message=f"{variable} is not set in the environment or the secrets file"))
-        elif value and (problem := secret_problem(value)) is not None:
+        elif value and (problem := hook_secret_problem(value)) is not None:
             problems.append(Problem(loc=("hooks", i, "secret"), message=f"{variable} {problem}"))
     for i, server in enumerate(config.mcp_servers):
         for field, values in (("headers", server.headers), ("env", server.env)):

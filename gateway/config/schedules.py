@@ -3,6 +3,8 @@ bot (`gateway/pipeline/scheduler.py`, `gateway/pipeline/hooks.py`)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from typing import TYPE_CHECKING, Literal
 
@@ -71,13 +73,34 @@ class HookSpec(_Destination):
     """A webhook that starts a run: `POST /hooks/{name}`, signed with `secret`, its body handed to the agent."""
 
     secret: SecretReference
-    """A `${ENV_VAR}` reference to the shared secret senders sign the raw body with (HMAC-SHA256, sent as
-    `X-Signature-256: sha256=<hex>`, GitHub's form)."""
+    """A `${ENV_VAR}` reference to the shared secret senders sign with: the raw body (HMAC-SHA256, sent as
+    `X-Signature-256: sha256=<hex>`, GitHub's form), or Standard Webhooks' `id.timestamp.body` (a `whsec_` key)."""
     prompt_template: str = Field(min_length=1)
     """What the agent is asked; the body follows it, framed as data from the sender, never instructions.
     `{hook}` and `{delivery}` are replaced by the hook's name and the delivery's id."""
     max_bytes: int = Field(default=256 * 1024, gt=0, le=2**20)
     """Largest body taken, in bytes (at most 1 MiB); a larger one is refused with 413."""
+
+
+STANDARD_KEY_PREFIX = "whsec_"
+
+
+def hook_key(secret: str) -> bytes:
+    """The HMAC key of a hook's secret: a `whsec_` secret is its base64 key, as Standard Webhooks senders give it;
+    any other is its own bytes. Raises `binascii.Error` for a `whsec_` secret that is not base64."""
+    if secret.startswith(STANDARD_KEY_PREFIX):
+        return base64.b64decode(secret.removeprefix(STANDARD_KEY_PREFIX), validate=True)
+    return secret.encode()
+
+
+def hook_secret_problem(secret: str) -> str | None:
+    """Why a hook's secret would refuse every call (`gateway check` and the start say it); None: it is usable."""
+    try:
+        hook_key(secret)
+    except binascii.Error:
+        return (f"holds a {STANDARD_KEY_PREFIX} key that is not base64; paste the signing secret exactly as the "
+                "sender shows it")
+    return None
 
 
 CHAT_IDS = {"telegram": (re.compile(r"^-?[0-9]{1,20}$"), "a Telegram chat id such as -1001234567890"),

@@ -14,7 +14,6 @@ configured. The body reaches the agent framed as data from the sender, never as 
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 import hmac
@@ -28,6 +27,7 @@ from pydantic import SecretStr
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from adapters.protocols import Addresses
+from gateway.config.schedules import hook_key
 from gateway.config.schema import HookSpec
 from gateway.pipeline.firings import Firing
 from gateway.pipeline.inbox import Inbox
@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 
 SIGNATURE_HEADERS = ("x-signature-256", "x-hub-signature-256")
 DELIVERY_HEADERS = ("webhook-id", "x-delivery-id", "x-github-delivery")
-STANDARD_KEY_PREFIX = "whsec_"
 DELIVERY_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 """A delivery id kept as sent; any other is kept as its hash, so the firing's key stays short and printable."""
 FRAME = ("The webhook's body follows between <webhook_body> tags. Another system sent it, and whoever can reach "
@@ -105,29 +104,13 @@ def firing_key(secret: SecretStr, headers: Mapping[str, str], body: bytes) -> st
     """The firing's unique key, made of what the signature covers; None: the call is not signed with `secret`."""
     if "webhook-signature" in headers:
         try:
-            Webhook(_standard_key(secret)).verify(body, dict(headers), json_parse=False)
+            Webhook(hook_key(secret.get_secret_value())).verify(body, dict(headers), json_parse=False)
         except (WebhookVerificationError, binascii.Error):
             return None
         return _printable(headers["webhook-id"])
     return body_key(body) if _signed(secret, headers, body) else None
 
 
-def _standard_key(secret: SecretStr) -> bytes:
-    """A `whsec_` secret is its base64 key, as Standard Webhooks senders give it; any other is its own bytes."""
-    value = secret.get_secret_value()
-    if value.startswith(STANDARD_KEY_PREFIX):
-        return base64.b64decode(value.removeprefix(STANDARD_KEY_PREFIX), validate=True)
-    return value.encode()
-
-
-def secret_problem(value: str) -> str | None:
-    """Why a hook's secret would refuse every call (`gateway check` and the start say it); None: it is usable."""
-    try:
-        _standard_key(SecretStr(value))
-    except binascii.Error:
-        return (f"holds a {STANDARD_KEY_PREFIX} key that is not base64; paste the signing secret exactly as the "
-                "sender shows it")
-    return None
 
 
 def _signed(secret: SecretStr, headers: Mapping[str, str], body: bytes) -> bool:

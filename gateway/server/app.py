@@ -35,12 +35,13 @@ from gateway.approvals.questions import QuestionFlow
 from gateway.approvals.store import Approvals
 from gateway.checks.validation import check_appliable, deployment_registry
 from gateway.config.errors import ConfigError
+from gateway.config.schedules import hook_secret_problem
 from gateway.config.schema import GatewayConfig, Settings, capability_secrets, reference_name, resolve_secret
 from gateway.config.secrets import SecretSource
 from gateway.people.commands import DirectCommands
 from gateway.people.identities import Identities
 from gateway.pipeline.conversations import Conversations
-from gateway.pipeline.hooks import Hook, Hooks, secret_problem
+from gateway.pipeline.hooks import Hook, Hooks
 from gateway.pipeline.inbox import Inbox
 from gateway.pipeline.intake import Intake, TypingShown
 from gateway.pipeline.metrics import Backlog, GatewayMetrics
@@ -157,7 +158,7 @@ class Gateway:
         for index, spec in enumerate(self.config.hooks):
             secret = resolve_secret(spec.secret, self._secrets, field=f"hooks[{index}].secret")
             self.redactor.add(secret.get_secret_value())
-            if (problem := secret_problem(secret.get_secret_value())) is not None:
+            if (problem := hook_secret_problem(secret.get_secret_value())) is not None:
                 raise ConfigError(f"hooks[{index}].secret: {reference_name(spec.secret)} {problem}")
             hooks.append(Hook(spec=spec, secret=secret))
         return hooks
