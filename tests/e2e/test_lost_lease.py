@@ -16,7 +16,7 @@ from storage.db import Database
 from storage.models import InboxRow, MessageRow, utcnow
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import FAST, TelegramBot, running_gateway
-from tests.support.records import until_done
+from tests.support.records import inbox_rows, until_done
 
 THIEF_HOLDS = timedelta(seconds=5)
 """Longer than a renewal period (a fifth of the test lease): the turn learns of the theft before the lease lapses."""
@@ -76,12 +76,7 @@ async def set_running_lease(database_url: str, **values: object) -> None:
 
 
 async def attempts_of_the_item(database_url: str) -> list[int]:
-    db = Database(database_url)
-    try:
-        async with db.session() as session:
-            return list((await session.execute(select(InboxRow.attempts))).scalars())
-    finally:
-        await db.close()
+    return [row.attempts for row in await inbox_rows(database_url)]
 
 
 async def test_a_turn_whose_lease_another_worker_took_stops_quietly_and_the_item_is_answered_once(
