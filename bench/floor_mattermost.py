@@ -37,7 +37,7 @@ async def serve(answerer: Answerer, url: str, token: str) -> None:
         root = post.get("root_id") or ("" if direct else post["id"])
         placeholder = await asyncio.to_thread(rest.posts.create_post, {
             "channel_id": post["channel_id"], "message": PLACEHOLDER, "root_id": root})
-        final = await answerer.answer(post["channel_id"], MENTION.sub("", post["message"]).strip())
+        final = await answerer.answer(post["channel_id"], post["id"], MENTION.sub("", post["message"]).strip())
         await asyncio.to_thread(rest.posts.patch_post, placeholder["id"], {"message": final})
 
     async with connect(url.replace("http", "ws", 1) + "/api/v4/websocket") as socket:

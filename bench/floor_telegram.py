@@ -24,7 +24,8 @@ def build(answerer: Answerer, url: str, token: str, username: str) -> Applicatio
         if message.chat.type != "private" and mention not in message.text:
             return
         placeholder = await message.reply_text(PLACEHOLDER, do_quote=False)
-        final = await answerer.answer(str(message.chat_id), message.text.replace(mention, "").strip())
+        text = message.text.replace(mention, "").strip()
+        final = await answerer.answer(str(message.chat_id), str(message.message_id), text)
         await placeholder.edit_text(final)
 
     application = (Application.builder().token(token).base_url(f"{url}/bot").base_file_url(f"{url}/file/bot")

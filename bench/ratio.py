@@ -53,9 +53,9 @@ from storage.migrate import upgrade
 
 WATCHES: dict[str, Callable[[], Watch]] = {"telegram": TelegramWatch, "slack": SlackWatch,
                                            "mattermost": MattermostWatch}
-VARIANTS = {"echo": "echo floor", "llm": "LLM floor", "base-sqlite": "baseline gateway, SQLite",
-            "sqlite": "gateway, SQLite", "postgresql": "gateway, PostgreSQL"}
-FLOORS = ("echo", "llm")
+VARIANTS = {"echo": "echo floor", "llm": "LLM floor", "durable": "durable LLM floor",
+            "base-sqlite": "baseline gateway, SQLite", "sqlite": "gateway, SQLite", "postgresql": "gateway, PostgreSQL"}
+FLOORS = ("echo", "llm", "durable")
 GATEWAYS = ("base-sqlite", "sqlite", "postgresql")
 TARGETS: tuple[tuple[str, Callable[[Run], float], float], ...] = (
     ("CPU per answered message", lambda r: r.cpu_per_message, 1.25),
@@ -97,7 +97,10 @@ class Run:
 async def database(variant: str, args: argparse.Namespace) -> AsyncIterator[str | None]:
     """A fresh database for a gateway variant, migrated beforehand as a deployment's migrate job does (the serving
     process then finds its schema current); `base-sqlite` migrates its own, with the baseline's migrations."""
-    if variant in ("sqlite", "base-sqlite"):
+    if variant == "durable":
+        with tempfile.TemporaryDirectory(prefix="floor-ratio-") as workdir:
+            yield str(Path(workdir) / "floor.db")
+    elif variant in ("sqlite", "base-sqlite"):
         with tempfile.TemporaryDirectory(prefix="gateway-ratio-") as workdir:
             url = f"sqlite+aiosqlite:///{Path(workdir) / 'gateway.db'}"
             if variant == "sqlite":
@@ -128,9 +131,10 @@ def command(variant: str, platform: str, url: str, bots: list[BenchBot], databas
     tokens = ["--token", ",".join(bot.token for bot in bots)]
     if any(bot.app_token for bot in bots):
         tokens += ["--app-token", ",".join(bot.app_token for bot in bots)]
-    if database_url is None:
+    if variant in FLOORS:
         return [sys.executable, "-m", "bench.floor_bots", "--platform", platform, "--kind", variant, "--url", url,
-                *tokens, "--username", bots[0].username]
+                *tokens, "--username", bots[0].username, *(["--database", database_url] if database_url else [])]
+    assert database_url is not None
     profile = os.environ.get("BENCH_PROFILE")  # a cProfile of the gateway's main thread, written at its exit
     prefix = ["-m", "cProfile", "-o", f"{profile}/{variant}-{uuid.uuid4().hex[:6]}.prof"] if profile else []
     return [sys.executable, *prefix, "-m", "bench.gateway_bot", "--platform", platform, "--url", url, *tokens,
@@ -245,6 +249,13 @@ def targets(runs: dict[str, list[Run]]) -> None:
             ratio = median(runs, gateway, pick) / base
             print(f"  {title:<24} {gateway_name(gateway):<22} {ratio:.2f}x  (target ≤ {ceiling:.2f}x: "
                   f"{'met' if ratio <= ceiling else 'not met'})")
+    if "durable" in runs:
+        print("what durability alone costs, durable floor ÷ LLM floor, and the gateway ÷ durable floor:")
+        for title, pick, _ in TARGETS:
+            durable = median(runs, "durable", pick)
+            print(f"  {title:<24} {'durable floor':<22} {durable / median(runs, 'llm', pick):.2f}x")
+            for gateway in (g for g in GATEWAYS if g in runs):
+                print(f"  {title:<24} {gateway_name(gateway):<22} {median(runs, gateway, pick) / durable:.2f}x")
 
 
 def table(runs: dict[str, list[Run]], platform: str) -> None:
@@ -259,21 +270,22 @@ def table(runs: dict[str, list[Run]], platform: str) -> None:
                  if g in runs and base and not math.isnan(base)]
         return (f"vs {label(floor, platform)}: " + ", ".join(parts)) if parts and floor in runs else ""
 
-    def row(label: str, pick: Callable[[Run], float], unit: str, floor: str | None, digits: int = 1) -> None:
+    def row(label: str, pick: Callable[[Run], float], unit: str, *floors: str, digits: int = 1) -> None:
         cells = [fmt([pick(r) for r in runs[n]], unit, digits=digits) for n in names]
-        print(f"| {label} | " + " | ".join(cells) + f" | {ratios(pick, floor) if floor else ''} |")
+        compared = "; ".join(filter(None, (ratios(pick, floor) for floor in floors)))
+        print(f"| {label} | " + " | ".join(cells) + f" | {compared} |")
 
-    row("CPU per answered message", lambda r: r.cpu_per_message, " ms", "llm")
-    row("answered messages / s", lambda r: r.rate, "", "llm")
-    row("first visible sign (typing or post), p50", lambda r: percentile(r.signs, 50) * 1000, " ms", "echo", 0)
-    row("first post, p50", lambda r: percentile(r.posts, 50) * 1000, " ms", "echo", 0)
-    row("final text, p50", lambda r: percentile(r.finals, 50) * 1000, " ms", "llm", 0)
-    row("final text, p99", lambda r: percentile(r.finals, 99) * 1000, " ms", "llm", 0)
+    row("CPU per answered message", lambda r: r.cpu_per_message, " ms", "llm", "durable")
+    row("answered messages / s", lambda r: r.rate, "", "llm", "durable")
+    row("first visible sign (typing or post), p50", lambda r: percentile(r.signs, 50) * 1000, " ms", "echo", digits=0)
+    row("first post, p50", lambda r: percentile(r.posts, 50) * 1000, " ms", "echo", digits=0)
+    row("final text, p50", lambda r: percentile(r.finals, 50) * 1000, " ms", "llm", digits=0)
+    row("final text, p99", lambda r: percentile(r.finals, 99) * 1000, " ms", "llm", digits=0)
     acks = {n: ACKS[platform_of(n, platform)] for n in names}
-    row(f"{' / '.join(dict.fromkeys(acks.values()))}, p50", lambda r: percentile(r.acks, 50) * 1000, " ms", None, 0)
-    row(f"{' / '.join(dict.fromkeys(acks.values()))}, p99", lambda r: percentile(r.acks, 99) * 1000, " ms", None, 0)
-    row("idle CPU", lambda r: r.idle_ms_per_s, " ms/s", None, 2)
-    row("peak RSS", lambda r: r.peak_rss, " MiB", "llm", 0)
+    row(f"{' / '.join(dict.fromkeys(acks.values()))}, p50", lambda r: percentile(r.acks, 50) * 1000, " ms", digits=0)
+    row(f"{' / '.join(dict.fromkeys(acks.values()))}, p99", lambda r: percentile(r.acks, 99) * 1000, " ms", digits=0)
+    row("idle CPU", lambda r: r.idle_ms_per_s, " ms/s", digits=2)
+    row("peak RSS", lambda r: r.peak_rss, " MiB", "llm", "durable", digits=0)
     cells = [" / ".join(f"{r.exactly_once}/{r.sent}" + (f" ({r.strays} “…” left)" if r.strays else "")
                         for r in runs[n]) for n in names]
     print("| exactly once (per repetition) | " + " | ".join(cells) + " | |")
