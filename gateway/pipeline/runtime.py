@@ -526,8 +526,18 @@ _SET_RUN = update(RUNS).where(RUNS.c.id == bindparam("run_id"))
 SQLAlchemy's construction and cache key, several times its execution."""
 
 
+CUT_OFF = ("cut off: the attempt running it ended before the run did (a restart, or its lease passed to another "
+           "worker); the turn ran again")
+"""An earlier attempt's run, closed by the attempt that runs its turn again."""
+_CLOSE_CUT_OFF = (update(RUNS).where(RUNS.c.inbox_id == bindparam("item"), RUNS.c.status == "running")
+                  .values(status="failed", error=CUT_OFF, finished_at=bindparam("now")))
+
+
 def open_run(connection: Connection, turn: Turn) -> int:
-    """The run's row, status running, in the caller's transaction."""
+    """The run's row, status running, in the caller's transaction. A retried turn first closes the row an earlier
+    attempt left running: that attempt will never end it (it died, or lost its lease and writes nothing more)."""
+    if turn.retried and turn.inbox_id is not None:
+        connection.execute(_CLOSE_CUT_OFF, {"item": turn.inbox_id, "now": utcnow()})
     binding = turn.deps.binding
     return int(connection.execute(_OPEN_RUN, {
         "conversation_id": turn.conversation_id, "inbox_id": turn.inbox_id, "bot_name": binding.bot_name,

@@ -12,8 +12,9 @@ from pydantic_ai import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, DeltaToolCalls, FunctionModel
 from sqlalchemy import select, update
 
+from gateway.pipeline.runtime import CUT_OFF
 from storage.db import Database
-from storage.models import InboxRow, MessageRow, utcnow
+from storage.models import InboxRow, MessageRow, RunRow, utcnow
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import FAST, TelegramBot, running_gateway
 from tests.support.records import inbox_rows, until_done
@@ -75,6 +76,15 @@ async def set_running_lease(database_url: str, **values: object) -> None:
         await db.close()
 
 
+async def run_rows(database_url: str) -> list[RunRow]:
+    db = Database(database_url)
+    try:
+        async with db.session() as session:
+            return list((await session.execute(select(RunRow).order_by(RunRow.id))).scalars())
+    finally:
+        await db.close()
+
+
 async def attempts_of_the_item(database_url: str) -> list[int]:
     return [row.attempts for row in await inbox_rows(database_url)]
 
@@ -97,6 +107,9 @@ async def test_a_turn_whose_lease_another_worker_took_stops_quietly_and_the_item
         await until_done(database_url, 1)
     assert await roles_in_history(database_url) == ["user", "assistant"]
     assert await attempts_of_the_item(database_url) == [2]
+    # the first attempt's run is closed by the second, not left running for the console forever
+    assert [(run.status, run.error == CUT_OFF, run.finished_at is not None) for run in await run_rows(database_url)] \
+        == [("failed", True, True), ("answered", False, True)]
     shown = [str(call.params.get("text", "")) for call in telegram.calls
              if call.method in ("sendMessage", "editMessageText")]
     assert not any("topped" in text for text in shown), shown

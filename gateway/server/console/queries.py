@@ -26,7 +26,7 @@ from storage.tables import (
 )
 
 PAGE = 50
-RUN_STATUSES = ("running", "answered", "parked", "failed")
+RUN_STATUSES = ("running", "answered", "parked", "stopped", "failed")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
