@@ -4,7 +4,8 @@ Per message, on SQLAlchemy Core over SQLite (WAL, as the gateway's embedded defa
 the message committed by itself (deduplicated by chat and message id), the chat's last turns read back as the
 model's history, then the user's words, the answer and the message's end committed together. No leases, no
 identities, no search index, no run rows: what durability alone costs, for the gateway's overhead to be read
-against (`bench/floor_answer.py`, `--kind durable`).
+against (`bench/floor_answer.py`, `--kind durable`). Only the writes' cost is modelled: the floor does not hold the
+platform's acknowledgement back until the message is stored, as the gateway does.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class DurableHistory:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="floor-store")
 
     async def accept(self, chat: str, message_id: str, text: str) -> None:
-        """The message, stored before anything else happens to it; a redelivery is dropped here."""
+        """The message, committed by itself before its answer is worked out; a redelivery is dropped here."""
         await self._run(lambda c: c.execute(_ACCEPT, {"chat": chat, "message_id": message_id, "text": text}))
 
     async def history(self, chat: str, turns: int) -> list[ModelMessage]:
