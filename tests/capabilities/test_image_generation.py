@@ -17,7 +17,6 @@ from pydantic_ai.images import ImageGenerationAspectRatio, ImageGenerator, TestI
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
 from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.models.function import FunctionModel
-from sqlalchemy import select
 
 from capabilities import default_registry
 from capabilities.image_generation import AspectRatio, ImageGenerationConfig
@@ -25,13 +24,12 @@ from capabilities.image_generation.build import MissingKey, image_generator
 from capabilities.image_generation.catalog import CATALOG
 from capabilities.registry import config_for
 from capabilities.run import BuildContext, FileRefused, MissingStore
-from storage.db import Database
-from storage.models import RunRow
 from tests.e2e.test_telegram_approvals import buttons, cards
 from tests.support.capability_runs import MemoryOutbox, assembled, binding_with, run, run_facts
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import TelegramBot, running_gateway
 from tests.support.loopback import serving
+from tests.support.records import run_rows
 from tests.support.scripted import stepped
 
 KEY = "sk-test-9f8e7d6c5b4a"
@@ -324,15 +322,6 @@ def said(telegram: FakeTelegram, chat_id: int) -> list[str]:
 
 def photos(telegram: FakeTelegram, chat_id: int) -> list[dict[str, Any]]:
     return [m for m in telegram.bot_messages(chat_id) if "photo" in m]
-
-
-async def run_rows(database_url: str) -> list[RunRow]:
-    db = Database(database_url)
-    try:
-        async with db.session() as session:
-            return list((await session.execute(select(RunRow).order_by(RunRow.id))).scalars())
-    finally:
-        await db.close()
 
 
 def test_the_declared_aspect_ratios_are_pydantic_ais() -> None:

@@ -11,7 +11,6 @@ from decimal import Decimal
 import pytest
 from genai_prices import Usage, calc_price
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import select
 
 from gateway.agents.bindings import BindingStore
 from gateway.server.app import Gateway
@@ -23,7 +22,7 @@ from tests.e2e.test_telegram_approvals import DEPLOY, DEPLOY_WEB, buttons, cards
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.gated_tools import deploy_registry
 from tests.support.harness import FAST, TelegramBot, ask, gateway_config, running_gateway
-from tests.support.records import until_resumed
+from tests.support.records import run_rows, until_resumed
 from tests.support.scripted import calls_then_answers, echoes, priced_as
 
 PRICED = {"model": "openai:gpt-4o"}
@@ -35,15 +34,6 @@ def gpt_4o_price(row: RunRow) -> Decimal:
                       provider_id="openai").total_price
 
 
-async def runs(database_url: str) -> list[RunRow]:
-    db = Database(database_url)
-    try:
-        async with db.session() as session:
-            return list((await session.execute(select(RunRow).order_by(RunRow.id))).scalars())
-    finally:
-        await db.close()
-
-
 async def test_a_run_records_what_genai_prices_says_it_cost(telegram: FakeTelegram, database_url: str) -> None:
     bot = TelegramBot().register(telegram)
     alice = telegram.add_user(1001, "Alice")
@@ -51,7 +41,7 @@ async def test_a_run_records_what_genai_prices_says_it_cost(telegram: FakeTelegr
     async with running_gateway(telegram, [bot], database_url=database_url, redis_url=None, model=echoes(),
                                agent=PRICED, models={"openai:gpt-4o": priced_as(echoes(), "gpt-4o")}):
         assert await ask(telegram, bot, chat, alice, "what does this cost") == "echo: what does this cost"
-    [run] = await runs(database_url)
+    [run] = await run_rows(database_url)
     assert run.status == "answered" and run.input_tokens > 0 and run.output_tokens > 0
     assert run.cost_usd is not None and run.cost_usd > 0
     assert run.cost_usd == gpt_4o_price(run).quantize(Decimal("1e-10"))
@@ -64,7 +54,7 @@ async def test_a_model_without_a_known_price_records_no_cost_rather_than_nothing
     chat = telegram.private_chat(alice)
     async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=echoes()):
         assert await ask(telegram, bot, chat, alice, "hello") == "echo: hello"
-    [run] = await runs(sqlite_url)
+    [run] = await run_rows(sqlite_url)
     assert (run.status, run.input_tokens > 0, run.cost_usd) == ("answered", True, None)
 
 
@@ -80,12 +70,12 @@ async def test_a_resumed_run_adds_its_cost_to_what_it_spent_before_it_parked(
                                registry=deploy_registry(executed), capabilities=DEPLOY):
         await telegram.user_says(bot.token, chat, alice, "deploy web")
         await telegram.wait_for(lambda: len(cards(telegram, chat["id"])) == 1)
-        [parked] = await runs(sqlite_url)
+        [parked] = await run_rows(sqlite_url)
         card = cards(telegram, chat["id"])[0]
         await telegram.user_clicks(bot.token, card, alice, buttons(card)["✅ Approve"])
         await telegram.wait_for(lambda: texts(telegram, chat["id"])[-1] == "done: deployed web")
         await until_resumed(sqlite_url, 1)
-    [resumed] = await runs(sqlite_url)
+    [resumed] = await run_rows(sqlite_url)
     assert (parked.status, parked.requests, resumed.status, resumed.requests) == ("parked", 1, "answered", 2)
     assert parked.cost_usd is not None and resumed.cost_usd is not None
     assert resumed.cost_usd > parked.cost_usd
@@ -107,10 +97,10 @@ async def test_metrics_count_spend_and_tokens_by_bot_and_agent(telegram: FakeTel
     found = {(s.name, frozenset(s.labels.items())): s.value
              for family in text_string_to_metric_families(text) for s in family.samples}
     ours = frozenset({("bot", priced.name), ("agent", "assistant")})
-    spent = sum((run.cost_usd or Decimal(0) for run in await runs(sqlite_url)), Decimal(0))
+    spent = sum((run.cost_usd or Decimal(0) for run in await run_rows(sqlite_url)), Decimal(0))
     assert found[("gateway_spend_usd_total", ours)] == pytest.approx(float(spent)) and spent > 0
     assert found[("gateway_agent_tokens_total", ours | {("kind", "output")})] == sum(
-        run.output_tokens for run in await runs(sqlite_url))
+        run.output_tokens for run in await run_rows(sqlite_url))
     assert found[("gateway_runs_unpriced_total", ours)] == 0
     assert found[("gateway_spend_usd_total", frozenset({("bot", idle.name), ("agent", "assistant")}))] == 0, (
         "every bot's series is there from the start")
@@ -148,7 +138,7 @@ async def test_a_budget_reached_on_one_replica_refuses_the_next_turn_on_another(
         assert second.metrics.registry.get_sample_value("gateway_messages_refused_total", labels) == 1
     assert refused.startswith("You have used ") and "of the 1 tokens a day this bot allows you" in refused, refused
     assert "(per_person.tokens_per_day)" in refused and "It resets at 00:00 UTC (in " in refused, refused
-    assert [run.status for run in await runs(database_url)] == ["answered", "answered"], "no model ran for 'two'"
+    assert [run.status for run in await run_rows(database_url)] == ["answered", "answered"], "no model ran for 'two'"
 
 
 async def test_a_binding_budget_counts_everyone_in_the_bots_chats(telegram: FakeTelegram, sqlite_url: str) -> None:

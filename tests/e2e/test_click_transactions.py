@@ -18,9 +18,9 @@ from tests.support.scripted import calls_then_answers
 from tests.support.transactions import counting, listed
 
 CLICK_TRANSACTIONS = 9
-"""The accept, the claim, the approval read, the decision (which marks the card closed), the resume's claim (open questions
-looked for in its one statement), the decisions read, the run row back to running, the look for files the parked
-turn left, and the resume's end (parked run, run row, answer, item) as one, as a plain turn's end is."""
+"""The accept, the claim, the approval read, the decision (which marks the card closed), the resume's claim (open
+questions looked for in its one statement), the decisions read, the run row back to running, the look for files the
+parked turn left, and the resume's end (parked run, run row, answer, item) as one, as a plain turn's end is."""
 
 
 async def test_an_approve_click_costs_at_most_its_budget_of_transactions(telegram: FakeTelegram,

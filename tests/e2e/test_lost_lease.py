@@ -14,10 +14,10 @@ from sqlalchemy import select, update
 
 from gateway.pipeline.runtime import CUT_OFF
 from storage.db import Database
-from storage.models import InboxRow, MessageRow, RunRow, utcnow
+from storage.models import InboxRow, MessageRow, utcnow
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import FAST, TelegramBot, running_gateway
-from tests.support.records import inbox_rows, until_done
+from tests.support.records import inbox_rows, run_rows, until_done
 
 THIEF_HOLDS = timedelta(seconds=5)
 """Longer than a renewal period (a fifth of the test lease): the turn learns of the theft before the lease lapses."""
@@ -72,15 +72,6 @@ async def set_running_lease(database_url: str, **values: object) -> None:
     try:
         async with db.session() as session:
             await session.execute(update(InboxRow).where(InboxRow.status == "running").values(**values))
-    finally:
-        await db.close()
-
-
-async def run_rows(database_url: str) -> list[RunRow]:
-    db = Database(database_url)
-    try:
-        async with db.session() as session:
-            return list((await session.execute(select(RunRow).order_by(RunRow.id))).scalars())
     finally:
         await db.close()
 

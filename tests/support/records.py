@@ -8,7 +8,7 @@ from datetime import timedelta
 from sqlalchemy import select, update
 
 from storage.db import Database
-from storage.models import ApprovalRow, InboxRow, ParkedRunRow, utcnow
+from storage.models import ApprovalRow, InboxRow, ParkedRunRow, RunRow, utcnow
 
 
 async def inbox_rows(database_url: str) -> list[InboxRow]:
@@ -17,6 +17,16 @@ async def inbox_rows(database_url: str) -> list[InboxRow]:
     try:
         async with db.session() as session:
             return list((await session.execute(select(InboxRow).order_by(InboxRow.id))).scalars())
+    finally:
+        await db.close()
+
+
+async def run_rows(database_url: str) -> list[RunRow]:
+    """Every run's row, oldest first."""
+    db = Database(database_url)
+    try:
+        async with db.session() as session:
+            return list((await session.execute(select(RunRow).order_by(RunRow.id))).scalars())
     finally:
         await db.close()
 
