@@ -21,6 +21,10 @@ from gateway.config.schema import ConfigError
 
 OPERATOR_HAS_DETAILS = "The operator can find the details in the gateway's log."
 OPERATOR_TOLD = "The operator has been told; trying again will not help until it is fixed."
+SEND_CUT_OFF = ("I was restarted while sending my answer to your last message. If you don't see it above, please "
+                "send your message again.")
+"""Said by the retry of a turn whose answer was being sent when its process died: Telegram cannot say whether it
+arrived, and sending it again could show it twice."""
 EXPLAINED_FAILURES = (AgentRunError, UserError, ConfigError, SetupFault, TimeoutError)
 """Failures whose one log line says it all (the model, its set-up, a limit); anything else gets a traceback."""
 TIMEOUTS = (TimeoutError, ModelRequestTimeout, ModelTimeoutError)

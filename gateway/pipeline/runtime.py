@@ -526,18 +526,22 @@ _SET_RUN = update(RUNS).where(RUNS.c.id == bindparam("run_id"))
 SQLAlchemy's construction and cache key, several times its execution."""
 
 
-CUT_OFF = ("cut off: the attempt running it ended before the run did (a restart, or its lease passed to another "
-           "worker); the turn ran again")
-"""An earlier attempt's run, closed by the attempt that runs its turn again."""
+CUT_OFF = "cut off: the attempt running it ended before the run did (a restart, or its lease passed to another worker)"
+"""An earlier attempt's run, closed by the attempt that takes its turn up again."""
 _CLOSE_CUT_OFF = (update(RUNS).where(RUNS.c.inbox_id == bindparam("item"), RUNS.c.status == "running")
                   .values(status="failed", error=CUT_OFF, finished_at=bindparam("now")))
+
+
+def close_cut_off(connection: Connection, inbox_id: int) -> None:
+    """Close the run row an earlier attempt of inbox item `inbox_id` left running, in the caller's transaction."""
+    connection.execute(_CLOSE_CUT_OFF, {"item": inbox_id, "now": utcnow()})
 
 
 def open_run(connection: Connection, turn: Turn) -> int:
     """The run's row, status running, in the caller's transaction. A retried turn first closes the row an earlier
     attempt left running: that attempt will never end it (it died, or lost its lease and writes nothing more)."""
     if turn.retried and turn.inbox_id is not None:
-        connection.execute(_CLOSE_CUT_OFF, {"item": turn.inbox_id, "now": utcnow()})
+        close_cut_off(connection, turn.inbox_id)
     binding = turn.deps.binding
     return int(connection.execute(_OPEN_RUN, {
         "conversation_id": turn.conversation_id, "inbox_id": turn.inbox_id, "bot_name": binding.bot_name,

@@ -9,11 +9,13 @@ import asyncio
 from dataclasses import replace
 from datetime import timedelta
 
+from gateway.pipeline.notices import SEND_CUT_OFF
+from gateway.pipeline.runtime import CUT_OFF
 from tests.support.fakes.slack import FakeSlack
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import FAST, TelegramBot, said_by
 from tests.support.harness import running_gateway as telegram_gateway
-from tests.support.records import inbox_rows, until_replies_recorded
+from tests.support.records import inbox_rows, run_rows, until_replies_recorded
 from tests.support.scripted import echoes, waits_for
 from tests.support.slack_harness import SlackBot
 from tests.support.slack_harness import running_gateway as slack_gateway
@@ -137,7 +139,10 @@ async def test_a_retry_after_the_drafted_answer_was_being_sent_sends_no_second_a
     async with telegram_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=echoes(),
                                 tuning=RETRY_SOON):
         await until_all_done(sqlite_url)  # the retry ran
-    assert said_by(telegram, chat, bot) == []  # and sent nothing: the answer may have been in the chat already
+    # It does not send the answer again (it may be in the chat already: two answers), nor stay silent (it may not):
+    # it says so, and the earlier attempt's run is closed rather than left running.
+    assert said_by(telegram, chat, bot) == [SEND_CUT_OFF]
+    assert [(run.status, run.error) for run in await run_rows(sqlite_url)] == [("failed", CUT_OFF)]
 
 
 async def until_all_done(database_url: str) -> None:

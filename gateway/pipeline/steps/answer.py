@@ -18,7 +18,18 @@ from gateway.pipeline.attachments import Attachment, fetch_attachments
 from gateway.pipeline.conversations import TurnRecord, record_answer, speaker_line, start_turn, thread_context
 from gateway.pipeline.inbox import remember_reply
 from gateway.pipeline.live_reply import SENT_FROM_DRAFTS, LiveReply, Placeholder
-from gateway.pipeline.runtime import Answered, Parked, Stopped, Turn, TurnDeps, open_run, record_answered, set_run
+from gateway.pipeline.notices import SEND_CUT_OFF
+from gateway.pipeline.runtime import (
+    Answered,
+    Parked,
+    Stopped,
+    Turn,
+    TurnDeps,
+    close_cut_off,
+    open_run,
+    record_answered,
+    set_run,
+)
 from gateway.pipeline.steps.services import StepServices
 from gateway.pipeline.steps.step import HANDLED, Delivery, Handled, refuse
 from gateway.pipeline.voice import heard, refusal
@@ -42,8 +53,10 @@ class Answer:
         the run's row and the placeholder's id; the answer's rows are committed with the item's end. Where the
         first post waits for text (`waits_for_text`), it is stored by itself right after it is posted."""
         inbound, item = delivery.inbound, delivery.item
-        if item.reply_message_id == SENT_FROM_DRAFTS:
-            return HANDLED  # an earlier attempt sent its answer, drafted, and died before its end was committed
+        if item.reply_message_id == SENT_FROM_DRAFTS:  # an earlier attempt died sending its drafted answer
+            await self._db.run(lambda connection: close_cut_off(connection, item.id), single=True)
+            await delivery.adapter.send(inbound.address, SEND_CUT_OFF)
+            return HANDLED
         if inbound.attachments and (refused := refusal(inbound.attachments, self._transcriber(delivery))):
             return await refuse(delivery, refused)  # a voice note this agent cannot hear: said, no model run
         asked = inbound.addressed != "schedule"  # a firing answers no message: its reply is a new post
