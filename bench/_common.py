@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
 
 DEFAULT_POSTGRES = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -84,11 +85,11 @@ async def postgres_schema(url: str) -> AsyncIterator[str]:
     """A URL to an empty schema of its own in the PostgreSQL database at `url`, dropped afterwards."""
     schema = f"bench_{uuid.uuid4().hex[:12]}"
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute(f"CREATE SCHEMA {schema}")
+        await conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
     try:
         base = url.replace("postgresql://", "postgresql+psycopg://", 1)
         separator = "&" if "?" in base else "?"
         yield f"{base}{separator}options=-csearch_path%3D{schema}"
     finally:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-            await conn.execute(f"DROP SCHEMA {schema} CASCADE")
+            await conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))

@@ -229,7 +229,8 @@ def main(args: argparse.Namespace) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.end_to_end", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.end_to_end",
+                                     description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--messages", type=int, default=120, help="messages to send, M (default 120)")
     parser.add_argument("--users", type=int, default=4, help="users, each with a private chat (default 4)")
     parser.add_argument("--groups", type=int, default=2, help="groups every user talks in (default 2)")

@@ -29,7 +29,7 @@ FLOOR_PLATFORMS = tuple(FLOORS)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--platform", choices=FLOOR_PLATFORMS, default="telegram")
     parser.add_argument("--kind", choices=("echo", "llm", "durable"), required=True)
     parser.add_argument("--url", required=True)

@@ -42,7 +42,7 @@ async def serve(answerer: Answerer, url: str, token: str, app_token: str) -> Non
         placeholder = await web.chat_postMessage(channel=event["channel"], text=PLACEHOLDER, thread_ts=thread)
         text = MENTION.sub("", str(event.get("text", ""))).strip()
         final = await answerer.answer(event["channel"], event["ts"], text)
-        await web.chat_update(channel=event["channel"], ts=placeholder["ts"], text=final)
+        await web.chat_update(channel=event["channel"], ts=str(placeholder["ts"]), text=final)
 
     client.socket_mode_request_listeners.append(on_request)  # type: ignore[arg-type]
     await client.connect()

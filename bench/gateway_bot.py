@@ -106,7 +106,7 @@ def allocations(out: Any) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--platform", choices=tuple(TRANSPORTS), default="telegram")
     parser.add_argument("--url", required=True)
     parser.add_argument("--token", required=True)

@@ -177,7 +177,8 @@ async def main(args: argparse.Namespace) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.inbox_throughput", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.inbox_throughput",
+                                     description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--events", type=int, default=2000, help="distinct events to accept (default 2000)")
     parser.add_argument("--conversations", type=int, default=100, help="chats they are spread over (default 100)")
     parser.add_argument("--duplicates", type=float, default=0.1,

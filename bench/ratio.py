@@ -326,7 +326,8 @@ async def main_async(args: argparse.Namespace) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.ratio", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.ratio",
+                                     description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--platform", choices=tuple(WATCHES), default="telegram")
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--messages", type=int, default=300)

@@ -12,6 +12,7 @@ import contextlib
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any, Protocol, Self
 
 ANSWER = "answer "
@@ -142,4 +143,5 @@ class Watch(Protocol):
 
     async def __aenter__(self) -> Self: ...
 
-    async def __aexit__(self, *exc: object) -> None: ...
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None: ...
