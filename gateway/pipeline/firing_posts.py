@@ -1,7 +1,9 @@
 """A firing whose text is posted as written (a reminder's message, a schedule's `text`): no model run, one post.
 
 The post goes through the live reply, as an answer does, so it keeps an answer's promise across crashes: the
-message is recorded on the inbox item as soon as it is posted, and a retry edits it instead of posting again.
+message is recorded on the inbox item as soon as it is posted, and a retry edits it instead of posting again. Where
+the platform cannot say whether a post being sent arrived (a Telegram private chat), the retry posts it again and
+says why: a reminder lost in silence is worse than one shown twice.
 """
 
 from __future__ import annotations
@@ -16,20 +18,24 @@ from gateway.pipeline.firings import Firing
 from gateway.pipeline.inbox import Inbox, InboxItem
 from gateway.pipeline.intake import TypingShown
 from gateway.pipeline.live_reply import SENT_FROM_DRAFTS, LiveReply, Placeholder
+from gateway.pipeline.notices import FIRING_SENT_AGAIN
 from gateway.pipeline.worker import Finish
 
 
 async def post_firing(adapter: PlatformAdapter, item: InboxItem, firing: Firing, *, inbox: Inbox,
-                      typing: TypingShown, agent_name: str) -> Finish | None:
+                      typing: TypingShown, agent_name: str) -> Finish:
     """Post the firing's text; its end (the words in the conversation's history) is committed with the item."""
+    text = firing.text
+    placeholder: Placeholder | None = Placeholder(
+        recorded_id=item.reply_message_id, key=item.logical_id, record=partial(inbox.remember_reply, item.id),
+        answering=None, retried=item.attempts > 1)
     if item.reply_message_id == SENT_FROM_DRAFTS:
-        return None  # an earlier attempt sent it, drafted, and died before its end was committed
-    placeholder = Placeholder(recorded_id=item.reply_message_id, key=item.logical_id,
-                              record=partial(inbox.remember_reply, item.id), answering=None,
-                              retried=item.attempts > 1)
+        # An earlier attempt died sending it, and Telegram cannot say whether it arrived. A reminder lost in silence
+        # is worse than one shown twice, so it is posted again, saying why.
+        text, placeholder = f"{FIRING_SENT_AGAIN}\n\n{firing.text}", None
     reply = LiveReply(adapter, firing.address, placeholder=placeholder,
                       posting=partial(typing.cleared, firing.address.conversation_key))
-    refs = await reply.finish(firing.text)
+    refs = await reply.finish(text)
 
     def finish(connection: Connection) -> None:
         record_post(connection, firing.address, text=firing.text, speaker_name=agent_name,

@@ -25,6 +25,8 @@ SEND_CUT_OFF = ("I was restarted while sending my answer to your last message. I
                 "send your message again.")
 """Said by the retry of a turn whose answer was being sent when its process died: Telegram cannot say whether it
 arrived, and sending it again could show it twice."""
+FIRING_SENT_AGAIN = "(Sent again: I was restarted while sending this, so it may be above already.)"
+"""Heads a scheduled post or reminder posted again by the retry of an attempt that died sending it."""
 EXPLAINED_FAILURES = (AgentRunError, UserError, ConfigError, SetupFault, TimeoutError)
 """Failures whose one log line says it all (the model, its set-up, a limit); anything else gets a traceback."""
 TIMEOUTS = (TimeoutError, ModelRequestTimeout, ModelTimeoutError)

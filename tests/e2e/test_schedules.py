@@ -16,18 +16,20 @@ from pydantic_ai.models.function import AgentInfo
 from sqlalchemy import update
 
 from capabilities.memory_files.build import ROOM_SCOPE
+from gateway.pipeline.notices import FIRING_SENT_AGAIN
 from gateway.server.app import Gateway
 from storage.db import Database
 from storage.models import ScheduleMarkRow, utcnow
 from tests.conftest import REDIS
 from tests.support.fakes.telegram import FakeTelegram
 from tests.support.harness import FAST, TelegramBot, running_gateway
-from tests.support.records import inbox_rows
+from tests.support.records import inbox_rows, until_replies_recorded
 from tests.support.scripted import echoes, scripted
 
 EVERY_SECOND = "* * * * * *"
 """Six fields, the sixth seconds: a firing a second, so a test sees several in a few seconds."""
 TICKING = replace(FAST, schedule_tick=0.2)
+RETRY_SOON = replace(TICKING, worker_lease=timedelta(seconds=1))
 
 
 def schedule(bot: TelegramBot, chat: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -51,6 +53,25 @@ async def test_a_schedule_posts_its_text_once_at_each_firing(telegram: FakeTeleg
     keys = await firing_keys(database_url)
     assert posts(telegram, room)[:3] == ["Stand-up time"] * 3
     assert len(keys) == len(set(keys)) == len(posts(telegram, room)), "one post per firing, each stored once"
+
+
+async def test_a_firing_cut_off_while_it_was_sent_in_a_dm_is_posted_again_saying_so(telegram: FakeTelegram,
+                                                                                  sqlite_url: str) -> None:
+    """Telegram cannot say whether a post that was being sent arrived: a reminder lost in silence is worse than one
+    shown twice, so the retry posts it again and says why."""
+    bot = TelegramBot().register(telegram)
+    ada = telegram.add_user(101, "Ada", username="ada")
+    chat = telegram.private_chat(ada)
+    telegram.fail_next("sendMessage", retry_after=30)  # the first firing's send is held: the process dies in it
+    stand_up = {"schedules": [schedule(bot, chat, text="Stand-up")]}
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=echoes(),
+                               tuning=RETRY_SOON, top=stand_up) as crashing:
+        await until_replies_recorded(sqlite_url, 1)  # recorded as being sent, before the send
+        await crashing.abort()
+    assert posts(telegram, chat) == []
+    async with running_gateway(telegram, [bot], database_url=sqlite_url, redis_url=None, model=echoes(),
+                               tuning=RETRY_SOON):
+        await telegram.wait_for(lambda: posts(telegram, chat)[:1] == [f"{FIRING_SENT_AGAIN}\n\nStand-up"])
 
 
 async def test_a_scheduled_prompt_runs_the_agent_and_posts_its_answer(telegram: FakeTelegram,
