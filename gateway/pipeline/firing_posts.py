@@ -25,14 +25,13 @@ from gateway.pipeline.worker import Finish
 async def post_firing(adapter: PlatformAdapter, item: InboxItem, firing: Firing, *, inbox: Inbox,
                       typing: TypingShown, agent_name: str) -> Finish:
     """Post the firing's text; its end (the words in the conversation's history) is committed with the item."""
-    text = firing.text
-    placeholder: Placeholder | None = Placeholder(
+    # An earlier attempt that died sending it cannot tell whether it arrived (Telegram): a reminder lost in silence
+    # is worse than one shown twice, so it is posted again, saying why.
+    cut_off = item.reply_message_id == SENT_FROM_DRAFTS
+    text = f"{FIRING_SENT_AGAIN}\n\n{firing.text}" if cut_off else firing.text
+    placeholder = None if cut_off else Placeholder(
         recorded_id=item.reply_message_id, key=item.logical_id, record=partial(inbox.remember_reply, item.id),
         answering=None, retried=item.attempts > 1)
-    if item.reply_message_id == SENT_FROM_DRAFTS:
-        # An earlier attempt died sending it, and Telegram cannot say whether it arrived. A reminder lost in silence
-        # is worse than one shown twice, so it is posted again, saying why.
-        text, placeholder = f"{FIRING_SENT_AGAIN}\n\n{firing.text}", None
     reply = LiveReply(adapter, firing.address, placeholder=placeholder,
                       posting=partial(typing.cleared, firing.address.conversation_key))
     refs = await reply.finish(text)
